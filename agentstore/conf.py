@@ -1,0 +1,77 @@
+"""agentstore's settings, read from one ``AGENTSTORE`` dict in the project settings.
+
+Everything has a default, so an empty (or missing) ``AGENTSTORE`` works::
+
+    AGENTSTORE = {
+        "WRITE_ATTEMPTS": 3,          # SQLITE_BUSY retries of one write transaction
+        "SQLITE_WRITE_LOCK": True,    # serialise writers with an OS file lock
+    }
+
+Read values through :data:`agentstore_settings` (``agentstore_settings.WRITE_ATTEMPTS``);
+it follows ``override_settings`` in tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+
+DEFAULTS: dict[str, Any] = {
+    # How many times one write transaction is attempted when SQLite answers
+    # SQLITE_BUSY (the busy timeout already waited each time).
+    "WRITE_ATTEMPTS": 3,
+    # Backoff between attempts: attempt n waits a random time in [d/2, d] where
+    # d = min(BASE << (n - 1), MAX), in seconds.
+    "WRITE_BACKOFF_BASE": 0.005,
+    "WRITE_BACKOFF_MAX": 0.020,
+    # Serialise agentstore's writers on a file-backed SQLite database with an OS
+    # file lock beside the database (fair, kernel-queued) before BEGIN IMMEDIATE.
+    # See docs/operations.md for why SQLite's own busy handler is not enough.
+    "SQLITE_WRITE_LOCK": True,
+    # Suffix of that lock file, appended to the database path.
+    "SQLITE_LOCK_SUFFIX": ".agentstore-lock",
+}
+
+
+class AgentStoreSettings:
+    """Attribute access to ``settings.AGENTSTORE`` with defaults, cached until changed."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] = {}
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        value = getattr(settings, "AGENTSTORE", None) or {}
+        if not isinstance(value, dict):
+            raise ImproperlyConfigured("settings.AGENTSTORE must be a dict.")
+        unknown = sorted(set(value) - set(DEFAULTS))
+        if unknown:
+            raise ImproperlyConfigured(
+                f"settings.AGENTSTORE has unknown keys: {', '.join(unknown)}. "
+                f"Known keys: {', '.join(sorted(DEFAULTS))}."
+            )
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"Invalid agentstore setting: {name!r}")
+        if name not in self._cache:
+            self._cache[name] = self.user_settings.get(name, DEFAULTS[name])
+        return self._cache[name]
+
+    def reload(self) -> None:
+        self._cache.clear()
+
+
+agentstore_settings = AgentStoreSettings()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "AGENTSTORE":
+        agentstore_settings.reload()
+
+
+setting_changed.connect(_reload)

@@ -1,0 +1,319 @@
+"""Short write transactions and lock-free read snapshots for agentstore's stores.
+
+Every store write goes through :func:`atomic_write`; every multi-query read
+through :func:`read_only` (or the :func:`read_snapshot` context manager)::
+
+    from agentstore.db import atomic_write, read_only
+
+    entry_id = new_id()                        # ids and "now" outside: a retry
+    atomic_write(lambda: insert(entry_id), using="default")   # writes the same
+    rows = read_only(lambda: list(Entry.objects.filter(session_id=sid)))
+
+Why this module exists
+----------------------
+On SQLite, one writer at a time holds the database. Django's
+``transaction_mode="IMMEDIATE"`` makes every outermost ``atomic()`` take the
+write lock at ``BEGIN``, so a read-then-write transaction never fails on lock
+upgrade; the connection ``timeout`` makes ``BEGIN IMMEDIATE`` wait. That is not
+enough under load: SQLite's busy handler *sleeps and polls*, so a waiting writer
+can lose the race to newcomers again and again until its timeout expires and
+"database is locked" escapes to the caller (measured: 1–4 escapes a run at 4–8
+processes, single waits of several seconds). So on a file-backed SQLite database
+agentstore's writers first queue on an OS file lock beside the database
+(``fcntl.flock``), which the kernel hands over to a sleeping waiter when it is
+released — no polling, no starvation — and only then run ``BEGIN IMMEDIATE``.
+SQLite's own lock still protects the data against every other writer (Django's
+admin, ``manage.py shell``, other programs); against those the busy timeout and
+a short, jittered retry of the whole transaction apply (``WRITE_ATTEMPTS``).
+
+Reads must never take the write lock: with ``IMMEDIATE`` globally, a plain
+``atomic()`` around reads would. :func:`read_snapshot` begins a *deferred*
+transaction with ``PRAGMA query_only`` on SQLite, and a ``REPEATABLE READ, READ
+ONLY`` transaction on PostgreSQL, so several queries see one consistent snapshot
+while writers carry on.
+
+On PostgreSQL :func:`atomic_write` is a plain durable ``atomic()``: row locks and
+MVCC do what the file lock does for SQLite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from agentstore.conf import agentstore_settings
+from agentstore.exceptions import DatabaseBusy
+
+__all__ = [
+    "atomic_write",
+    "backoff_delay",
+    "is_busy_error",
+    "read_only",
+    "read_snapshot",
+    "sqlite_lock_path",
+]
+
+T = TypeVar("T")
+
+logger = logging.getLogger("agentstore.db")
+
+#: SQLite's primary result code for "the database file is locked by another connection".
+SQLITE_BUSY = 5
+
+
+def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
+    """Run ``fn`` in one short write transaction on ``using`` and return its result.
+
+    The transaction is *durable*: calling this inside a caller's ``atomic()``
+    block raises ``RuntimeError`` instead of silently widening the lock window
+    (Django's test cases are the one exception and simply join). On SQLite the
+    whole ``fn`` is re-run when the database answers SQLITE_BUSY, at most
+    ``WRITE_ATTEMPTS`` times, so ``fn`` must generate nothing that has to stay
+    stable across attempts (make ids and timestamps before calling). After the
+    last busy attempt :class:`~agentstore.exceptions.DatabaseBusy` is raised.
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        # PostgreSQL needs no retry loop; inside a (test) transaction we already
+        # own the write lock and a retry could not roll back to a clean state.
+        with transaction.atomic(using=using, durable=True):
+            return fn()
+
+    attempts = max(1, int(agentstore_settings.WRITE_ATTEMPTS))
+    started = time.monotonic()
+    for attempt in range(1, attempts + 1):
+        try:
+            with _sqlite_writer_slot(connection), transaction.atomic(using=using, durable=True):
+                return fn()
+        except DatabaseError as exc:
+            if not is_busy_error(exc):
+                raise
+            if attempt == attempts:
+                waited = time.monotonic() - started
+                logger.warning(
+                    "write transaction on %r busy, exhausted after %d attempts (%.3fs)",
+                    using,
+                    attempts,
+                    waited,
+                )
+                raise DatabaseBusy(
+                    f"database {using!r} is busy: write transaction exhausted after "
+                    f"{attempts} attempts ({waited:.3f}s)",
+                    attempts=attempts,
+                ) from exc
+            delay = backoff_delay(attempt)
+            logger.debug("write transaction on %r busy (attempt %d), retrying", using, attempt)
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def backoff_delay(attempt: int) -> float:
+    """Return the jittered wait after failed ``attempt`` (1-based), in seconds.
+
+    Uniform in ``[d/2, d]`` with ``d = min(base << (attempt - 1), max)``: with the
+    defaults 2.5–5 ms after the first attempt and 5–10 ms after the second.
+    """
+    base = float(agentstore_settings.WRITE_BACKOFF_BASE)
+    ceiling = min(base * (1 << (attempt - 1)), float(agentstore_settings.WRITE_BACKOFF_MAX))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def is_busy_error(exc: BaseException) -> bool:
+    """Tell whether ``exc`` (or what it wraps) is SQLite's SQLITE_BUSY.
+
+    Only the *primary* result code counts (``code & 0xFF``), so BUSY_SNAPSHOT
+    and BUSY_RECOVERY are busy too, while SQLITE_LOCKED (a conflict inside one
+    connection, which waiting cannot fix) is not.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, DatabaseBusy):
+            return True
+        code = getattr(current, "sqlite_errorcode", None)
+        if isinstance(code, int):
+            return code & 0xFF == SQLITE_BUSY
+        if isinstance(current, sqlite3.OperationalError):
+            message = str(current).lower()
+            if message.startswith(("database is locked", "database is busy")):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def read_only(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
+    """Run ``fn`` inside :func:`read_snapshot` and return its result."""
+    with read_snapshot(using):
+        return fn()
+
+
+@contextlib.contextmanager
+def read_snapshot(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """Give the queries in the block one consistent snapshot without the write lock.
+
+    Inside an existing transaction the block simply joins it (it already has a
+    snapshot). Writing inside the block fails on both backends.
+    """
+    connection = connections[using]
+    if connection.in_atomic_block:
+        yield
+        return
+    if connection.vendor == "sqlite":
+        with _sqlite_read_transaction(connection, using):
+            yield
+        return
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+@contextlib.contextmanager
+def _sqlite_read_transaction(connection: BaseDatabaseWrapper, using: str) -> Iterator[None]:
+    connection.ensure_connection()
+    with contextlib.ExitStack() as stack:
+        # Django begins every outermost atomic() with BEGIN <transaction_mode>;
+        # swap in DEFERRED for this one BEGIN so the snapshot takes only a read
+        # lock (in WAL mode: none that blocks writers).
+        saved_mode = getattr(connection, "transaction_mode", None)
+        connection.transaction_mode = "DEFERRED"  # type: ignore[attr-defined]
+        try:
+            stack.enter_context(transaction.atomic(using=using))
+        finally:
+            connection.transaction_mode = saved_mode  # type: ignore[attr-defined]
+        stack.callback(_restore_query_only, connection)
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA query_only = ON")
+        yield
+
+
+def _restore_query_only(connection: BaseDatabaseWrapper) -> None:
+    # Runs after COMMIT/ROLLBACK of the snapshot. A connection left read-only
+    # would break every later write on this thread, so if the reset fails the
+    # connection is thrown away rather than reused.
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA query_only = OFF")
+    except Exception:
+        logger.exception("could not reset PRAGMA query_only; closing the connection")
+        connection.close()
+
+
+# -- the SQLite writer queue -------------------------------------------------
+
+
+def sqlite_lock_path(connection: BaseDatabaseWrapper) -> str | None:
+    """Return the writer lock file of a file-backed SQLite connection, else ``None``."""
+    if connection.vendor != "sqlite" or not agentstore_settings.SQLITE_WRITE_LOCK:
+        return None
+    name = str(connection.settings_dict["NAME"] or "")
+    if connection.is_in_memory_db() or not name:  # type: ignore[attr-defined]
+        return None
+    if name.startswith("file:"):
+        name = name[len("file:") :].split("?", 1)[0]
+    return os.path.abspath(name) + str(agentstore_settings.SQLITE_LOCK_SUFFIX)
+
+
+class _LockFile:
+    """One open description of a lock file, owned by one thread of one process.
+
+    ``flock`` locks belong to the open file description, and descriptions opened
+    separately conflict even inside one process — so giving every thread its own
+    description lets the kernel queue threads and processes alike. A description
+    inherited through ``fork`` is shared with the parent, so a child opens anew.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pid = os.getpid()
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def __del__(self) -> None:
+        if os.getpid() == self.pid:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+
+
+_local = threading.local()
+_unavailable: set[str] = set()
+
+
+def _lock_file(path: str) -> _LockFile | None:
+    files: dict[str, _LockFile] = getattr(_local, "files", None) or {}
+    _local.files = files
+    lock = files.get(path)
+    if lock is None or lock.pid != os.getpid():
+        if path in _unavailable:
+            return None
+        try:
+            lock = _LockFile(path)
+        except OSError as exc:
+            # A read-only directory, say: fall back to SQLite's own locking.
+            _unavailable.add(path)
+            logger.warning("cannot open writer lock file %s (%s); writers not queued", path, exc)
+            return None
+        files[path] = lock
+    return lock
+
+
+@contextlib.contextmanager
+def _sqlite_writer_slot(connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """Hold the database's writer lock file for the duration of the block."""
+    path = sqlite_lock_path(connection)
+    lock = _lock_file(path) if path else None
+    if lock is None:
+        yield
+        return
+    # Blocking on purpose: the kernel wakes a sleeping waiter when the holder
+    # releases, which is what makes the queue fair. The holder only ever keeps
+    # it for one short transaction (see the module docstring).
+    fcntl.flock(lock.fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock.fd, fcntl.LOCK_UN)
+
+
+def _reset_after_fork() -> None:
+    # Descriptions inherited from the parent must not be used by the child.
+    _local.__dict__.clear()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def describe_connection(using: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
+    """Return the live SQLite pragmas of ``using`` (for checks, docs and tests)."""
+    connection = connections[using]
+    if connection.vendor != "sqlite":
+        return {"vendor": connection.vendor}
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        journal_mode = cursor.fetchone()[0]
+        cursor.execute("PRAGMA synchronous")
+        synchronous = cursor.fetchone()[0]
+        cursor.execute("PRAGMA busy_timeout")
+        busy_timeout = cursor.fetchone()[0]
+        cursor.execute("PRAGMA foreign_keys")
+        foreign_keys = cursor.fetchone()[0]
+    return {
+        "vendor": "sqlite",
+        "journal_mode": str(journal_mode).lower(),
+        "synchronous": int(synchronous),
+        "busy_timeout_ms": int(busy_timeout),
+        "foreign_keys": bool(foreign_keys),
+        "transaction_mode": getattr(connection, "transaction_mode", None),
+        "write_lock": sqlite_lock_path(connection),
+    }

@@ -1,0 +1,284 @@
+"""The errors agentstore raises, one class per failure a caller can act on.
+
+Every error derives from :class:`AgentStoreError` and carries a stable, machine
+readable ``code`` fixed where the error is defined, so wrapping and re-raising
+never changes it (the Go stores we re-implement have the same rule: "the deepest
+code wins")::
+
+    from agentstore import exceptions
+
+    try:
+        store.append_compaction(compaction)
+    except exceptions.StaleCompactionParent as exc:
+        use(exc.winner_entry_id)
+
+"Not found" on a single-row read is *not* an error (it returns ``None``), and a
+conditional state change that did not apply returns ``False``; exceptions are
+for bad input, conflicts and refusals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.utils import OperationalError
+
+
+class AgentStoreError(Exception):
+    """Base class of every agentstore error."""
+
+    code: str = "agentstore_error"
+    default_message: str = "agentstore error"
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or self.default_message
+        super().__init__(self.message)
+
+
+# -- bad input ---------------------------------------------------------------
+
+
+class ValidationError(AgentStoreError, ValueError):
+    """Input was rejected before anything was written.
+
+    ``field`` names the offending input (``"session.cwd"``, ``"message.parts[1]"``)
+    so API and command layers can point at it.
+    """
+
+    code = "validation_error"
+    default_message = "invalid input"
+
+    def __init__(self, message: str | None = None, *, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# -- sessions, entries and holds ---------------------------------------------
+
+
+class NoSession(AgentStoreError, LookupError):
+    """The session does not exist (or a ref names a session that is gone)."""
+
+    code = "no_session"
+    default_message = "no such session"
+
+    def __init__(self, message: str | None = None, *, target: Any = None) -> None:
+        super().__init__(message)
+        #: For a dangling ref: the ``RefTarget`` the ref still names.
+        self.target = target
+
+
+class SessionExists(AgentStoreError):
+    """A session with that id already exists."""
+
+    code = "session_exists"
+    default_message = "session already exists"
+
+
+class SessionLocked(AgentStoreError):
+    """The session is held by another store (another process), or our hold was lost."""
+
+    code = "session_locked"
+    default_message = "session is open in another process"
+
+
+class ConcurrentWriter(AgentStoreError):
+    """Another writer appended to the session since this store loaded it."""
+
+    code = "concurrent_writer"
+    default_message = "another process appended to the session"
+
+
+class ReadOnly(AgentStoreError):
+    """A write was attempted through a read-only store."""
+
+    code = "read_only"
+    default_message = "store is read-only"
+
+
+class NoEntry(AgentStoreError, LookupError):
+    """The entry does not exist in the session."""
+
+    code = "no_entry"
+    default_message = "no such entry"
+
+
+class BaseRule(NoEntry):
+    """An append to a fork would hang from above its base (also a :class:`NoEntry`)."""
+
+    code = "base_rule"
+    default_message = "entry would hang above the session's base"
+
+
+class BadID(AgentStoreError):
+    """An entry's id does not match its content (corruption or a forged id)."""
+
+    code = "bad_id"
+    default_message = "entry id does not match its content"
+
+
+class HashMismatch(BadID):
+    """A stored hash (content hash or request hash) does not verify."""
+
+    code = "hash_mismatch"
+    default_message = "hash mismatch"
+
+
+class BadConvergence(AgentStoreError):
+    """A ``parents`` convergence reference breaks the format's rules."""
+
+    code = "bad_convergence"
+    default_message = "bad convergence reference"
+
+
+class ReservedMember(ValidationError):
+    """An entry body carries an envelope member (``id``, ``parent``, ``ts`` …)."""
+
+    code = "reserved_member"
+    default_message = "entry body uses a reserved member"
+
+
+class Superseded(AgentStoreError):
+    """The session was continued in another session."""
+
+    code = "superseded"
+    default_message = "session was continued in another session"
+
+
+class StaleCompactionParent(AgentStoreError):
+    """Another compactor already compacted this (session, parent); carries the winner."""
+
+    code = "stale_compaction_parent"
+    default_message = "stale compaction parent"
+
+    def __init__(self, message: str | None = None, *, winner_entry_id: str = "") -> None:
+        super().__init__(message)
+        self.winner_entry_id = winner_entry_id
+
+
+class CompactionConflict(AgentStoreError):
+    """A compaction operation id is already used for another target."""
+
+    code = "compaction_operation_mismatch"
+    default_message = "compaction operation id targets another branch"
+
+
+# -- tool-call lifecycle rules of the agentsession format --------------------
+
+
+class CallRuleError(AgentStoreError):
+    """Base class of the function-call lifecycle rules (B1.4)."""
+
+    code = "call_rule"
+
+
+class CallIDEmpty(CallRuleError):
+    code = "call_id_empty"
+    default_message = "function_call has an empty call_id"
+
+
+class CallIDRepeated(CallRuleError):
+    code = "call_id_repeated"
+    default_message = "call_id is already used in this session"
+
+
+class BadTarget(CallRuleError):
+    code = "bad_target"
+    default_message = "decision or dispatch does not target a function_call on the path"
+
+
+class CallRejected(CallRuleError):
+    code = "call_rejected"
+    default_message = "the call was rejected"
+
+
+class CallAnswered(CallRuleError):
+    code = "call_answered"
+    default_message = "the call was answered"
+
+
+class RejectDispatched(CallRuleError):
+    code = "reject_dispatched"
+    default_message = "a dispatched call cannot be rejected"
+
+
+class CallCompleted(CallRuleError):
+    code = "call_completed"
+    default_message = "the call already has its output"
+
+
+class AnswerNotDispatched(CallRuleError):
+    code = "answer_not_dispatched"
+    default_message = "an answer needs a dispatched call"
+
+
+# -- refs --------------------------------------------------------------------
+
+
+class NoRef(AgentStoreError, LookupError):
+    """No ref has that name."""
+
+    code = "no_ref"
+    default_message = "no such ref"
+
+
+class NoRefs(AgentStoreError):
+    """The store does not keep refs."""
+
+    code = "no_refs"
+    default_message = "store does not keep refs"
+
+
+class RefMoved(AgentStoreError):
+    """Compare-and-swap failed: the ref no longer names the expected target."""
+
+    code = "ref_moved"
+    default_message = "ref moved"
+
+    def __init__(self, message: str | None = None, *, name: str = "", current: Any = None) -> None:
+        super().__init__(message)
+        self.name = name
+        #: The ``RefTarget`` the ref names now (``None`` when absent).
+        self.current = current
+
+
+class RefNameError(ValidationError):
+    """The ref name (or prefix) breaks the naming rules or conflicts with another ref."""
+
+    code = "ref_name"
+    default_message = "invalid ref name"
+
+
+# -- tasks -------------------------------------------------------------------
+
+
+class TaskConflict(AgentStoreError):
+    """A task operation conflicts with the task's current state or lease."""
+
+    code = "task_conflict"
+    default_message = "task conflict"
+
+
+class WorkflowInvocationConflict(AgentStoreError):
+    """The (workflow, node key, invocation index) is already linked to another agent task."""
+
+    code = "workflow_agent_invocation_conflict"
+    default_message = "workflow invocation is already linked to another agent task"
+
+
+# -- the database ------------------------------------------------------------
+
+
+class DatabaseBusy(AgentStoreError, OperationalError):
+    """A write transaction kept meeting a busy SQLite database and gave up.
+
+    It is still an :class:`django.db.utils.OperationalError`, so code that
+    already handles "database is locked" keeps working.
+    """
+
+    code = "database_busy"
+    default_message = "database is busy"
+
+    def __init__(self, message: str | None = None, *, attempts: int = 0) -> None:
+        super().__init__(message)
+        self.attempts = attempts

@@ -1,0 +1,73 @@
+"""Identifiers: monotonic UUIDv7 strings and random tokens.
+
+Session, entry, task and event ids are UUIDv7 (RFC 9562): a 48-bit Unix
+millisecond timestamp, then random bits. Lists that say "newest first" break
+timestamp ties with ``id DESC``, so ids made by one process must sort in the
+order they were made even inside one millisecond. :func:`new_id` guarantees that
+with a 12-bit counter in ``rand_a`` (RFC 9562 §6.2, method 1), seeded randomly
+each millisecond and carried into the next millisecond on overflow::
+
+    >>> a, b = new_id(), new_id()
+    >>> a < b
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import threading
+import time
+import uuid
+
+__all__ = ["is_uuid7", "new_id", "new_token"]
+
+_UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+_lock = threading.Lock()
+_last_ms = 0
+_counter = 0
+
+
+def new_id() -> str:
+    """Return a new UUIDv7 in canonical lowercase form, greater than the last one."""
+    global _last_ms, _counter
+    with _lock:
+        now_ms = time.time_ns() // 1_000_000
+        if now_ms > _last_ms:
+            _last_ms = now_ms
+            # Start low in the 12-bit space so many ids fit in this millisecond.
+            _counter = secrets.randbits(10)
+        else:
+            _counter += 1
+            if _counter > 0xFFF:
+                # Overflow (or the clock stepped back): borrow the next millisecond.
+                _last_ms += 1
+                _counter = secrets.randbits(10)
+        ms, counter = _last_ms, _counter
+    rand_b = secrets.randbits(62)
+    value = (ms & 0xFFFF_FFFF_FFFF) << 80
+    value |= 0x7 << 76
+    value |= counter << 64
+    value |= 0b10 << 62
+    value |= rand_b
+    return str(uuid.UUID(int=value))
+
+
+def is_uuid7(value: str) -> bool:
+    """Tell whether ``value`` is a canonical (lowercase, hyphenated) UUIDv7."""
+    return bool(_UUID7.match(value))
+
+
+def new_token() -> str:
+    """Return 16 random hex characters (store identities, session incarnations)."""
+    return secrets.token_hex(8)
+
+
+def _reset_after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)

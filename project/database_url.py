@@ -1,0 +1,86 @@
+"""Turn the ``DATABASE_URL`` environment variable into a Django ``DATABASES`` entry.
+
+    sqlite:///var/agentstore.sqlite3     a path relative to the working directory
+    sqlite:////srv/agentstore.sqlite3    an absolute path (four slashes)
+    postgres://user:pass@host:5432/name  PostgreSQL (``postgresql://`` too)
+
+SQLite databases always get agentstore's recommended options (WAL, IMMEDIATE,
+a busy timeout); see docs/operations.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+#: Seconds a connection waits for SQLite's write lock before "database is locked".
+SQLITE_TIMEOUT = 20
+
+SQLITE_INIT_COMMAND = (
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "PRAGMA temp_store=MEMORY;"
+    "PRAGMA cache_size=-16000"
+)
+
+
+def sqlite_database(path: str | Path, *, test_path: str | Path | None = None) -> dict[str, Any]:
+    """Return a ``DATABASES`` entry for the SQLite file at ``path``."""
+    config: dict[str, Any] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": SQLITE_TIMEOUT,
+            "init_command": SQLITE_INIT_COMMAND,
+        },
+        # Closing the last connection checkpoints the WAL; keep connections.
+        "CONN_MAX_AGE": None,
+        "CONN_HEALTH_CHECKS": True,
+    }
+    if test_path is not None:
+        # A file, not Django's in-memory default: WAL and multi-process tests
+        # need a real database file.
+        config["TEST"] = {"NAME": str(test_path)}
+    return config
+
+
+def parse_database_url(url: str, *, base_dir: Path) -> dict[str, Any]:
+    """Return a ``DATABASES`` entry for ``url``; relative SQLite paths are under ``base_dir``."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "sqlite":
+        raw = unquote(url[len("sqlite://") :]).split("?", 1)[0]
+        if not raw.startswith("/") or raw in ("", "/"):
+            raise ImproperlyConfigured(
+                f"DATABASE_URL {url!r}: a SQLite URL needs a path, e.g. sqlite:///db.sqlite3"
+            )
+        # sqlite:///rel/path -> "rel/path"; sqlite:////abs/path -> "/abs/path".
+        path = Path(raw[1:])
+        if not path.is_absolute():
+            path = base_dir / path
+        return sqlite_database(path, test_path=path.with_name(f"test_{path.name}"))
+    if scheme in ("postgres", "postgresql", "pgsql"):
+        name = unquote(parts.path.lstrip("/"))
+        if not name:
+            raise ImproperlyConfigured(
+                f"DATABASE_URL {url!r}: a PostgreSQL URL needs a database name"
+            )
+        options = dict(parse_qsl(parts.query))
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(parts.port or ""),
+            "OPTIONS": options,
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
+        }
+    raise ImproperlyConfigured(
+        f"DATABASE_URL {url!r}: unsupported scheme {parts.scheme!r} (use sqlite:// or postgres://)"
+    )

@@ -1,0 +1,39 @@
+"""Prepare the demo: a superuser whose credentials (and API token) are printed.
+
+    python manage.py demo_setup
+
+Safe to run again: the user is updated, not duplicated. Later issues seed demo
+sessions and tasks here through the stores.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from rest_framework.authtoken.models import Token
+
+
+class Command(BaseCommand):
+    help = "Create (or reset) the demo superuser and print its credentials."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--username", default="demo", help="(default: %(default)r)")
+
+    def handle(self, *args: Any, username: str, **options: Any) -> None:
+        password = os.environ.get("AGENTSTORE_DEMO_PASSWORD", "agentstore-demo")
+        user_model = get_user_model()
+        user, created = user_model.objects.get_or_create(
+            username=username, defaults={"is_staff": True, "is_superuser": True}
+        )
+        user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        token, _ = Token.objects.get_or_create(user=user)
+        verb = "Created" if created else "Reset"
+        self.stdout.write(self.style.SUCCESS(f"{verb} demo superuser."))
+        self.stdout.write(f"  username:  {username}")
+        self.stdout.write(f"  password:  {password}")
+        self.stdout.write(f"  API token: {token.key}")

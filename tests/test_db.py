@@ -1,0 +1,313 @@
+"""The transaction helpers of ``agentstore.db`` and the SQLite connection settings."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.utils import OperationalError
+from django.test import override_settings
+from django.utils import timezone
+
+from agentstore import db
+from agentstore.db import atomic_write, backoff_delay, is_busy_error, read_only, read_snapshot
+from agentstore.exceptions import AgentStoreError, DatabaseBusy
+from agentstore.models import Document
+
+
+def fake_sqlite_error(code: int, message: str = "database is locked") -> OperationalError:
+    """An error shaped like Django's wrapper around a sqlite3 error with ``code``."""
+    cause = sqlite3.OperationalError(message)
+    cause.sqlite_errorcode = code
+    try:
+        raise OperationalError(message) from cause
+    except OperationalError as exc:
+        return exc
+
+
+def make_document(key: str, namespace: str = "db-tests") -> Document:
+    return Document.objects.create(namespace=namespace, key=key, updated_at=timezone.now())
+
+
+def raw_connection() -> sqlite3.Connection:
+    """A second, non-Django connection to the test database file."""
+    return sqlite3.connect(connection.settings_dict["NAME"], timeout=0, isolation_level=None)
+
+
+@pytest.fixture
+def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    delays: list[float] = []
+    monkeypatch.setattr(db.time, "sleep", delays.append)
+    return delays
+
+
+# -- connection settings -------------------------------------------------------
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db
+def test_sqlite_file_connection_is_wal_normal_with_foreign_keys() -> None:
+    info = db.describe_connection()
+
+    assert not connection.is_in_memory_db()
+    assert info["journal_mode"] == "wal"
+    assert info["synchronous"] == 1  # NORMAL
+    assert info["foreign_keys"] is True
+    assert info["busy_timeout_ms"] == 20_000
+    assert info["transaction_mode"] == "IMMEDIATE"
+    assert info["write_lock"] == str(Path(connection.settings_dict["NAME"]).resolve()) + (
+        ".agentstore-lock"
+    )
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db
+def test_describe_connection_on_postgresql() -> None:
+    assert db.describe_connection() == {"vendor": "postgresql"}
+
+
+# -- atomic_write ----------------------------------------------------------------
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_write_transaction_begins_immediate() -> None:
+    """The write lock is taken at BEGIN, before the callback reads or writes anything."""
+    other = raw_connection()
+    outcome: list[str] = []
+
+    def callback() -> None:
+        try:
+            other.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            outcome.append(str(exc))
+        else:  # pragma: no cover - the assertion below reports it
+            other.execute("ROLLBACK")
+            outcome.append("acquired")
+
+    atomic_write(callback)
+    other.close()
+
+    assert outcome == ["database is locked"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_write_commits_and_returns_the_callback_result() -> None:
+    doc = atomic_write(lambda: make_document("committed"))
+
+    assert doc.key == "committed"
+    assert Document.objects.filter(key="committed").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_write_rolls_back_everything_on_error() -> None:
+    def callback() -> None:
+        make_document("first")
+        make_document("first")  # unique (namespace, key)
+
+    with pytest.raises(IntegrityError):
+        atomic_write(callback)
+
+    assert not Document.objects.filter(namespace="db-tests").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_write_refuses_to_nest_in_a_callers_transaction() -> None:
+    with transaction.atomic(), pytest.raises(RuntimeError, match="durable"):
+        atomic_write(lambda: make_document("nested"))
+
+    assert not Document.objects.filter(key="nested").exists()
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_busy_error_is_retried_until_it_succeeds(no_sleep: list[float]) -> None:
+    calls: list[int] = []
+
+    def callback() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise fake_sqlite_error(5)
+        return "done"
+
+    assert atomic_write(callback) == "done"
+    assert len(calls) == 3
+    assert len(no_sleep) == 2
+    assert 0.0025 <= no_sleep[0] <= 0.005
+    assert 0.005 <= no_sleep[1] <= 0.010
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_busy_error_gives_up_after_three_attempts(no_sleep: list[float]) -> None:
+    calls: list[int] = []
+
+    def callback() -> None:
+        calls.append(1)
+        make_document(f"attempt-{len(calls)}")
+        raise fake_sqlite_error(5 | (2 << 8))  # SQLITE_BUSY_SNAPSHOT: primary code BUSY
+
+    with pytest.raises(DatabaseBusy, match="exhausted after 3 attempts") as info:
+        atomic_write(callback)
+
+    assert len(calls) == 3
+    assert info.value.attempts == 3
+    assert info.value.code == "database_busy"
+    assert isinstance(info.value, OperationalError)
+    assert isinstance(info.value, AgentStoreError)
+    assert is_busy_error(info.value)
+    assert isinstance(info.value.__cause__, OperationalError)
+    # Every failed attempt rolled back its write.
+    assert not Document.objects.filter(namespace="db-tests").exists()
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(lambda: fake_sqlite_error(6, "database table is locked"), id="SQLITE_LOCKED"),
+        pytest.param(lambda: IntegrityError("UNIQUE constraint failed"), id="integrity"),
+        pytest.param(lambda: ValueError("domain error"), id="domain"),
+    ],
+)
+def test_other_errors_are_not_retried(no_sleep: list[float], error) -> None:  # type: ignore[no-untyped-def]
+    calls: list[int] = []
+
+    def callback() -> None:
+        calls.append(1)
+        raise error()
+
+    with pytest.raises((DatabaseError, ValueError)):
+        atomic_write(callback)
+
+    assert calls == [1]
+    assert no_sleep == []
+
+
+@override_settings(AGENTSTORE={"WRITE_ATTEMPTS": 5})
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_attempts_follow_the_setting(no_sleep: list[float]) -> None:
+    calls: list[int] = []
+
+    def callback() -> None:
+        calls.append(1)
+        raise fake_sqlite_error(5)
+
+    with pytest.raises(DatabaseBusy, match="exhausted after 5 attempts"):
+        atomic_write(callback)
+    assert len(calls) == 5
+    assert no_sleep[-1] <= 0.020  # the backoff is capped
+
+
+@pytest.fixture
+def short_busy_timeout() -> Iterator[None]:
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout = 30")
+    yield
+    connection.close()  # the next connection gets the configured timeout back
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_real_foreign_writer_makes_the_helper_give_up_cleanly(short_busy_timeout: None) -> None:
+    """Another program holding SQLite's write lock: three busy attempts, one clear error."""
+    other = raw_connection()
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(DatabaseBusy, match="exhausted after 3 attempts"):
+            atomic_write(lambda: make_document("blocked"))
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+    assert atomic_write(lambda: make_document("after")).key == "after"
+
+
+def test_is_busy_error_reads_codes_and_messages() -> None:
+    assert is_busy_error(fake_sqlite_error(5))
+    assert is_busy_error(fake_sqlite_error(261))  # SQLITE_BUSY_RECOVERY
+    assert not is_busy_error(fake_sqlite_error(6))  # SQLITE_LOCKED
+    assert not is_busy_error(fake_sqlite_error(19, "UNIQUE constraint failed"))
+    assert is_busy_error(sqlite3.OperationalError("database is locked"))
+    assert not is_busy_error(sqlite3.OperationalError("no such table: x"))
+    assert not is_busy_error(ValueError("database is locked"))
+
+
+def test_backoff_is_jittered_and_capped() -> None:
+    for _ in range(200):
+        assert 0.0025 <= backoff_delay(1) <= 0.005
+        assert 0.005 <= backoff_delay(2) <= 0.010
+        assert 0.010 <= backoff_delay(3) <= 0.020
+        assert 0.010 <= backoff_delay(6) <= 0.020
+
+
+# -- read_snapshot -----------------------------------------------------------------
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_read_snapshot_never_takes_the_write_lock() -> None:
+    make_document("before")
+    other = raw_connection()
+    with read_snapshot():
+        assert Document.objects.filter(namespace="db-tests").count() == 1
+        # Another writer gets the lock at once (timeout=0) while we read …
+        other.execute("BEGIN IMMEDIATE")
+        other.execute(
+            "INSERT INTO agentstore_document (namespace, document_key, value_json, updated_at)"
+            " VALUES ('db-tests', 'during', '{}', '2026-01-01 00:00:00')"
+        )
+        other.execute("COMMIT")
+        # … and our snapshot does not move.
+        assert Document.objects.filter(namespace="db-tests").count() == 1
+    other.close()
+
+    assert Document.objects.filter(namespace="db-tests").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_read_snapshot_refuses_writes_and_leaves_the_connection_writable() -> None:
+    with pytest.raises(DatabaseError), read_snapshot():
+        make_document("inside")
+
+    assert atomic_write(lambda: make_document("outside")).key == "outside"
+    assert list(Document.objects.values_list("key", flat=True)) == ["outside"]
+
+
+@pytest.mark.django_db
+def test_read_only_returns_the_callback_result() -> None:
+    make_document("x")
+    assert read_only(lambda: Document.objects.count()) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_read_snapshot_inside_a_transaction_joins_it() -> None:
+    with transaction.atomic():
+        make_document("joined")
+        with read_snapshot():
+            assert Document.objects.filter(key="joined").exists()
+
+
+# -- the writer lock file --------------------------------------------------------
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_writer_lock_file_sits_beside_the_database() -> None:
+    atomic_write(lambda: make_document("locked"))
+
+    assert os.path.exists(connection.settings_dict["NAME"] + ".agentstore-lock")
+
+
+@override_settings(AGENTSTORE={"SQLITE_WRITE_LOCK": False})
+@pytest.mark.django_db(transaction=True)
+def test_writer_lock_can_be_turned_off() -> None:
+    assert db.sqlite_lock_path(connection) is None
+    assert atomic_write(lambda: make_document("unlocked")).key == "unlocked"
