@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", choices=["helper", "naive", "raw"], default="helper")
     parser.add_argument("--mode", choices=["counter", "independent"], default="counter")
     parser.add_argument("--start-file", default="")
+    parser.add_argument("--timeout", type=float, default=None, help="busy timeout (s) override")
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     from agentstore.db import atomic_write
     from agentstore.models import Document
 
+    if args.timeout is not None:
+        connection.settings_dict["OPTIONS"]["timeout"] = args.timeout
     namespace = "counter" if args.mode == "counter" else "independent"
 
     def write_one(i: int) -> None:
@@ -62,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
 
     raw: sqlite3.Connection | None = None
     if args.strategy == "raw":
-        raw = sqlite3.connect(connection.settings_dict["NAME"], timeout=5, isolation_level=None)
+        raw = sqlite3.connect(
+            connection.settings_dict["NAME"],
+            timeout=connection.settings_dict["OPTIONS"]["timeout"],
+            isolation_level=None,
+        )
         raw.execute("PRAGMA journal_mode=WAL")
         raw.execute("PRAGMA synchronous=NORMAL")
 
