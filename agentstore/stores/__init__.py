@@ -1,0 +1,30 @@
+"""The stores: the Python API agents and surfaces call.
+
+    from agentstore.stores import TreeStore, LoopStore, LogStore, DocumentStore
+
+    store = TreeStore()                          # using="default", clock=None
+    session = store.create_session("/repo")
+
+Each store is imported on first use, so importing this package is cheap and safe
+before Django's app registry is ready.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "DocumentStore": "agentstore.stores.documents",
+    "LogStore": "agentstore.stores.log",
+    "LoopStore": "agentstore.stores.loop",
+    "TreeStore": "agentstore.stores.tree",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'agentstore.stores' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -1,0 +1,5 @@
+"""Value objects of the tree area (filled in by the issue that builds it)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
