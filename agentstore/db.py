@@ -59,6 +59,7 @@ __all__ = [
     "atomic_write",
     "backoff_delay",
     "is_busy_error",
+    "is_unique_violation",
     "read_only",
     "read_snapshot",
     "sqlite_lock_path",
@@ -317,3 +318,32 @@ def describe_connection(using: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
         "transaction_mode": getattr(connection, "transaction_mode", None),
         "write_lock": sqlite_lock_path(connection),
     }
+
+
+# -- classifying integrity errors ----------------------------------------------
+
+#: SQLite extended result codes of uniqueness failures.
+_SQLITE_UNIQUE_CODES = frozenset({2067, 1555})  # CONSTRAINT_UNIQUE, CONSTRAINT_PRIMARYKEY
+#: PostgreSQL's SQLSTATE for unique_violation.
+_PG_UNIQUE_VIOLATION = "23505"
+
+
+def is_unique_violation(exc: BaseException) -> bool:
+    """Tell whether ``exc`` is a UNIQUE/PRIMARY KEY failure (not NOT NULL, CHECK, FK …).
+
+    Insert-first idempotency ("insert, and on a duplicate look the row up") must
+    swallow only this kind of failure; every other constraint error is a bug or
+    bad input and has to surface.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        code = getattr(current, "sqlite_errorcode", None)
+        if isinstance(code, int):
+            return code in _SQLITE_UNIQUE_CODES
+        sqlstate = getattr(current, "sqlstate", None) or getattr(current, "pgcode", None)
+        if isinstance(sqlstate, str):
+            return sqlstate == _PG_UNIQUE_VIOLATION
+        current = current.__cause__ or current.__context__
+    return "unique constraint" in str(exc).lower()

@@ -1,0 +1,102 @@
+"""DocumentStore: small JSON documents by (namespace, key) — runtime settings and state.
+
+    store = DocumentStore()
+    store.put(DocumentEntity(namespace="settings", key="global", value_json='{"ok":true}'))
+    doc = store.get("settings", "global")          # None when absent
+    DocumentSource(store, "settings", "global").read()   # (b'{"ok":true}', True)
+
+The value is kept as the exact JSON text given (any JSON shape), so a reader gets
+back what was written. ``put`` is one upsert statement.
+"""
+
+from __future__ import annotations
+
+from django.db import connections
+
+from agentstore.exceptions import ValidationError
+from agentstore.models import Document
+from agentstore.stores.base import StoreBase
+from agentstore.types.tree import DocumentEntity
+from agentstore.validation import require_aware, require_json, require_max_length, require_text
+
+__all__ = ["DocumentSource", "DocumentStore"]
+
+_UPSERT = (
+    "INSERT INTO agentstore_document (namespace, document_key, value_json, updated_at) "
+    "VALUES (%s, %s, %s, %s) ON CONFLICT (namespace, document_key) "
+    "DO UPDATE SET value_json = excluded.value_json, updated_at = excluded.updated_at"
+)
+
+
+class DocumentStore(StoreBase):
+    """Runtime documents (the librecode ``DocumentRepository`` behaviour)."""
+
+    def get(self, namespace: str, key: str) -> DocumentEntity | None:
+        """Return the document, or ``None``."""
+        row = (
+            Document.objects.using(self.using)
+            .filter(namespace=namespace, key=key)
+            .values_list("value_json", "updated_at")
+            .first()
+        )
+        if row is None:
+            return None
+        return DocumentEntity(namespace=namespace, key=key, value_json=row[0], updated_at=row[1])
+
+    def put(self, document: DocumentEntity) -> DocumentEntity:
+        """Store or replace a document; ``updated_at`` defaults to now. Returns what was stored."""
+        if document is None:
+            raise ValidationError("document is required", field="document")
+        require_text(document.namespace, "document.namespace")
+        require_text(document.key, "document.key")
+        require_max_length(document.namespace, 255, "document.namespace")
+        require_max_length(document.key, 255, "document.key")
+        require_json(document.value_json, "document.value_json")
+        stamp = (
+            require_aware(document.updated_at, "document.updated_at")
+            if document.updated_at is not None
+            else self.now()
+        )
+        connection = connections[self.using]
+
+        def write() -> None:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    _UPSERT,
+                    [
+                        document.namespace,
+                        document.key,
+                        document.value_json,
+                        connection.ops.adapt_datetimefield_value(stamp),
+                    ],
+                )
+
+        self.write(write)
+        return DocumentEntity(
+            namespace=document.namespace,
+            key=document.key,
+            value_json=document.value_json,
+            updated_at=stamp,
+        )
+
+    def delete(self, namespace: str, key: str) -> None:
+        """Delete the document; a missing one is not an error."""
+        self.write(
+            lambda: Document.objects.using(self.using).filter(namespace=namespace, key=key).delete()
+        )
+
+
+class DocumentSource:
+    """A read-only view of one document for code that reads JSON sources."""
+
+    def __init__(self, store: DocumentStore, namespace: str, key: str) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.key = key
+
+    def read(self) -> tuple[bytes, bool]:
+        """Return ``(value bytes, found)``."""
+        document = self.store.get(self.namespace, self.key)
+        if document is None:
+            return b"", False
+        return document.value_json.encode(), True

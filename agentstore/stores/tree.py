@@ -1,0 +1,1005 @@
+"""TreeStore: sessions as trees of entries — messages, compactions, branches, labels.
+
+The librecode session repository over agentstore's schema::
+
+    store = TreeStore()
+    session = store.create_session("/repo")
+    hi = MessageEntity(role="user", content="hi")
+    user = store.append_message(session.id, None, hi)
+    hello = MessageEntity(role="assistant", content="hello")
+    reply = store.append_message(session.id, user.id, hello)
+    context = store.build_context(session.id, reply.id)
+
+Every append is one short write transaction that touches the session row (on
+PostgreSQL that row lock serialises appends to one session; on SQLite the writer
+queue does), checks the parent, inserts the entry at the next ``seq`` and its
+message parts. A ``None`` parent makes a new root: the store never guesses "the
+current leaf" for you (``branch(session_id, "")`` finds the most recent childless
+entry when you need it).
+
+Reads run in one snapshot (``agentstore.db.read_snapshot``) and never take the
+write lock. "Append order" is ``(created_at, seq)``: entries sort by their
+timestamp (caller-supplied message timestamps are kept), ties by insertion.
+Hot paths use hand-written SQL through Django's connection; see
+``docs/tree-store.md`` for the measured figures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import IntegrityError, connections, transaction
+from django.db.backends.utils import CursorWrapper
+from django.utils.dateparse import parse_datetime
+
+from agentstore import exceptions
+from agentstore.db import is_unique_violation
+from agentstore.ids import new_id
+from agentstore.models import Session, Task
+from agentstore.models.sessions import SessionKind
+from agentstore.stores.base import StoreBase
+from agentstore.stores.tree_context import build_context, entries_needing_parts
+from agentstore.stores.tree_metadata import derive_metadata
+from agentstore.stores.tree_parts import message_sender, validate_message
+from agentstore.types.tree import (
+    AppendCompactionInput,
+    EntryEntity,
+    EntryTokenUsageEntity,
+    MessageEntity,
+    MessagePartEntity,
+    SessionContextEntity,
+    SessionEntity,
+    SessionMessageEntity,
+    TreeNodeEntity,
+)
+from agentstore.validation import (
+    require_aware,
+    require_json,
+    require_max_length,
+    require_text,
+)
+
+__all__ = ["TreeStore"]
+
+_ENTRY = "agentstore_entry"
+_PART = "agentstore_messagepart"
+_SESSION = "agentstore_session"
+
+_COLUMNS = (
+    "id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, model, "
+    "custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
+    "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
+    "branch_from_entry_id, operation_id"
+)
+_E_COLUMNS = ", ".join(f"e.{column.strip()}" for column in _COLUMNS.split(","))
+_INSERT_COLUMNS = (
+    "session_id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, "
+    "model, custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
+    "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
+    "branch_from_entry_id, operation_id"
+)
+# The next seq is computed in the INSERT itself: MAX over the unique
+# (session_id, seq) index is one index probe, and the statement runs inside the
+# write transaction that already holds the session (row lock or writer queue).
+_INSERT_ENTRY = (
+    f"INSERT INTO {_ENTRY} ({_INSERT_COLUMNS}) "
+    "SELECT %s, COALESCE(MAX(seq), 0) + 1, "
+    + ", ".join(["%s"] * 21)
+    + f" FROM {_ENTRY} WHERE session_id = %s RETURNING id, seq"
+)
+_INSERT_PART = (
+    f"INSERT INTO {_PART} (entry_id, sequence, type, text, mime_type, name, width, height, data) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+# Never move updated_at backwards (a back-dated message must not make an active
+# session look stale); on PostgreSQL this UPDATE also takes the session's row lock.
+_TOUCH_SESSION = (
+    f"UPDATE {_SESSION} SET updated_at = CASE WHEN updated_at < %s THEN %s ELSE updated_at END "
+    "WHERE id = %s AND kind = %s"
+)
+# Parts are hydrated in chunks well under SQLite's bound-parameter limit.
+_CHUNK = 900
+
+
+def _to_datetime(value: Any) -> datetime:
+    """A DB timestamp (SQLite text or datetime, PostgreSQL aware datetime) in aware UTC."""
+    stamp: datetime | None = parse_datetime(value) if isinstance(value, str) else value
+    if not isinstance(stamp, datetime):
+        raise exceptions.ValidationError(f"unreadable timestamp {value!r}", field="created_at")
+    if stamp.tzinfo is None:
+        return stamp.replace(tzinfo=UTC)
+    return stamp.astimezone(UTC)
+
+
+def _as_bytes(value: Any) -> bytes:
+    return b"" if value is None else bytes(value)
+
+
+def _encode_data(data: dict[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Draft:
+    """An entry fully prepared outside the transaction (a retry writes the same values)."""
+
+    __slots__ = ("entity", "operation_id", "parts")
+
+    def __init__(self, entity: EntryEntity, parts: tuple[MessagePartEntity, ...]) -> None:
+        self.entity = entity
+        self.parts = parts
+        self.operation_id = entity.operation_id
+
+
+class TreeStore(StoreBase):
+    """Sessions as entry trees (the librecode ``SessionRepository`` behaviour)."""
+
+    # -- sessions ----------------------------------------------------------------
+
+    def create_session(
+        self, cwd: str, name: str = "", parent_session: str = "", *, owner: Any = None
+    ) -> SessionEntity:
+        """Create a top-level (or child, with ``parent_session``) session in ``cwd``."""
+        require_text(cwd, "session.cwd")
+        require_max_length(name, 500, "session.name")
+        require_max_length(parent_session, 255, "session.parent_session")
+        stamp = self.now()
+        session_id = new_id()
+
+        def write() -> None:
+            Session.objects.using(self.using).create(
+                id=session_id,
+                kind=SessionKind.TREE,
+                cwd=cwd,
+                name=name,
+                parent_session=parent_session,
+                owner=owner,
+                created_at=stamp,
+                updated_at=stamp,
+            )
+
+        self.write(write)
+        return SessionEntity(
+            id=session_id,
+            cwd=cwd,
+            name=name,
+            parent_session=parent_session,
+            created_at=stamp,
+            updated_at=stamp,
+        )
+
+    def _sessions(self) -> Any:
+        return Session.objects.using(self.using).filter(kind=SessionKind.TREE)
+
+    @staticmethod
+    def _session_entity(row: Session) -> SessionEntity:
+        return SessionEntity(
+            id=row.id,
+            cwd=row.cwd,
+            name=row.name,
+            parent_session=row.parent_session,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+
+    def get_session(self, session_id: str) -> SessionEntity | None:
+        """Return the session, or ``None`` when there is no tree session with that id."""
+        row = self._sessions().filter(pk=session_id).first()
+        return None if row is None else self._session_entity(row)
+
+    def latest_session(self, cwd: str) -> SessionEntity | None:
+        """Return the most recently updated top-level session of ``cwd``."""
+        row = self._sessions().filter(cwd=cwd).top_level().newest_first().first()
+        return None if row is None else self._session_entity(row)
+
+    def list_sessions(self, cwd: str) -> list[SessionEntity]:
+        """Top-level sessions of ``cwd``, most recently updated first."""
+        rows = self._sessions().filter(cwd=cwd).top_level().newest_first()
+        return [self._session_entity(row) for row in rows]
+
+    def list_child_sessions(self, parent_id: str) -> list[SessionEntity]:
+        """Sessions whose parent is ``parent_id``, most recently updated first."""
+        rows = self._sessions().children_of(parent_id).newest_first()
+        return [self._session_entity(row) for row in rows]
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session with its entries, parts and owned tasks; keep child sessions.
+
+        The agent task that ran *in* this session (as its child session) goes too —
+        its generic task row belongs to the parent, so it is removed explicitly.
+        A missing session is not an error.
+        """
+
+        def write() -> None:
+            Task.objects.using(self.using).filter(agent__child_session_id=session_id).delete()
+            self._sessions().filter(pk=session_id).delete()
+
+        self.write(write)
+
+    # -- appends -----------------------------------------------------------------
+
+    def append_message(
+        self,
+        session_id: str,
+        parent_id: str | None,
+        message: MessageEntity,
+        *,
+        model_facing: bool | None = None,
+        display: bool | None = None,
+        usage: EntryTokenUsageEntity | None = None,
+    ) -> EntryEntity:
+        """Append a message under ``parent_id`` (``None``: a new root).
+
+        ``model_facing`` and ``display`` override the defaults (user and assistant
+        messages are model-facing; every message is displayed); ``usage`` records
+        the provider's token counts, which make an assistant message the usage
+        anchor of the context.
+        """
+        validate_message(message)
+        data: dict[str, Any] = {}
+        if model_facing is not None:
+            data["model_facing"] = model_facing
+        if display is not None:
+            data["display"] = display
+        if usage is not None:
+            data["usage"] = usage.as_dict()
+        return self._append(session_id, parent_id, "message", message=message, data=data)
+
+    def append_custom(self, session_id: str, custom_type: str, data_json: str) -> EntryEntity:
+        """Append extension state (not sent to a model) as a new root."""
+        return self.append_custom_entry(session_id, None, custom_type, data_json)
+
+    def append_custom_entry(
+        self, session_id: str, parent_id: str | None, custom_type: str, data_json: str
+    ) -> EntryEntity:
+        """Append extension state under ``parent_id``; its data keys are kept as given."""
+        require_text(custom_type, "custom_type")
+        data = self._data_object(data_json)
+        return self._append(session_id, parent_id, "custom", custom_type=custom_type, data=data)
+
+    def append_custom_message(
+        self,
+        session_id: str,
+        parent_id: str | None,
+        custom_type: str,
+        content: str,
+        display: bool,
+        details: dict[str, Any] | None = None,
+    ) -> EntryEntity:
+        """Append extension context that enters the model's context when ``display``."""
+        message = MessageEntity(role="custom", content=content)
+        validate_message(message, custom_type=custom_type)
+        data: dict[str, Any] = {"display": display, "model_facing": display}
+        if details:
+            data["details"] = details
+        return self._append(
+            session_id,
+            parent_id,
+            "custom_message",
+            message=message,
+            custom_type=custom_type,
+            data=data,
+        )
+
+    def append_model_change(
+        self, session_id: str, parent_id: str | None, provider: str, model: str
+    ) -> EntryEntity:
+        """Record a provider/model switch."""
+        return self._append(
+            session_id,
+            parent_id,
+            "model_change",
+            message=MessageEntity(role="", provider=provider, model=model),
+            data={},
+        )
+
+    def append_thinking_level_change(
+        self, session_id: str, parent_id: str | None, thinking_level: str
+    ) -> EntryEntity:
+        """Record a reasoning/thinking level switch (``""`` is a valid level)."""
+        data: dict[str, Any] = {"thinking_level": thinking_level} if thinking_level else {}
+        return self._append(session_id, parent_id, "thinking_level_change", data=data)
+
+    def append_branch_summary(
+        self,
+        session_id: str,
+        parent_id: str | None,
+        from_id: str,
+        summary: str,
+        details: dict[str, Any] | None = None,
+        from_hook: bool = False,
+    ) -> EntryEntity:
+        """Record a summary of an abandoned branch (it always enters the context)."""
+        data: dict[str, Any] = {}
+        if details:
+            data["details"] = details
+        if from_hook:
+            data["from_hook"] = True
+        if from_id:
+            data["from_id"] = from_id
+            data["branch_from_entry_id"] = from_id
+        return self._append(session_id, parent_id, "branch_summary", summary=summary, data=data)
+
+    def append_label_change(
+        self, session_id: str, parent_id: str | None, target_id: str, label: str | None
+    ) -> EntryEntity:
+        """Set (``label``) or clear (``None``) the label of entry ``target_id``."""
+        require_text(target_id, "target_id")
+        data: dict[str, Any] = {"target_id": target_id}
+        if label is not None:
+            data["label"] = label
+        return self._append(session_id, parent_id, "label", data=data)
+
+    def append_session_info(self, session_id: str, parent_id: str | None, name: str) -> EntryEntity:
+        """Record the session's display name and rename the session, atomically."""
+        require_max_length(name, 500, "name")
+        data: dict[str, Any] = {"name": name} if name else {}
+        return self._append(session_id, parent_id, "session_info", data=data, rename=name)
+
+    def append_compaction(self, compaction: AppendCompactionInput) -> EntryEntity:
+        """Append a compaction, idempotent by ``operation_id`` and safe against races.
+
+        One compaction (with an operation id) may hang off a given parent. A second
+        compactor of the same parent gets ``StaleCompactionParent`` carrying the
+        winner's entry id; replaying an operation id returns the stored entry; the
+        same operation id on another target raises ``CompactionConflict``.
+        """
+        if compaction is None:
+            raise exceptions.ValidationError("compaction input is required", field="compaction")
+        operation_id = compaction.operation_id.strip() if compaction.operation_id else ""
+        if not operation_id:
+            raise exceptions.ValidationError(
+                "compaction.operation_id is required", field="compaction.operation_id"
+            )
+        require_max_length(operation_id, 255, "compaction.operation_id")
+        if compaction.tokens_before < 0:
+            raise exceptions.ValidationError(
+                "compaction.tokens_before must not be negative", field="compaction.tokens_before"
+            )
+        data: dict[str, Any] = {}
+        if compaction.details:
+            data["details"] = compaction.details
+        if compaction.from_hook:
+            data["from_hook"] = True
+        if compaction.first_kept_entry_id:
+            data["first_kept_entry_id"] = compaction.first_kept_entry_id
+            data["compaction_first_kept_entry_id"] = compaction.first_kept_entry_id
+        if compaction.tokens_before:
+            data["tokens_before"] = compaction.tokens_before
+            data["compaction_tokens_before"] = compaction.tokens_before
+        return self._append(
+            compaction.session_id,
+            compaction.parent_id,
+            "compaction",
+            summary=compaction.summary,
+            data=data,
+            operation_id=operation_id,
+        )
+
+    # -- the append pipeline -------------------------------------------------------
+
+    @staticmethod
+    def _data_object(data_json: str) -> dict[str, Any]:
+        value = require_json(data_json or "{}", "data_json")
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise exceptions.ValidationError("data_json must be a JSON object", field="data_json")
+        return value
+
+    def _prepare(
+        self,
+        session_id: str,
+        parent_id: str | None,
+        entry_type: str,
+        *,
+        message: MessageEntity | None,
+        custom_type: str,
+        summary: str,
+        data: dict[str, Any],
+        operation_id: str,
+    ) -> _Draft:
+        require_text(session_id, "session_id")
+        if parent_id is not None:
+            require_text(parent_id, "parent_id")
+            require_max_length(parent_id, 128, "parent_id")
+        require_text(entry_type, "type")
+        message = message or MessageEntity(role="")
+        created_at = (
+            require_aware(message.timestamp, "message.timestamp")
+            if message.timestamp is not None
+            else self.now()
+        )
+        parts = tuple(message.parts)
+        derived = derive_metadata(
+            entry_type, role=message.role, content=message.content, summary=summary, data=data
+        )
+        stored_parts = parts
+        if message.role and not parts and message.content.strip():
+            # What a later read returns for a plain-text message ("legacy text").
+            parts = (MessagePartEntity(type="text", text=message.content),)
+        entity = EntryEntity(
+            id=new_id(),
+            session_id=session_id,
+            parent_id=parent_id,
+            type=entry_type,
+            created_at=created_at,
+            message=MessageEntity(
+                role=message.role,
+                content=message.content,
+                provider=message.provider,
+                model=message.model,
+                parts=parts if message.role else (),
+                timestamp=created_at,
+            ),
+            custom_type=custom_type,
+            data_json=_encode_data(derived.data),
+            summary=summary,
+            tool_name=derived.tool_name,
+            tool_status=derived.tool_status,
+            tool_args_json=derived.tool_args_json,
+            token_estimate=derived.token_estimate,
+            model_facing=derived.model_facing,
+            display=derived.display,
+            compaction_first_kept_entry_id=derived.compaction_first_kept_entry_id,
+            compaction_tokens_before=derived.compaction_tokens_before,
+            branch_from_entry_id=derived.branch_from_entry_id,
+            operation_id=operation_id,
+        )
+        return _Draft(entity, stored_parts)
+
+    def _append(
+        self,
+        session_id: str,
+        parent_id: str | None,
+        entry_type: str,
+        *,
+        message: MessageEntity | None = None,
+        custom_type: str = "",
+        summary: str = "",
+        data: dict[str, Any],
+        operation_id: str = "",
+        rename: str | None = None,
+    ) -> EntryEntity:
+        draft = self._prepare(
+            session_id,
+            parent_id,
+            entry_type,
+            message=message,
+            custom_type=custom_type,
+            summary=summary,
+            data=data,
+            operation_id=operation_id,
+        )
+        connection = connections[self.using]
+        entity = draft.entity
+
+        def write() -> EntryEntity:
+            with connection.cursor() as cursor:
+                if not draft.operation_id:
+                    self._touch_session(cursor, session_id, entity.created_at)
+                    if parent_id is not None:
+                        self._require_parent(cursor, session_id, parent_id)
+                    if rename is not None:
+                        cursor.execute(
+                            f"UPDATE {_SESSION} SET name = %s WHERE id = %s", [rename, session_id]
+                        )
+                    return self._insert(cursor, draft)
+                # A compaction may turn out to be a replay, which must write
+                # nothing: lock the session first, touch it only on success.
+                self._touch_session(cursor, session_id, None)
+                if parent_id is not None:
+                    self._require_parent(cursor, session_id, parent_id)
+                try:
+                    # A savepoint, so a lost race leaves the transaction usable
+                    # (PostgreSQL aborts a transaction on any failed statement).
+                    with transaction.atomic(using=self.using):
+                        inserted = self._insert(cursor, draft)
+                except IntegrityError as exc:
+                    if not is_unique_violation(exc):
+                        raise
+                    return self._resolve_compaction_conflict(cursor, draft, exc)
+                self._touch_session(cursor, session_id, entity.created_at)
+                return inserted
+
+        return self.write(write)
+
+    def _touch_session(
+        self, cursor: CursorWrapper, session_id: str, stamp: datetime | None
+    ) -> None:
+        """Move the session's ``updated_at`` forward to ``stamp`` (``None``: lock only).
+
+        Either way the UPDATE takes PostgreSQL's row lock on the session, which
+        serialises writers of one session; zero rows means it is missing or not
+        a tree session.
+        """
+        if stamp is None:
+            cursor.execute(
+                f"UPDATE {_SESSION} SET updated_at = updated_at WHERE id = %s AND kind = %s",
+                [session_id, SessionKind.TREE.value],
+            )
+        else:
+            value = cursor.db.ops.adapt_datetimefield_value(stamp)
+            cursor.execute(_TOUCH_SESSION, [value, value, session_id, SessionKind.TREE.value])
+        if cursor.rowcount == 1:
+            return
+        cursor.execute(f"SELECT kind FROM {_SESSION} WHERE id = %s", [session_id])
+        row = cursor.fetchone()
+        if row is None:
+            raise exceptions.NoSession(f"no such session: {session_id}")
+        raise exceptions.ValidationError(
+            f"session {session_id} is a {row[0]} session, not a tree session",
+            field="session_id",
+        )
+
+    @staticmethod
+    def _require_parent(cursor: CursorWrapper, session_id: str, parent_id: str) -> None:
+        cursor.execute(
+            f"SELECT 1 FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s",
+            [session_id, parent_id],
+        )
+        if cursor.fetchone() is None:
+            raise exceptions.ValidationError(
+                f"parent_id {parent_id!r} is not an entry of session {session_id}",
+                field="parent_id",
+            )
+
+    def _insert(self, cursor: CursorWrapper, draft: _Draft) -> EntryEntity:
+        e = draft.entity
+        connection = cursor.db
+        cursor.execute(
+            _INSERT_ENTRY,
+            [
+                e.session_id,
+                e.id,
+                e.parent_id,
+                e.type,
+                e.data_json,
+                connection.ops.adapt_datetimefield_value(e.created_at),
+                e.message.role,
+                e.message.content,
+                e.message.provider,
+                e.message.model,
+                e.custom_type,
+                e.summary,
+                e.tool_name,
+                e.tool_status,
+                e.tool_args_json,
+                e.token_estimate,
+                e.model_facing,
+                e.display,
+                e.compaction_first_kept_entry_id,
+                e.compaction_tokens_before,
+                e.branch_from_entry_id,
+                e.operation_id,
+                e.session_id,
+            ],
+        )
+        pk, seq = cursor.fetchone()
+        if draft.parts:
+            cursor.executemany(
+                _INSERT_PART,
+                [
+                    (
+                        pk,
+                        index,
+                        part.type,
+                        part.text,
+                        part.mime_type,
+                        part.name,
+                        part.width,
+                        part.height,
+                        part.data if part.data else None,
+                    )
+                    for index, part in enumerate(draft.parts)
+                ],
+            )
+        return _with_seq(e, seq)
+
+    def _resolve_compaction_conflict(
+        self, cursor: CursorWrapper, draft: _Draft, error: IntegrityError
+    ) -> EntryEntity:
+        e = draft.entity
+        existing = self._select_entries(
+            cursor, "e.operation_id = %s", [draft.operation_id], order=""
+        )
+        if existing:
+            stored = existing[0]
+            same_target = (
+                stored.session_id == e.session_id
+                and stored.type == "compaction"
+                and stored.parent_id == e.parent_id
+            )
+            if same_target:
+                return stored
+            raise exceptions.CompactionConflict(
+                f"compaction operation id {draft.operation_id!r} targets another branch"
+            )
+        parent_clause = "e.parent_id IS NULL" if e.parent_id is None else "e.parent_id = %s"
+        params: list[Any] = [e.session_id] + ([] if e.parent_id is None else [e.parent_id])
+        winners = self._select_entries(
+            cursor,
+            f"e.session_id = %s AND {parent_clause} AND e.type = 'compaction' "
+            "AND e.operation_id <> ''",
+            params,
+            order="",
+        )
+        if winners:
+            raise exceptions.StaleCompactionParent(
+                f"stale compaction parent: {e.parent_id or '(root)'} was already compacted "
+                f"by entry {winners[0].id}",
+                winner_entry_id=winners[0].id,
+            )
+        raise error
+
+    # -- reads -----------------------------------------------------------------------
+
+    def _select_entries(
+        self,
+        cursor: CursorWrapper,
+        where: str,
+        params: Sequence[Any],
+        *,
+        order: str = "e.created_at, e.seq",
+        hydrate: bool | Callable[[list[EntryEntity]], set[str]] = True,
+    ) -> list[EntryEntity]:
+        sql = f"SELECT e.session_id, {_E_COLUMNS} FROM {_ENTRY} e WHERE {where}"
+        if order:
+            sql += f" ORDER BY {order}"
+        cursor.execute(sql, list(params))
+        rows = cursor.fetchall()
+        return self._build_entries(cursor, rows, hydrate)
+
+    def _build_entries(
+        self,
+        cursor: CursorWrapper,
+        rows: Sequence[Sequence[Any]],
+        hydrate: bool | Callable[[list[EntryEntity]], set[str]],
+    ) -> list[EntryEntity]:
+        pks = [row[1] for row in rows]
+        entities = [_entry_from_row(row) for row in rows]
+        if hydrate is False:
+            return entities
+        if hydrate is True:
+            wanted = {pk for pk, e in zip(pks, entities, strict=True) if e.message.role}
+        else:
+            wanted_ids = hydrate(entities)
+            wanted = {pk for pk, e in zip(pks, entities, strict=True) if e.id in wanted_ids}
+        parts = self._load_parts(cursor, sorted(wanted))
+        return [
+            _with_parts(e, parts.get(pk)) if pk in wanted else e
+            for pk, e in zip(pks, entities, strict=True)
+        ]
+
+    @staticmethod
+    def _load_parts(cursor: CursorWrapper, pks: list[int]) -> dict[int, list[MessagePartEntity]]:
+        found: dict[int, list[MessagePartEntity]] = defaultdict(list)
+        for start in range(0, len(pks), _CHUNK):
+            chunk = pks[start : start + _CHUNK]
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                "SELECT entry_id, type, text, mime_type, name, width, height, data "
+                f"FROM {_PART} WHERE entry_id IN ({marks}) ORDER BY entry_id, sequence",
+                chunk,
+            )
+            for pk, kind, text, mime, name, width, height, data in cursor.fetchall():
+                found[pk].append(
+                    MessagePartEntity(
+                        type=kind,
+                        text=text,
+                        mime_type=mime,
+                        name=name,
+                        width=width,
+                        height=height,
+                        data=_as_bytes(data),
+                    )
+                )
+        return found
+
+    def _cursor_read(self, fn: Callable[[CursorWrapper], Any]) -> Any:
+        def run() -> Any:
+            with connections[self.using].cursor() as cursor:
+                return fn(cursor)
+
+        return self.read(run)
+
+    def entry(self, session_id: str, entry_id: str) -> EntryEntity | None:
+        """Return one entry of the session, or ``None``."""
+        found = self._cursor_read(
+            lambda c: self._select_entries(
+                c, "e.session_id = %s AND e.entry_id = %s", [session_id, entry_id], order=""
+            )
+        )
+        return found[0] if found else None
+
+    def entries(self, session_id: str) -> list[EntryEntity]:
+        """All entries of the session in append order (timestamp, then insertion)."""
+        return list(
+            self._cursor_read(lambda c: self._select_entries(c, "e.session_id = %s", [session_id]))
+        )
+
+    def leaf_entry(self, session_id: str) -> EntryEntity | None:
+        """The most recent entry by timestamp (not necessarily childless)."""
+        found = self._cursor_read(
+            lambda c: self._select_entries(
+                c,
+                "e.session_id = %s",
+                [session_id],
+                order="e.created_at DESC, e.seq DESC LIMIT 1",
+            )
+        )
+        return found[0] if found else None
+
+    def children(self, session_id: str, parent_id: str | None) -> list[EntryEntity]:
+        """Direct children of ``parent_id`` (``None``: the roots), in append order."""
+        if parent_id is None:
+            where, params = "e.session_id = %s AND e.parent_id IS NULL", [session_id]
+        else:
+            where, params = "e.session_id = %s AND e.parent_id = %s", [session_id, parent_id]
+        return list(self._cursor_read(lambda c: self._select_entries(c, where, params)))
+
+    def branch(self, session_id: str, entry_id: str = "") -> list[EntryEntity]:
+        """The path from the root to ``entry_id`` (``""``: the most recent childless entry).
+
+        Raises ``NoEntry`` when an explicit ``entry_id`` is not in the session.
+        """
+        return list(self._cursor_read(lambda c: self._branch(c, session_id, entry_id, True)))
+
+    def _branch(
+        self,
+        cursor: CursorWrapper,
+        session_id: str,
+        entry_id: str,
+        hydrate: bool | Callable[[list[EntryEntity]], set[str]],
+    ) -> list[EntryEntity]:
+        if not entry_id:
+            cursor.execute(
+                f"SELECT e.entry_id FROM {_ENTRY} e WHERE e.session_id = %s AND NOT EXISTS "
+                f"(SELECT 1 FROM {_ENTRY} c WHERE c.session_id = e.session_id "
+                "AND c.parent_id = e.entry_id) ORDER BY e.created_at DESC, e.seq DESC LIMIT 1",
+                [session_id],
+            )
+            row = cursor.fetchone()
+            if row is None:
+                return []
+            entry_id = row[0]
+        # Walk parent links upwards inside the session. The depth cap (the
+        # session's highest seq bounds any simple path) and the visited set
+        # below keep a corrupt parent cycle from looping.
+        cursor.execute(
+            "WITH RECURSIVE chain(pk, parent_id, depth) AS ("
+            f" SELECT id, parent_id, 0 FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s"
+            " UNION ALL"
+            f" SELECT e.id, e.parent_id, chain.depth + 1 FROM chain JOIN {_ENTRY} e"
+            " ON e.session_id = %s AND e.entry_id = chain.parent_id"
+            f" WHERE chain.depth < (SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY}"
+            " WHERE session_id = %s)"
+            f") SELECT e.session_id, {_E_COLUMNS} FROM chain JOIN {_ENTRY} e ON e.id = chain.pk"
+            " ORDER BY chain.depth",
+            [session_id, entry_id, session_id, session_id],
+        )
+        rows = cursor.fetchall()
+        if not rows:
+            raise exceptions.NoEntry(f'entry "{entry_id}" not found in session "{session_id}"')
+        seen: set[int] = set()
+        path: list[Sequence[Any]] = []
+        for row in rows:
+            if row[1] in seen:
+                break
+            seen.add(row[1])
+            path.append(row)
+        path.reverse()
+        return self._build_entries(cursor, path, hydrate)
+
+    def tree(self, session_id: str) -> list[TreeNodeEntity]:
+        """The session as a forest: roots in append order, each with its descendants."""
+        entries = self.entries(session_id)
+        by_parent: dict[str, list[EntryEntity]] = defaultdict(list)
+        for entry in entries:
+            by_parent[entry.parent_id or ""].append(entry)
+        visited: set[str] = set()
+
+        def build(entry: EntryEntity) -> TreeNodeEntity:
+            visited.add(entry.id)
+            return TreeNodeEntity(
+                entry=entry,
+                children=tuple(
+                    build(child) for child in by_parent.get(entry.id, []) if child.id not in visited
+                ),
+            )
+
+        return [build(root) for root in by_parent.get("", [])]
+
+    def label(self, session_id: str, target_id: str) -> str | None:
+        """The label of ``target_id`` (the last label entry for it wins; ``None`` if cleared)."""
+        labels = self._cursor_read(
+            lambda c: self._select_entries(
+                c, "e.session_id = %s AND e.type = 'label'", [session_id], hydrate=False
+            )
+        )
+        current: str | None = None
+        for entry in labels:
+            data = entry.data
+            if data.get("target_id") == target_id:
+                value = data.get("label")
+                current = value if isinstance(value, str) else None
+        return current
+
+    def messages(self, session_id: str) -> list[SessionMessageEntity]:
+        """Every message of the session (all branches, hidden ones too), in append order."""
+        return self._messages("e.session_id = %s AND e.role <> ''", [session_id])
+
+    def transcript_messages(self, session_id: str) -> list[SessionMessageEntity]:
+        """The session's displayed messages, in append order."""
+        return self._messages(
+            "e.session_id = %s AND e.role <> '' AND e.display = %s", [session_id, True]
+        )
+
+    def message_for_entry(self, session_id: str, entry_id: str) -> SessionMessageEntity | None:
+        """The message an entry carries, or ``None`` (unknown entry or no message)."""
+        found = self._messages(
+            "e.session_id = %s AND e.entry_id = %s AND e.role <> ''", [session_id, entry_id]
+        )
+        return found[0] if found else None
+
+    def _messages(self, where: str, params: list[Any]) -> list[SessionMessageEntity]:
+        entries = self._cursor_read(lambda c: self._select_entries(c, where, params))
+        return [_message_from_entry(entry) for entry in entries]
+
+    def context_has_image_parts(self, session_id: str, entry_id: str) -> bool:
+        """Whether the entry or any ancestor carries an image part (unknown id: ``False``)."""
+
+        def query(cursor: CursorWrapper) -> bool:
+            cursor.execute(
+                "WITH RECURSIVE chain(pk, parent_id, depth) AS ("
+                f" SELECT id, parent_id, 0 FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s"
+                " UNION ALL"
+                f" SELECT e.id, e.parent_id, chain.depth + 1 FROM chain JOIN {_ENTRY} e"
+                " ON e.session_id = %s AND e.entry_id = chain.parent_id"
+                f" WHERE chain.depth < (SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY}"
+                " WHERE session_id = %s)"
+                f") SELECT 1 FROM chain JOIN {_PART} p ON p.entry_id = chain.pk"
+                " WHERE p.type = 'image' LIMIT 1",
+                [session_id, entry_id, session_id, session_id],
+            )
+            return cursor.fetchone() is not None
+
+        return bool(self._cursor_read(query))
+
+    def build_context(self, session_id: str, leaf_id: str) -> SessionContextEntity:
+        """What the model would see at ``leaf_id`` (required: there is no default leaf)."""
+        if not leaf_id or not leaf_id.strip():
+            raise exceptions.ValidationError("context entry id is required", field="leaf_id")
+        branch = self._cursor_read(
+            lambda c: self._branch(c, session_id, leaf_id, entries_needing_parts)
+        )
+        return build_context(branch)
+
+    def delete_entry_branch(self, session_id: str, entry_id: str) -> None:
+        """Delete an entry and all its descendants (with their parts); touch the session."""
+        stamp = self.now()
+        connection = connections[self.using]
+
+        def write() -> None:
+            with connection.cursor() as cursor:
+                try:
+                    self._touch_session(cursor, session_id, stamp)
+                except exceptions.NoSession:
+                    return
+                cursor.execute(
+                    "WITH RECURSIVE doomed(pk, entry_id, depth) AS ("
+                    f" SELECT id, entry_id, 0 FROM {_ENTRY} WHERE session_id = %s"
+                    " AND entry_id = %s"
+                    " UNION"
+                    f" SELECT e.id, e.entry_id, doomed.depth + 1 FROM doomed JOIN {_ENTRY} e"
+                    " ON e.session_id = %s AND e.parent_id = doomed.entry_id"
+                    f" WHERE doomed.depth < (SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY}"
+                    " WHERE session_id = %s)"
+                    ") SELECT DISTINCT pk FROM doomed",
+                    [session_id, entry_id, session_id, session_id],
+                )
+                pks = [row[0] for row in cursor.fetchall()]
+                for start in range(0, len(pks), _CHUNK):
+                    chunk = pks[start : start + _CHUNK]
+                    marks = ", ".join(["%s"] * len(chunk))
+                    cursor.execute(f"DELETE FROM {_PART} WHERE entry_id IN ({marks})", chunk)
+                    cursor.execute(f"DELETE FROM {_ENTRY} WHERE id IN ({marks})", chunk)
+
+        self.write(write)
+
+
+# -- row mapping ---------------------------------------------------------------------
+
+
+def _entry_from_row(row: Sequence[Any]) -> EntryEntity:
+    (
+        session_id,
+        _pk,
+        seq,
+        entry_id,
+        parent_id,
+        entry_type,
+        line,
+        created_at,
+        role,
+        content,
+        provider,
+        model,
+        custom_type,
+        summary,
+        tool_name,
+        tool_status,
+        tool_args_json,
+        token_estimate,
+        model_facing,
+        display,
+        first_kept,
+        tokens_before,
+        branch_from,
+        operation_id,
+    ) = row
+    stamp = _to_datetime(created_at)
+    return EntryEntity(
+        id=entry_id,
+        session_id=session_id,
+        parent_id=parent_id,
+        type=entry_type,
+        created_at=stamp,
+        message=MessageEntity(
+            role=role,
+            content=content,
+            provider=provider,
+            model=model,
+            timestamp=stamp,
+        ),
+        custom_type=custom_type,
+        data_json=line,
+        summary=summary,
+        tool_name=tool_name,
+        tool_status=tool_status,
+        tool_args_json=tool_args_json,
+        token_estimate=token_estimate,
+        model_facing=bool(model_facing),
+        display=bool(display),
+        compaction_first_kept_entry_id=first_kept,
+        compaction_tokens_before=tokens_before,
+        branch_from_entry_id=branch_from,
+        operation_id=operation_id,
+        seq=seq,
+    )
+
+
+def _with_parts(entry: EntryEntity, parts: Iterable[MessagePartEntity] | None) -> EntryEntity:
+    message = entry.message
+    found = tuple(parts or ())
+    if not found and message.role and message.content.strip():
+        found = (MessagePartEntity(type="text", text=message.content),)
+    return _replace_message(entry, found)
+
+
+def _replace_message(entry: EntryEntity, parts: tuple[MessagePartEntity, ...]) -> EntryEntity:
+    return replace(entry, message=replace(entry.message, parts=parts))
+
+
+def _with_seq(entry: EntryEntity, seq: int) -> EntryEntity:
+    return replace(entry, seq=seq)
+
+
+def _message_from_entry(entry: EntryEntity) -> SessionMessageEntity:
+    message = entry.message
+    return SessionMessageEntity(
+        id=entry.id,
+        session_id=entry.session_id,
+        entry_id=entry.id,
+        sender=message_sender(message.role, entry.custom_type),
+        role=message.role,
+        created_at=entry.created_at,
+        content=message.content,
+        provider=message.provider,
+        model=message.model,
+        parts=message.parts,
+    )
