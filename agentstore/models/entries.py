@@ -84,6 +84,9 @@ class Entry(models.Model):
         _("branched from entry"), max_length=128, default="", blank=True
     )
     operation_id = models.CharField(_("operation id"), max_length=255, default="", blank=True)
+    # How many MessagePart rows the entry has: readers skip the parts query for
+    # the (usual) plain-text messages, which matters on long branches.
+    part_count = models.PositiveSmallIntegerField(_("message parts"), default=0)
 
     objects = EntryQuerySet.as_manager()
 

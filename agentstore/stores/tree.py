@@ -74,14 +74,35 @@ _COLUMNS = (
     "id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, model, "
     "custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
     "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
-    "branch_from_entry_id, operation_id"
+    "branch_from_entry_id, operation_id, part_count"
 )
 _E_COLUMNS = ", ".join(f"e.{column.strip()}" for column in _COLUMNS.split(","))
+# On SQLite, read created_at as plain text: the column's declared type would run
+# Django's Python converter on every row, and datetime.fromisoformat (in C) is
+# several times faster on 10,000-row branches.
+_E_COLUMNS_SQLITE = _E_COLUMNS.replace("e.created_at", "CAST(e.created_at AS TEXT)")
+
+# Positions in a selected row (``e.session_id`` first, then _COLUMNS).
+_PK, _SEQ, _ENTRY_ID, _PARENT, _TYPE, _LINE, _CREATED, _ROLE, _CONTENT = range(1, 10)
+_PROVIDER, _MODEL, _CUSTOM_TYPE, _SUMMARY = range(10, 14)
+_PART_COUNT = 24
+
+# What build_context reads of each branch entry, and nothing more: on a
+# 10,000-entry branch the width of the rows is most of the cost. ``line`` is
+# only needed where the context reads data keys (usage, thinking level).
+_CONTEXT_COLUMNS = (
+    "e.id, e.entry_id, e.type, CASE WHEN e.type = 'thinking_level_change' OR "
+    "(e.role = 'assistant' AND e.line LIKE '%%\"usage\"%%') THEN e.line ELSE '{}' END, "
+    "e.created_at, e.role, e.content, e.provider, e.model, e.summary, e.model_facing, "
+    "e.compaction_first_kept_entry_id, e.part_count"
+)
+_C_PK, _C_ID, _C_TYPE, _C_LINE, _C_CREATED, _C_ROLE, _C_CONTENT = range(7)
+_C_PROVIDER, _C_MODEL, _C_SUMMARY, _C_MODEL_FACING, _C_FIRST_KEPT, _C_PARTS = range(7, 13)
 _INSERT_COLUMNS = (
     "session_id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, "
     "model, custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
     "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
-    "branch_from_entry_id, operation_id"
+    "branch_from_entry_id, operation_id, part_count"
 )
 # The next seq is computed in the INSERT itself: MAX over the unique
 # (session_id, seq) index is one index probe, and the statement runs inside the
@@ -89,7 +110,7 @@ _INSERT_COLUMNS = (
 _INSERT_ENTRY = (
     f"INSERT INTO {_ENTRY} ({_INSERT_COLUMNS}) "
     "SELECT %s, COALESCE(MAX(seq), 0) + 1, "
-    + ", ".join(["%s"] * 21)
+    + ", ".join(["%s"] * 22)
     + f" FROM {_ENTRY} WHERE session_id = %s RETURNING id, seq"
 )
 _INSERT_PART = (
@@ -106,8 +127,25 @@ _TOUCH_SESSION = (
 _CHUNK = 900
 
 
+def _select_list(cursor: CursorWrapper) -> str:
+    columns = _E_COLUMNS_SQLITE if cursor.db.vendor == "sqlite" else _E_COLUMNS
+    return f"e.session_id, {columns}"
+
+
+def _context_select_list(cursor: CursorWrapper) -> str:
+    if cursor.db.vendor == "sqlite":
+        return _CONTEXT_COLUMNS.replace("e.created_at", "CAST(e.created_at AS TEXT)")
+    return _CONTEXT_COLUMNS
+
+
 def _to_datetime(value: Any) -> datetime:
     """A DB timestamp (SQLite text or datetime, PostgreSQL aware datetime) in aware UTC."""
+    if isinstance(value, str):
+        try:
+            # Django writes SQLite datetimes as naive UTC "YYYY-MM-DD HH:MM:SS[.ffffff]".
+            return datetime.fromisoformat(value).replace(tzinfo=UTC)
+        except ValueError:
+            pass
     stamp: datetime | None = parse_datetime(value) if isinstance(value, str) else value
     if not isinstance(stamp, datetime):
         raise exceptions.ValidationError(f"unreadable timestamp {value!r}", field="created_at")
@@ -576,6 +614,7 @@ class TreeStore(StoreBase):
                 e.compaction_tokens_before,
                 e.branch_from_entry_id,
                 e.operation_id,
+                len(draft.parts),
                 e.session_id,
             ],
         )
@@ -645,9 +684,9 @@ class TreeStore(StoreBase):
         params: Sequence[Any],
         *,
         order: str = "e.created_at, e.seq",
-        hydrate: bool | Callable[[list[EntryEntity]], set[str]] = True,
+        hydrate: bool = True,
     ) -> list[EntryEntity]:
-        sql = f"SELECT e.session_id, {_E_COLUMNS} FROM {_ENTRY} e WHERE {where}"
+        sql = f"SELECT {_select_list(cursor)} FROM {_ENTRY} e WHERE {where}"
         if order:
             sql += f" ORDER BY {order}"
         cursor.execute(sql, list(params))
@@ -655,24 +694,14 @@ class TreeStore(StoreBase):
         return self._build_entries(cursor, rows, hydrate)
 
     def _build_entries(
-        self,
-        cursor: CursorWrapper,
-        rows: Sequence[Sequence[Any]],
-        hydrate: bool | Callable[[list[EntryEntity]], set[str]],
+        self, cursor: CursorWrapper, rows: Sequence[Sequence[Any]], hydrate: bool
     ) -> list[EntryEntity]:
-        pks = [row[1] for row in rows]
-        entities = [_entry_from_row(row) for row in rows]
-        if hydrate is False:
-            return entities
-        if hydrate is True:
-            wanted = {pk for pk, e in zip(pks, entities, strict=True) if e.message.role}
-        else:
-            wanted_ids = hydrate(entities)
-            wanted = {pk for pk, e in zip(pks, entities, strict=True) if e.id in wanted_ids}
-        parts = self._load_parts(cursor, sorted(wanted))
+        if not hydrate:
+            return [_entry_from_row(row, ()) for row in rows]
+        parts = self._load_parts(cursor, [row[_PK] for row in rows if row[_PART_COUNT]])
         return [
-            _with_parts(e, parts.get(pk)) if pk in wanted else e
-            for pk, e in zip(pks, entities, strict=True)
+            _entry_from_row(row, _message_parts(row[_ROLE], row[_CONTENT], parts.get(row[_PK])))
+            for row in rows
         ]
 
     @staticmethod
@@ -747,15 +776,18 @@ class TreeStore(StoreBase):
 
         Raises ``NoEntry`` when an explicit ``entry_id`` is not in the session.
         """
-        return list(self._cursor_read(lambda c: self._branch(c, session_id, entry_id, True)))
 
-    def _branch(
-        self,
-        cursor: CursorWrapper,
-        session_id: str,
-        entry_id: str,
-        hydrate: bool | Callable[[list[EntryEntity]], set[str]],
-    ) -> list[EntryEntity]:
+        def query(cursor: CursorWrapper) -> list[EntryEntity]:
+            return self._build_entries(
+                cursor, self._branch_rows(cursor, session_id, entry_id, _select_list(cursor)), True
+            )
+
+        return list(self._cursor_read(query))
+
+    def _branch_rows(
+        self, cursor: CursorWrapper, session_id: str, entry_id: str, columns: str
+    ) -> list[Sequence[Any]]:
+        """The selected rows of the path root → ``entry_id`` (``""``: the latest leaf)."""
         if not entry_id:
             cursor.execute(
                 f"SELECT e.entry_id FROM {_ENTRY} e WHERE e.session_id = %s AND NOT EXISTS "
@@ -778,22 +810,27 @@ class TreeStore(StoreBase):
             " ON e.session_id = %s AND e.entry_id = chain.parent_id"
             f" WHERE chain.depth < (SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY}"
             " WHERE session_id = %s)"
-            f") SELECT e.session_id, {_E_COLUMNS} FROM chain JOIN {_ENTRY} e ON e.id = chain.pk"
-            " ORDER BY chain.depth",
+            f") SELECT chain.depth, chain.pk, {columns} FROM chain"
+            f" JOIN {_ENTRY} e ON e.id = chain.pk",
             [session_id, entry_id, session_id, session_id],
         )
         rows = cursor.fetchall()
         if not rows:
             raise exceptions.NoEntry(f'entry "{entry_id}" not found in session "{session_id}"')
+        # Both backends emit a recursive CTE's rows level by level, but SQL does
+        # not promise it; sorting in Python only when needed is cheaper than an
+        # ORDER BY over 10,000 wide rows.
+        if any(rows[i][0] > rows[i + 1][0] for i in range(len(rows) - 1)):
+            rows.sort(key=lambda row: row[0])
         seen: set[int] = set()
         path: list[Sequence[Any]] = []
         for row in rows:
             if row[1] in seen:
                 break
             seen.add(row[1])
-            path.append(row)
+            path.append(row[2:])
         path.reverse()
-        return self._build_entries(cursor, path, hydrate)
+        return path
 
     def tree(self, session_id: str) -> list[TreeNodeEntity]:
         """The session as a forest: roots in append order, each with its descendants."""
@@ -874,10 +911,25 @@ class TreeStore(StoreBase):
         """What the model would see at ``leaf_id`` (required: there is no default leaf)."""
         if not leaf_id or not leaf_id.strip():
             raise exceptions.ValidationError("context entry id is required", field="leaf_id")
-        branch = self._cursor_read(
-            lambda c: self._branch(c, session_id, leaf_id, entries_needing_parts)
-        )
-        return build_context(branch)
+
+        def query(cursor: CursorWrapper) -> SessionContextEntity:
+            # Lean on purpose: a long branch is read as light row views, and only
+            # the entries the context will actually include get their parts
+            # loaded and their messages built.
+            rows = self._branch_rows(cursor, session_id, leaf_id, _context_select_list(cursor))
+            branch = [_ContextEntry(row) for row in rows]
+            wanted = entries_needing_parts(branch)
+            rows_by_id = {entry.id: entry for entry in branch if entry.id in wanted}
+            parts = self._load_parts(
+                cursor, [entry.row[_C_PK] for entry in rows_by_id.values() if entry.row[_C_PARTS]]
+            )
+            for entry in rows_by_id.values():
+                row = entry.row
+                entry.parts = _message_parts(row[_C_ROLE], row[_C_CONTENT], parts.get(row[_C_PK]))
+            return build_context(branch)
+
+        result: SessionContextEntity = self._cursor_read(query)
+        return result
 
     def delete_entry_branch(self, session_id: str, entry_id: str) -> None:
         """Delete an entry and all its descendants (with their parts); touch the session."""
@@ -915,7 +967,7 @@ class TreeStore(StoreBase):
 # -- row mapping ---------------------------------------------------------------------
 
 
-def _entry_from_row(row: Sequence[Any]) -> EntryEntity:
+def _entry_from_row(row: Sequence[Any], parts: tuple[MessagePartEntity, ...]) -> EntryEntity:
     (
         session_id,
         _pk,
@@ -941,6 +993,7 @@ def _entry_from_row(row: Sequence[Any]) -> EntryEntity:
         tokens_before,
         branch_from,
         operation_id,
+        _part_count,
     ) = row
     stamp = _to_datetime(created_at)
     return EntryEntity(
@@ -954,6 +1007,7 @@ def _entry_from_row(row: Sequence[Any]) -> EntryEntity:
             content=content,
             provider=provider,
             model=model,
+            parts=parts,
             timestamp=stamp,
         ),
         custom_type=custom_type,
@@ -973,16 +1027,76 @@ def _entry_from_row(row: Sequence[Any]) -> EntryEntity:
     )
 
 
-def _with_parts(entry: EntryEntity, parts: Iterable[MessagePartEntity] | None) -> EntryEntity:
-    message = entry.message
-    found = tuple(parts or ())
-    if not found and message.role and message.content.strip():
-        found = (MessagePartEntity(type="text", text=message.content),)
-    return _replace_message(entry, found)
+def _message_parts(
+    role: str, content: str, stored: Iterable[MessagePartEntity] | None
+) -> tuple[MessagePartEntity, ...]:
+    """The parts a reader sees: the stored ones, else the content as one text part."""
+    if not role:
+        return ()
+    found = tuple(stored or ())
+    if not found and content.strip():
+        # A plain-text message stores no part rows ("legacy text" in librecode).
+        return (MessagePartEntity(type="text", text=content),)
+    return found
 
 
-def _replace_message(entry: EntryEntity, parts: tuple[MessagePartEntity, ...]) -> EntryEntity:
-    return replace(entry, message=replace(entry.message, parts=parts))
+class _ContextEntry:
+    """A branch row seen through the attributes ``build_context`` reads.
+
+    Building a full ``EntryEntity`` for each of 10,000 entries dominated the
+    cost of a context build; this view builds the message only when asked.
+    """
+
+    __slots__ = ("parts", "row")
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        self.row = row
+        self.parts: tuple[MessagePartEntity, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return str(self.row[_C_ID])
+
+    @property
+    def type(self) -> str:
+        return str(self.row[_C_TYPE])
+
+    @property
+    def model_facing(self) -> bool:
+        return bool(self.row[_C_MODEL_FACING])
+
+    @property
+    def summary(self) -> str:
+        return str(self.row[_C_SUMMARY])
+
+    @property
+    def compaction_first_kept_entry_id(self) -> str:
+        return str(self.row[_C_FIRST_KEPT])
+
+    @property
+    def created_at(self) -> datetime:
+        return _to_datetime(self.row[_C_CREATED])
+
+    @property
+    def data_json(self) -> str:
+        return str(self.row[_C_LINE])
+
+    @property
+    def data(self) -> dict[str, Any]:
+        value = json.loads(self.row[_C_LINE])
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def message(self) -> MessageEntity:
+        row = self.row
+        return MessageEntity(
+            role=row[_C_ROLE],
+            content=row[_C_CONTENT],
+            provider=row[_C_PROVIDER],
+            model=row[_C_MODEL],
+            parts=self.parts,
+            timestamp=_to_datetime(row[_C_CREATED]),
+        )
 
 
 def _with_seq(entry: EntryEntity, seq: int) -> EntryEntity:

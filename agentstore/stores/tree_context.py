@@ -19,22 +19,49 @@ Walking the branch from the root:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
 
 from agentstore.exceptions import ValidationError
 from agentstore.types.tree import (
     ContextUsageAnchorEntity,
-    EntryEntity,
     EntryTokenUsageEntity,
     MessageEntity,
     SessionContextEntity,
 )
 
-__all__ = ["build_context", "entries_needing_parts"]
+__all__ = ["ContextEntry", "build_context", "entries_needing_parts"]
+
+
+class ContextEntry(Protocol):
+    """What context building reads of an entry (``ContextEntry`` has it all)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def model_facing(self) -> bool: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def compaction_first_kept_entry_id(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def data_json(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+    @property
+    def message(self) -> MessageEntity: ...
+
 
 _MESSAGE_TYPES = ("message", "custom_message")
 
 
-def _usage(entry: EntryEntity) -> EntryTokenUsageEntity | None:
+def _usage(entry: ContextEntry) -> EntryTokenUsageEntity | None:
+    if '"usage"' not in entry.data_json:
+        return None  # most messages: skip decoding the JSON
     raw = entry.data.get("usage")
     if not isinstance(raw, dict):
         return None
@@ -52,18 +79,18 @@ def _usage(entry: EntryEntity) -> EntryTokenUsageEntity | None:
     return usage if usage.has_any() else None
 
 
-def _summary_message(role: str, entry: EntryEntity) -> MessageEntity:
+def _summary_message(role: str, entry: ContextEntry) -> MessageEntity:
     return MessageEntity(role=role, content=entry.summary, timestamp=entry.created_at)
 
 
-def _last_compaction(branch: Sequence[EntryEntity]) -> int:
+def _last_compaction(branch: Sequence[ContextEntry]) -> int:
     for index in range(len(branch) - 1, -1, -1):
         if branch[index].type == "compaction":
             return index
     return -1
 
 
-def entries_needing_parts(branch: Sequence[EntryEntity]) -> set[str]:
+def entries_needing_parts(branch: Sequence[ContextEntry]) -> set[str]:
     """Ids of the branch entries whose message parts the context will include."""
     wanted: set[str] = set()
     start = 0
@@ -83,48 +110,73 @@ def entries_needing_parts(branch: Sequence[EntryEntity]) -> set[str]:
     return wanted
 
 
-def build_context(branch: Sequence[EntryEntity]) -> SessionContextEntity:
+def _settings(
+    entry: ContextEntry, provider: str, model: str, thinking_level: str
+) -> tuple[str, str, str]:
+    """Apply a model or thinking-level change to the settings in force."""
+    if entry.type == "model_change":
+        change = entry.message
+        return change.provider, change.model, thinking_level
+    if entry.type == "thinking_level_change":
+        level = entry.data.get("thinking_level")
+        return provider, model, level if isinstance(level, str) else ""
+    return provider, model, thinking_level
+
+
+def _compacted(branch: Sequence[ContextEntry], position: int) -> list[MessageEntity]:
+    """The messages a compaction at ``position`` leaves: its summary and the retained tail."""
+    compaction = branch[position]
+    messages = [_summary_message("compactionSummary", compaction)]
+    first_kept = compaction.compaction_first_kept_entry_id
+    start = next((i for i in range(position) if first_kept and branch[i].id == first_kept), None)
+    if start is None:
+        return messages
+    for kept in branch[start:position]:
+        # Only messages and branch summaries; earlier compactions, settings
+        # changes and labels are skipped, and the usage anchor is not restored.
+        if kept.type in _MESSAGE_TYPES and kept.model_facing:
+            messages.append(kept.message)
+        elif kept.type == "branch_summary":
+            messages.append(_summary_message("branchSummary", kept))
+    return messages
+
+
+def build_context(branch: Sequence[ContextEntry]) -> SessionContextEntity:
     """Rebuild the context at the last entry of ``branch`` (root first)."""
-    messages: list[MessageEntity] = []
     provider = model = thinking_level = ""
     anchor: ContextUsageAnchorEntity | None = None
-    positions = {entry.id: index for index, entry in enumerate(branch)}
+    messages: list[MessageEntity] = []
+    last = _last_compaction(branch)
+    if last >= 0:
+        # Everything before the last compaction is replaced by it except the
+        # settings, so only those are replayed there (no messages are built).
+        for entry in branch[:last]:
+            provider, model, thinking_level = _settings(entry, provider, model, thinking_level)
+        messages = _compacted(branch, last)
 
-    for position, entry in enumerate(branch):
+    for entry in branch[last + 1 :]:
         kind = entry.type
         if kind in _MESSAGE_TYPES:
             if not entry.model_facing:
                 continue
-            messages.append(entry.message)
-            if kind == "message" and entry.message.role == "assistant":
+            message = entry.message
+            messages.append(message)
+            if kind == "message" and message.role == "assistant":
                 usage = _usage(entry)
                 if usage is not None:
                     anchor = ContextUsageAnchorEntity(
                         entry_id=entry.id,
                         message_index=len(messages) - 1,
                         usage=usage,
-                        provider=entry.message.provider,
-                        model=entry.message.model,
+                        provider=message.provider,
+                        model=message.model,
                     )
         elif kind == "branch_summary":
             messages.append(_summary_message("branchSummary", entry))
-        elif kind == "model_change":
-            provider, model = entry.message.provider, entry.message.model
-        elif kind == "thinking_level_change":
-            level = entry.data.get("thinking_level")
-            thinking_level = level if isinstance(level, str) else ""
-        elif kind == "compaction":
-            messages = [_summary_message("compactionSummary", entry)]
-            anchor = None
-            first_kept = entry.compaction_first_kept_entry_id
-            start = positions.get(first_kept) if first_kept else None
-            if start is not None and start < position:
-                for kept in branch[start:position]:
-                    if kept.type in _MESSAGE_TYPES and kept.model_facing:
-                        messages.append(kept.message)
-                    elif kept.type == "branch_summary":
-                        messages.append(_summary_message("branchSummary", kept))
-        # custom, label, session_info and unknown types contribute nothing.
+        else:
+            # Settings changes; custom, label, session_info and unknown types
+            # contribute nothing.
+            provider, model, thinking_level = _settings(entry, provider, model, thinking_level)
 
     return SessionContextEntity(
         messages=tuple(messages),

@@ -1,0 +1,251 @@
+"""TreeStore appends and context building, against raw sqlite3 doing the same work in the same run.
+
+    .venv/bin/python bench/tree_append.py                   # SQLite file in a temp dir
+    .venv/bin/python bench/tree_append.py --appends 5000
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/agentstore_bench \\
+        .venv/bin/python bench/tree_append.py --skip-raw      # TreeStore on PostgreSQL
+
+Appends: 1 KB user/assistant messages chained into one session, one transaction
+each, through
+
+* ``raw``      — the stdlib ``sqlite3`` module: BEGIN IMMEDIATE, INSERT the entry
+  (next seq computed in the statement), UPDATE the session, COMMIT;
+* ``naive``    — the Django ORM: ``atomic()`` + ``Entry.objects.create`` + a session
+  ``update``;
+* ``store``    — ``TreeStore.append_message`` (validation, metadata derivation,
+  parent check, writer queue, the same rows).
+
+Then ``build_context`` at the leaf of a 10,000-entry branch with one compaction.
+Printed: appends/s, p50/p99 latency, the ratio to raw; never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
+
+
+def setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    # Production-like: with DEBUG on, Django records and formats every query.
+    os.environ["DJANGO_DEBUG"] = "0"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def summarise(name: str, latencies: list[float], total: float, raw_rate: float | None) -> float:
+    rate = len(latencies) / total
+    ordered = sorted(latencies)
+    p50 = ordered[len(ordered) // 2] * 1000
+    p99 = ordered[int(len(ordered) * 0.99) - 1] * 1000
+    ratio = f"{rate / raw_rate:.2f}x" if raw_rate else "—"
+    print(f"  {name:<8} {rate:>9.0f} appends/s   p50 {p50:6.3f} ms   p99 {p99:6.3f} ms   {ratio}")
+    return rate
+
+
+def bench_raw(path: str, session_id: str, count: int) -> tuple[list[float], float]:
+    import json
+
+    from agentstore.ids import new_id
+
+    con = sqlite3.connect(path, isolation_level=None, timeout=20)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    parent = None
+    latencies = []
+    started = time.perf_counter()
+    for n in range(count):
+        t0 = time.perf_counter()
+        entry_id = new_id()
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        role = "user" if n % 2 == 0 else "assistant"
+        con.execute("BEGIN IMMEDIATE")
+        con.execute(
+            "INSERT INTO agentstore_entry (session_id, seq, entry_id, parent_id, type, line, "
+            "created_at, role, content, provider, model, custom_type, summary, tool_name, "
+            "tool_status, tool_args_json, token_estimate, model_facing, display, "
+            "compaction_first_kept_entry_id, compaction_tokens_before, branch_from_entry_id, "
+            "operation_id, part_count) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, 'message', ?, ?, "
+            "?, ?, '', '', '', '', '', '', '', 256, 1, 1, '', 0, '', '', 0 FROM agentstore_entry "
+            "WHERE session_id = ?",
+            (
+                session_id,
+                entry_id,
+                parent,
+                json.dumps({"token_estimate": 256, "model_facing": True, "display": True}),
+                stamp,
+                role,
+                TEXT,
+                session_id,
+            ),
+        )
+        con.execute(
+            "UPDATE agentstore_session SET updated_at = ? WHERE id = ?", (stamp, session_id)
+        )
+        con.execute("COMMIT")
+        parent = entry_id
+        latencies.append(time.perf_counter() - t0)
+    total = time.perf_counter() - started
+    con.close()
+    return latencies, total
+
+
+def bench_naive(session_id: str, count: int) -> tuple[list[float], float]:
+    from django.db import transaction
+    from django.utils import timezone
+
+    from agentstore.ids import new_id
+    from agentstore.models import Entry, Session
+
+    parent = None
+    latencies = []
+    started = time.perf_counter()
+    for n in range(count):
+        t0 = time.perf_counter()
+        now = timezone.now()
+        with transaction.atomic():
+            seq = Entry.objects.filter(session_id=session_id).count() + 1
+            entry = Entry.objects.create(
+                session_id=session_id,
+                seq=seq,
+                entry_id=new_id(),
+                parent_id=parent,
+                type="message",
+                role="user" if n % 2 == 0 else "assistant",
+                content=TEXT,
+                created_at=now,
+                token_estimate=256,
+                model_facing=True,
+            )
+            Session.objects.filter(pk=session_id).update(updated_at=now)
+        parent = entry.entry_id
+        latencies.append(time.perf_counter() - t0)
+    return latencies, time.perf_counter() - started
+
+
+def bench_store(session_id: str, count: int) -> tuple[list[float], float]:
+    from agentstore.stores import TreeStore
+    from agentstore.types import MessageEntity
+
+    store = TreeStore()
+    parent = None
+    latencies = []
+    started = time.perf_counter()
+    for n in range(count):
+        t0 = time.perf_counter()
+        role = "user" if n % 2 == 0 else "assistant"
+        parent = store.append_message(session_id, parent, MessageEntity(role=role, content=TEXT)).id
+        latencies.append(time.perf_counter() - t0)
+    return latencies, time.perf_counter() - started
+
+
+def bench_context(entries: int, runs: int) -> None:
+    from agentstore.stores import TreeStore
+    from agentstore.types import AppendCompactionInput, MessageEntity
+
+    store = TreeStore()
+    session = store.create_session("/bench/context")
+    parent = None
+    first_kept = None
+    t0 = time.perf_counter()
+    for n in range(entries - 1):
+        role = "user" if n % 2 == 0 else "assistant"
+        parent = store.append_message(
+            session.id, parent, MessageEntity(role=role, content=f"message {n} " + TEXT[:200])
+        ).id
+        if n == entries // 2 - 50:
+            first_kept = parent
+        if n == entries // 2:
+            parent = store.append_compaction(
+                AppendCompactionInput(
+                    session_id=session.id,
+                    parent_id=parent,
+                    summary="summary of the first half",
+                    first_kept_entry_id=first_kept or "",
+                    operation_id="bench-compaction",
+                )
+            ).id
+    build = time.perf_counter() - t0
+    assert parent is not None
+    timings = []
+    for _ in range(runs):
+        t1 = time.perf_counter()
+        context = store.build_context(session.id, parent)
+        timings.append(time.perf_counter() - t1)
+    branch_timings = []
+    for _ in range(runs):
+        t1 = time.perf_counter()
+        store.branch(session.id, parent)
+        branch_timings.append(time.perf_counter() - t1)
+    leaf_timings = []
+    for _ in range(runs):
+        t1 = time.perf_counter()
+        store.leaf_entry(session.id)
+        leaf_timings.append(time.perf_counter() - t1)
+    print(
+        f"  build_context on a {entries}-entry branch with one compaction "
+        f"({len(context.messages)} messages): median "
+        f"{statistics.median(timings) * 1000:.1f} ms, max {max(timings) * 1000:.1f} ms "
+        f"(session built in {build:.1f} s)"
+    )
+    branch_ms = statistics.median(branch_timings) * 1000
+    print(f"  branch (hydrated, {entries} entries): median {branch_ms:.1f} ms")
+    print(f"  leaf_entry: median {statistics.median(leaf_timings) * 1000:.3f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--appends", type=int, default=3000, help="(default: %(default)r)")
+    parser.add_argument(
+        "--context-entries", type=int, default=10_000, help="(default: %(default)r)"
+    )
+    parser.add_argument(
+        "--runs", type=int, default=15, help="build_context runs (default: %(default)r)"
+    )
+    parser.add_argument(
+        "--skip-raw", action="store_true", help="no raw/naive baseline (PostgreSQL)"
+    )
+    args = parser.parse_args()
+
+    tmp = tempfile.TemporaryDirectory()
+    url = os.environ.get("DATABASE_URL") or f"sqlite:///{Path(tmp.name).resolve()}/bench.sqlite3"
+    setup_django(url)
+    from django.db import connection
+
+    from agentstore.stores import TreeStore
+
+    vendor = connection.vendor
+    print(f"tree_append on {vendor}: {args.appends} appends of 1 KB messages, one transaction each")
+    store = TreeStore()
+    raw_rate = None
+    if vendor == "sqlite" and not args.skip_raw:
+        path = connection.settings_dict["NAME"]
+        lat, total = bench_raw(str(path), store.create_session("/bench/raw").id, args.appends)
+        raw_rate = summarise("raw", lat, total, None)
+        lat, total = bench_naive(store.create_session("/bench/naive").id, args.appends)
+        summarise("naive", lat, total, raw_rate)
+    lat, total = bench_store(store.create_session("/bench/store").id, args.appends)
+    summarise("store", lat, total, raw_rate)
+    bench_context(args.context_entries, args.runs)
+    tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
