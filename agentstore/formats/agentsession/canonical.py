@@ -1,0 +1,281 @@
+"""Canonical JSON for agentsession: RFC 8785 (JCS) bytes and the I-JSON rule.
+
+Every agentsession hash — an entry's content hash, its id, a request hash — is
+SHA-256 over the RFC 8785 *JSON Canonicalization Scheme* bytes of a JSON value.
+JCS is not "``json.dumps(sort_keys=True)``": numbers use the ECMAScript
+rendering (``1e+21``, ``0.1``, ``1`` for ``1.0``), members sort by UTF-16 code
+units (so ``"\\U0001F600"`` sorts before ``"\\uFB01"``), and strings escape only
+what JSON requires. We delegate that to the ``rfc8785`` package and add what it
+leaves to us:
+
+* :func:`parse` — a strict reader for one JSON text. It enforces the I-JSON rule
+  of the format: finite numbers only; integers must be exactly representable
+  as a binary64 double *or* be spelt exactly as that double's canonical
+  rendering (so ``9007199254740993`` is refused, ``1152921504606847000`` is
+  accepted); no duplicate member names; no lone surrogates. Large integers come
+  back as ``float`` so that :func:`dumps` renders them the ECMAScript way.
+* :func:`dumps` — the canonical bytes of a value.
+* :func:`sha256_hex` / :func:`hash_value` — the ``sha256:<hex>`` notation.
+* :func:`normalise` — what a *writer* does with provider output that breaks the
+  rule: a lone surrogate becomes U+FFFD and an integer that is not exactly
+  representable is rounded to the nearest double, each change recorded as
+  ``{"at": <JSON Pointer>, "was": <original JSON text>}`` in the entry's
+  ``normalised`` member.
+
+This module is pure Python; it needs no Django settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import rfc8785
+
+from agentstore import exceptions
+
+__all__ = [
+    "HASH_PREFIX",
+    "dumps",
+    "hash_bytes",
+    "hash_text",
+    "hash_value",
+    "normalise",
+    "parse",
+    "render_number",
+]
+
+#: The prefix of every hash the format writes.
+HASH_PREFIX = "sha256:"
+
+# Integers up to this magnitude are safe for ``rfc8785`` as Python ints;
+# beyond it the library refuses ints, so we hand it the equivalent double.
+_SAFE_INT = 2**53 - 1
+
+
+def render_number(value: float) -> str:
+    """The ECMAScript (JCS) rendering of a finite double, e.g. ``1e+21``."""
+    return rfc8785.dumps(value).decode("ascii")
+
+
+def _int_value(text: str) -> int | float:
+    """Parse an integer literal under the I-JSON rule (see module docstring)."""
+    n = int(text)
+    if -_SAFE_INT <= n <= _SAFE_INT:
+        return n
+    nearest = float(n)
+    if math.isinf(nearest):
+        raise exceptions.ValidationError(f"number {text} is out of range", field="json")
+    if int(nearest) == n or render_number(nearest) == text.lstrip("+"):
+        return nearest
+    raise exceptions.ValidationError(
+        f"integer {text} is not exactly representable as a double (I-JSON)", field="json"
+    )
+
+
+def _float_value(text: str) -> float:
+    value = float(text)
+    if math.isinf(value) or math.isnan(value):
+        raise exceptions.ValidationError(f"number {text} is not finite", field="json")
+    if value.is_integer() and abs(value) > _SAFE_INT:
+        # 9.007199254740993e15 spells an integer that no double holds; the
+        # writer must have normalised it. Exactness is decided on the text.
+        from decimal import Decimal
+
+        if Decimal(text) != Decimal(value) and render_number(value) != text:
+            raise exceptions.ValidationError(
+                f"number {text} is not exactly representable as a double (I-JSON)",
+                field="json",
+            )
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise exceptions.ValidationError(f"{name} is not valid JSON", field="json")
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise exceptions.ValidationError(f"duplicate member {key!r}", field="json")
+        out[key] = value
+    return out
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    # json.loads decodes "\\ud83d" to a lone surrogate code point; a valid
+    # pair has already been combined, so any surrogate left is lone.
+    return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+
+
+def _check_strings(value: Any) -> None:
+    if isinstance(value, str):
+        if _has_lone_surrogate(value):
+            raise exceptions.ValidationError("string contains a lone surrogate", field="json")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key)
+            _check_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item)
+
+
+def parse(text: str | bytes) -> Any:
+    """Parse one JSON text under the I-JSON rule; raise ``ValidationError``."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise exceptions.ValidationError("text is not valid UTF-8", field="json") from exc
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_object,
+            parse_int=_int_value,
+            parse_float=_float_value,
+            parse_constant=_refuse_constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise exceptions.ValidationError(f"not valid JSON: {exc.msg}", field="json") from exc
+    _check_strings(value)
+    return value
+
+
+def _prepare(value: Any) -> Any:
+    """Make a Python value acceptable to ``rfc8785`` without changing its JSON meaning."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        if -_SAFE_INT <= value <= _SAFE_INT:
+            return value
+        nearest = float(value)
+        if int(nearest) != value:
+            raise exceptions.ValidationError(
+                f"integer {value} is not exactly representable as a double (I-JSON)",
+                field="json",
+            )
+        return nearest
+    if isinstance(value, float):
+        if math.isinf(value) or math.isnan(value):
+            raise exceptions.ValidationError("number is not finite", field="json")
+        return value
+    if isinstance(value, dict):
+        return {str(k): _prepare(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_prepare(v) for v in value]
+    raise exceptions.ValidationError(f"{type(value).__name__} is not a JSON value", field="json")
+
+
+def _plain(value: Any) -> bool:
+    """True when ``json.dumps(sort_keys=True)`` already gives the JCS bytes.
+
+    That holds for values without floats or unsafe integers (their ECMAScript
+    spelling differs from Python's: ``1.0`` vs ``1``, ``1e-07`` vs ``1e-7``) and
+    whose member names are ASCII (UTF-16 and code-point order then agree).
+    Raises ``ValidationError`` for a lone surrogate on the way.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise exceptions.ValidationError(
+                "string contains a lone surrogate", field="json"
+            ) from exc
+        return True
+    if value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return -_SAFE_INT <= value <= _SAFE_INT
+    if isinstance(value, dict):
+        plain = True
+        for key, item in value.items():
+            if not isinstance(key, str) or not key.isascii():
+                plain = False
+            if not _plain(item):
+                plain = False
+        return plain
+    if isinstance(value, list | tuple):
+        plain = True
+        for item in value:
+            if not _plain(item):
+                plain = False
+        return plain
+    return False
+
+
+def dumps(value: Any) -> bytes:
+    """The RFC 8785 canonical bytes of a JSON value (dicts, lists, str, numbers …).
+
+    Values made only of strings, safe integers, booleans, nulls and ASCII member
+    names take a fast path through the C ``json`` encoder, which produces the
+    same bytes for them (a property test checks this against ``rfc8785``);
+    everything else goes through ``rfc8785``.
+    """
+    if _plain(value):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+            "utf-8"
+        )
+    _check_strings(value)
+    try:
+        return rfc8785.dumps(_prepare(value))
+    except rfc8785.CanonicalizationError as exc:
+        raise exceptions.ValidationError(str(exc), field="json") from exc
+
+
+def hash_bytes(data: bytes) -> str:
+    """``sha256:`` + lowercase hex SHA-256 of ``data``."""
+    return HASH_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def hash_text(text: str) -> str:
+    """The hash of a string's UTF-8 bytes (how config deltas name instruction parts)."""
+    return hash_bytes(text.encode("utf-8"))
+
+
+def hash_value(value: Any) -> str:
+    """``sha256:`` + hex SHA-256 of the JCS bytes of ``value``."""
+    return hash_bytes(dumps(value))
+
+
+def _pointer_token(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def normalise(value: Any, at: str = "") -> tuple[Any, list[dict[str, str]]]:
+    """Return ``(value', records)``: ``value`` made I-JSON, and what changed.
+
+    A writer calls this on a body before hashing: lone surrogates become U+FFFD
+    and integers a double cannot hold are rounded to the nearest double. Each
+    change is one ``{"at": JSON Pointer, "was": original JSON text}`` record.
+    Values that already obey the rule come back unchanged with no records.
+    """
+    records: list[dict[str, str]] = []
+
+    def walk(v: Any, pointer: str) -> Any:
+        if isinstance(v, str):
+            if _has_lone_surrogate(v):
+                was = json.dumps(v)
+                fixed = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in v)
+                records.append({"at": pointer, "was": was})
+                return fixed
+            return v
+        if isinstance(v, bool) or v is None:
+            return v
+        if isinstance(v, int):
+            if -_SAFE_INT <= v <= _SAFE_INT or int(float(v)) == v:
+                return v
+            records.append({"at": pointer, "was": str(v)})
+            return float(v)
+        if isinstance(v, dict):
+            return {k: walk(item, pointer + "/" + _pointer_token(k)) for k, item in v.items()}
+        if isinstance(v, list | tuple):
+            return [walk(item, f"{pointer}/{i}") for i, item in enumerate(v)]
+        return v
+
+    out = walk(value, at)
+    records.sort(key=lambda r: r["at"])
+    return out, records

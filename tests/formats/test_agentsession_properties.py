@@ -1,0 +1,79 @@
+"""Property tests: whatever a writer appends reads back with the same ids and bytes."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentstore.formats import agentsession
+from agentstore.formats.agentsession import Session, canonical
+
+keys = st.text(min_size=1, max_size=8).filter(
+    lambda k: k not in agentsession.ENVELOPE and k != "normalised"
+)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=12,
+)
+bodies = st.dictionaries(keys, values, max_size=5)
+types = st.sampled_from(["info", "custom", "env", "outcome", "acme:note"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(types, bodies, st.integers(min_value=0, max_value=9)), max_size=8))
+def test_write_read_round_trips_ids_byte_for_byte(plan):
+    counter = itertools.count()
+    session = Session.new({"id": "prop", "created_at": "2026-09-17T12:00:00Z"})
+    session.clock = lambda: f"2026-09-17T12:{next(counter) % 60:02d}:00.5Z"
+    for kind, body, hop in plan:
+        entries = session.entries
+        if entries and hop < len(entries):
+            session.branch(entries[hop].id)
+        session.append({**body, "type": kind})
+    text = agentsession.dumps(session)
+    again = agentsession.loads(text)
+    assert [e.id for e in again] == [e.id for e in session]
+    assert agentsession.dumps(again) == text
+    for e in again:
+        assert agentsession.entry_id(canonical.parse(e.line)) == e.id
+    again.verify()
+
+
+@settings(max_examples=100, deadline=None)
+@given(values)
+def test_canonical_bytes_are_a_fixed_point(value):
+    data = canonical.dumps(value)
+    assert canonical.dumps(canonical.parse(data)) == data
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_fast_path_equals_rfc8785(value):
+    # canonical.dumps takes a C-encoder fast path for plain values; it must
+    # give exactly the bytes of the reference RFC 8785 implementation.
+    import rfc8785
+
+    assert canonical.dumps(value) == rfc8785.dumps(value)
