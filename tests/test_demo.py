@@ -44,3 +44,28 @@ def test_home_and_admin_login_are_served(client: Client) -> None:
     call_command("demo_setup", stdout=StringIO())
     assert client.login(username="demo", password="agentstore-demo")
     assert client.get("/admin/").status_code == 200
+
+
+def test_demo_setup_seeds_data_through_the_stores_once() -> None:
+    from agentstore.models import Entry, MessagePart, Session, Step
+    from agentstore.stores import LoopStore, TreeStore
+    from project.demo import tree
+
+    call_command("demo_setup", stdout=StringIO())
+    call_command("demo_setup", stdout=StringIO())
+
+    session = Session.objects.get(kind="tree", name=tree.NAME)
+    assert session.owner is not None and session.owner.username == "demo"
+    entries = Entry.objects.filter(session=session)
+    assert entries.filter(type="compaction").count() == 1
+    assert entries.filter(type="branch_summary").count() == 1
+    assert MessagePart.objects.filter(entry__session=session, type="image").count() == 1
+    store = TreeStore()
+    assert len(store.list_child_sessions(session.id)) == 1
+    # Two branches: more than one childless entry.
+    parents = set(entries.exclude(parent_id=None).values_list("parent_id", flat=True))
+    leaves = entries.exclude(entry_id__in=parents)
+    assert leaves.count() >= 2
+    loop = LoopStore()
+    assert Step.objects.filter(session_id="demo-loop-weather").count() == 7
+    assert loop.grants("demo-loop-weather")

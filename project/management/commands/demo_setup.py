@@ -1,19 +1,24 @@
-"""Prepare the demo: a superuser whose credentials (and API token) are printed.
+"""Prepare the demo: a superuser whose credentials (and API token) are printed, and demo data.
 
     python manage.py demo_setup
 
-Safe to run again: the user is updated, not duplicated. Later issues seed demo
-sessions and tasks here through the stores.
+Safe to run again: the user is updated, not duplicated, and each seed module in
+``project/demo/`` creates its data only once. The data goes through the stores,
+like any agent's would.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import import_module
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from rest_framework.authtoken.models import Token
+
+#: The demo seed modules, in order (each has ``seed(owner) -> list[str]``).
+SEEDS = ("tree", "loop")
 
 
 class Command(BaseCommand):
@@ -37,3 +42,6 @@ class Command(BaseCommand):
         self.stdout.write(f"  username:  {username}")
         self.stdout.write(f"  password:  {password}")
         self.stdout.write(f"  API token: {token.key}")
+        for name in SEEDS:
+            for line in import_module(f"project.demo.{name}").seed(user):
+                self.stdout.write(f"  {line}")
