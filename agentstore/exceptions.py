@@ -259,6 +259,13 @@ class TaskConflict(AgentStoreError):
     default_message = "task conflict"
 
 
+class RepositoryGraphMismatch(AgentStoreError, ValueError):
+    """Composite task repositories were given dependencies that do not share one task repository."""
+
+    code = "repository_graph_mismatch"
+    default_message = "task repositories must share one task repository and database"
+
+
 class WorkflowInvocationConflict(AgentStoreError):
     """The (workflow, node key, invocation index) is already linked to another agent task."""
 
