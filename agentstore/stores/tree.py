@@ -50,6 +50,7 @@ from agentstore.types.tree import (
     AppendCompactionInput,
     EntryEntity,
     EntryTokenUsageEntity,
+    ImportedSession,
     MessageEntity,
     MessagePartEntity,
     SessionContextEntity,
@@ -222,6 +223,7 @@ class TreeStore(StoreBase):
             parent_session=row.parent_session,
             created_at=row.created_at,
             updated_at=row.updated_at,
+            header=row.header,
         )
 
     def get_session(self, session_id: str) -> SessionEntity | None:
@@ -416,6 +418,86 @@ class TreeStore(StoreBase):
             summary=compaction.summary,
             data=data,
             operation_id=operation_id,
+        )
+
+    def import_session(self, imported: ImportedSession, *, owner: Any = None) -> SessionEntity:
+        """Create a session from a file's entries, keeping their ids, parents and timestamps.
+
+        Every entry is validated and its metadata derived as an append would, and
+        each parent must be an earlier entry; the whole session is written in one
+        transaction or not at all. An existing id raises ``SessionExists``.
+        """
+        session_id = require_text(imported.id, "session.id")
+        require_max_length(session_id, 255, "session.id")
+        require_text(imported.cwd, "session.cwd")
+        require_max_length(imported.name, 500, "session.name")
+        require_max_length(imported.parent_session, 255, "session.parent_session")
+        created = (
+            require_aware(imported.created_at, "session.created_at")
+            if imported.created_at is not None
+            else self.now()
+        )
+        drafts: list[_Draft] = []
+        seen: set[str] = set()
+        for index, item in enumerate(imported.entries):
+            where = f"entries[{index}]"
+            entry_id = require_text(item.id, f"{where}.id")
+            require_max_length(entry_id, 128, f"{where}.id")
+            if entry_id in seen:
+                raise exceptions.ValidationError(
+                    f"{where}.id {entry_id!r} is repeated", field=f"{where}.id"
+                )
+            if item.parent_id is not None and item.parent_id not in seen:
+                raise exceptions.ValidationError(
+                    f"{where}.parent_id {item.parent_id!r} is not an earlier entry",
+                    field=f"{where}.parent_id",
+                )
+            seen.add(entry_id)
+            message = item.message or MessageEntity(role="")
+            if message.role:
+                validate_message(message, custom_type=item.custom_type)
+            stamp = require_aware(item.created_at, f"{where}.created_at")
+            draft = self._prepare(
+                session_id,
+                item.parent_id,
+                item.type,
+                message=replace(message, timestamp=stamp),
+                custom_type=item.custom_type,
+                summary=item.summary,
+                data=dict(item.data),
+                operation_id="",
+            )
+            drafts.append(_Draft(replace(draft.entity, id=entry_id), draft.parts))
+        updated = max([created, *(d.entity.created_at for d in drafts)])
+        connection = connections[self.using]
+
+        def write() -> None:
+            if Session.objects.using(self.using).filter(pk=session_id).exists():
+                raise exceptions.SessionExists(f"session already exists: {session_id}")
+            Session.objects.using(self.using).create(
+                id=session_id,
+                kind=SessionKind.TREE,
+                cwd=imported.cwd,
+                name=imported.name,
+                parent_session=imported.parent_session,
+                header=imported.header,
+                owner=owner,
+                created_at=created,
+                updated_at=updated,
+            )
+            with connection.cursor() as cursor:
+                for draft in drafts:
+                    self._insert(cursor, draft)
+
+        self.write(write)
+        return SessionEntity(
+            id=session_id,
+            cwd=imported.cwd,
+            name=imported.name,
+            parent_session=imported.parent_session,
+            created_at=created,
+            updated_at=updated,
+            header=imported.header,
         )
 
     # -- the append pipeline -------------------------------------------------------
@@ -749,6 +831,28 @@ class TreeStore(StoreBase):
         """All entries of the session in append order (timestamp, then insertion)."""
         return list(
             self._cursor_read(lambda c: self._select_entries(c, "e.session_id = %s", [session_id]))
+        )
+
+    def entries_after(
+        self, session_id: str, after_seq: int = 0, limit: int = 0
+    ) -> list[EntryEntity]:
+        """Entries with ``seq > after_seq`` in ``seq`` order, at most ``limit`` (≤ 0: all).
+
+        The cursor read behind paging and tailing (the REST API's entry list and
+        live follow): ``seq`` only grows, so a reader that remembers the last
+        ``seq`` it saw never misses or repeats an entry.
+        """
+        if isinstance(after_seq, bool) or not isinstance(after_seq, int):
+            raise exceptions.ValidationError("after_seq must be an integer", field="after_seq")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise exceptions.ValidationError("limit must be an integer", field="limit")
+        order = "e.seq" + (f" LIMIT {int(limit)}" if limit > 0 else "")
+        return list(
+            self._cursor_read(
+                lambda c: self._select_entries(
+                    c, "e.session_id = %s AND e.seq > %s", [session_id, after_seq], order=order
+                )
+            )
         )
 
     def leaf_entry(self, session_id: str) -> EntryEntity | None:

@@ -24,6 +24,8 @@ __all__ = [
     "DocumentEntity",
     "EntryEntity",
     "EntryTokenUsageEntity",
+    "ImportedEntry",
+    "ImportedSession",
     "MessageEntity",
     "MessagePartEntity",
     "SessionContextEntity",
@@ -43,6 +45,8 @@ class SessionEntity:
     updated_at: datetime
     name: str = ""
     parent_session: str = ""
+    #: The header line of the file the session was imported from ("" if none).
+    header: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,3 +210,30 @@ class DocumentEntity:
     key: str
     value_json: str = "{}"
     updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportedEntry:
+    """An entry brought in from a file, keeping its id, parent and timestamp."""
+
+    id: str
+    type: str
+    created_at: datetime
+    parent_id: str | None = None
+    message: MessageEntity | None = None
+    custom_type: str = ""
+    summary: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportedSession:
+    """A whole session brought in from a file (see ``TreeStore.import_session``)."""
+
+    id: str
+    cwd: str
+    entries: tuple[ImportedEntry, ...] = ()
+    name: str = ""
+    parent_session: str = ""
+    created_at: datetime | None = None
+    header: str = ""
