@@ -753,7 +753,7 @@ def test_threads_appending_to_one_new_session_race_safely() -> None:
 
 
 def test_demo_seed_is_idempotent(db: None, django_user_model: type) -> None:
-    from project.demo import loop as demo
+    from agentstore.demo import loop as demo
 
     owner = django_user_model.objects.create(username="loop-demo")
     first = demo.seed(owner)

@@ -2,23 +2,20 @@
 
     python manage.py demo_setup
 
-Safe to run again: the user is updated, not duplicated, and each seed module in
-``project/demo/`` creates its data only once. The data goes through the stores,
-like any agent's would.
+Safe to run again: the user is updated, not duplicated, and the demo data of
+``agentstore.demo`` (what ``manage.py agentstore demo`` seeds) is created only once.
 """
 
 from __future__ import annotations
 
 import os
-from importlib import import_module
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from rest_framework.authtoken.models import Token
 
-#: The demo seed modules, in order (each has ``seed(owner) -> list[str]``).
-SEEDS = ("tree", "loop")
+from agentstore.demo import seed_all
 
 
 class Command(BaseCommand):
@@ -42,6 +39,5 @@ class Command(BaseCommand):
         self.stdout.write(f"  username:  {username}")
         self.stdout.write(f"  password:  {password}")
         self.stdout.write(f"  API token: {token.key}")
-        for name in SEEDS:
-            for line in import_module(f"project.demo.{name}").seed(user):
-                self.stdout.write(f"  {line}")
+        for line in seed_all(user):
+            self.stdout.write(f"  {line}")

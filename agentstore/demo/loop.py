@@ -1,6 +1,6 @@
 """Demo data of the agent-loop store: one loop session with a trace, a summary, a grant.
 
-    from project.demo import loop
+    from agentstore.demo import loop
     for line in loop.seed(owner):
         print(line)
 

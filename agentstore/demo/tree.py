@@ -1,6 +1,6 @@
 """Demo data of the tree store: a session with branches, a compaction and an image.
 
-    from project.demo import tree
+    from agentstore.demo import tree
     for line in tree.seed(owner):
         print(line)
 

@@ -1,0 +1,200 @@
+"""Task subcommands: ``tasks`` (list), ``task ID`` (details and events), ``recover``.
+
+    manage.py agentstore tasks --state running --state canceling
+    manage.py agentstore task TASK_ID --json
+    manage.py agentstore recover            # expire dead leases now
+
+``recover`` settles every running or canceling task whose lease has expired
+(or that has none) as ``interrupted``, through the task repositories — tool
+tasks through the tool repository, so they get their canonical outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from agentstore.cli import Context, Subcommand, fail, stamp, table, usage
+from agentstore.models import Task, TaskState
+
+__all__ = ["COMMANDS", "recover_all"]
+
+
+def _tasks_arguments(parser: Any) -> None:
+    parser.add_argument("--kind", help="only tasks of this kind (agent, tool, workflow, …)")
+    parser.add_argument(
+        "--state", action="append", choices=TaskState.values, help="only these states (repeatable)"
+    )
+    parser.add_argument("--session", help="only tasks owned by this session")
+    parser.add_argument(
+        "--limit", type=int, default=50, help="at most N rows, 0 = all (default: %(default)r)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON lines on stdout")
+
+
+def _lease(task: Any, now: Any) -> str:
+    if not task.lease_owner:
+        return "-"
+    expired = task.lease_expires_at is not None and task.lease_expires_at <= now
+    return f"{task.lease_owner} until {stamp(task.lease_expires_at)}" + (
+        " EXPIRED" if expired else ""
+    )
+
+
+def _tasks(name: str, ctx: Context) -> None:
+    tasks = Task.objects.newest_first()
+    if ctx.opt("kind"):
+        tasks = tasks.filter(kind=ctx.opt("kind"))
+    if ctx.opt("state"):
+        tasks = tasks.filter(state__in=ctx.opt("state"))
+    if ctx.opt("session"):
+        tasks = tasks.owned_by_session(ctx.opt("session"))
+    if ctx.opt("limit") < 0:
+        raise usage("--limit must be 0 or more")
+    rows = list(tasks[: ctx.opt("limit") or None])
+    now = timezone.now()
+    if ctx.opt("json"):
+        for task in rows:
+            ctx.json(
+                {
+                    "id": task.id,
+                    "kind": task.kind,
+                    "state": task.state,
+                    "owner_session_id": task.owner_session_id,
+                    "parent_task_id": task.parent_task_id or "",
+                    "lease_owner": task.lease_owner or "",
+                    "lease_expires_at": task.lease_expires_at,
+                    "created_at": task.created_at,
+                    "updated_at": task.updated_at,
+                }
+            )
+        return
+    if not rows:
+        ctx.note("No tasks.")
+        return
+    table(
+        ctx,
+        ["ID", "KIND", "STATE", "OWNER SESSION", "UPDATED (UTC)", "LEASE"],
+        [
+            [t.id, t.kind, t.state, t.owner_session_id, stamp(t.updated_at), _lease(t, now)]
+            for t in rows
+        ],
+    )
+
+
+def _task_arguments(parser: Any) -> None:
+    parser.add_argument("task", help="task id")
+    parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+
+def _task(name: str, ctx: Context) -> None:
+    from agentstore.tasks import TaskRepository
+
+    repository = TaskRepository()
+    task = repository.get(ctx.opt("task"))
+    if task is None:
+        raise fail(f"no such task: {ctx.opt('task')}")
+    events = repository.list_events(task.id, 0, 1_000_000)
+    document: dict[str, Any] = {
+        "task": {
+            field: getattr(task, field)
+            for field in (
+                "id",
+                "kind",
+                "state",
+                "owner_session_id",
+                "parent_task_id",
+                "concurrency_key",
+                "result",
+                "error_code",
+                "error_message",
+                "created_at",
+                "started_at",
+                "finished_at",
+                "updated_at",
+                "lease_owner",
+                "lease_expires_at",
+            )
+        },
+        "events": [
+            {
+                "sequence": e.sequence,
+                "kind": e.event.kind,
+                "payload_json": e.event.payload_json,
+                "created_at": e.event.created_at,
+            }
+            for e in events
+        ],
+    }
+    if ctx.opt("json"):
+        ctx.json(document)
+        return
+    for key, value in document["task"].items():
+        if value not in ("", None):
+            ctx.out(f"{key:<17} {stamp(value) if key.endswith('_at') else value}")
+    ctx.out("")
+    table(
+        ctx,
+        ["SEQ", "TIME (UTC)", "KIND", "PAYLOAD"],
+        [
+            [str(e["sequence"]), stamp(e["created_at"]), e["kind"], e["payload_json"]]
+            for e in document["events"]
+        ],
+    )
+
+
+def recover_all(kinds: list[str] | None = None) -> dict[str, list[str]]:
+    """Interrupt every running/canceling task whose lease expired; ids by kind."""
+    from agentstore.tasks import TaskRepository, ToolTaskRepository
+    from agentstore.types import TaskRecovery
+
+    now = timezone.now()
+    tasks = TaskRepository()
+    if not kinds:
+        leased = Task.objects.filter(state__in=[TaskState.RUNNING, TaskState.CANCELING])
+        kinds = sorted(set(leased.values_list("kind", flat=True)))
+    recovered: dict[str, list[str]] = {}
+    for kind in kinds:
+        if kind == "tool":
+            ids = ToolTaskRepository(tasks=tasks).recover_expired(now)
+        else:
+            ids = tasks.recover_expired(
+                TaskRecovery(
+                    expires_before=now,
+                    kind=kind,
+                    event_kind="task_interrupted",
+                    error_code="lease_expired",
+                    error_message="task worker lease expired",
+                    payload_json='{"error_code":"lease_expired"}',
+                    target_state="interrupted",
+                )
+            )
+        recovered[kind] = list(ids or [])
+    return recovered
+
+
+def _recover_arguments(parser: Any) -> None:
+    parser.add_argument("--kind", action="append", help="only this kind (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+
+def _recover(name: str, ctx: Context) -> None:
+    recovered = recover_all(ctx.opt("kind"))
+    if ctx.opt("json"):
+        ctx.json(recovered)
+        return
+    total = sum(len(ids) for ids in recovered.values())
+    for kind, ids in recovered.items():
+        for task_id in ids:
+            ctx.note(f"· interrupted {kind} task {task_id}")
+    ctx.out(f"Recovered {total} task(s) with expired leases.")
+
+
+COMMANDS = [
+    Subcommand(("tasks",), "List tasks, most recently updated first.", _tasks_arguments, _tasks),
+    Subcommand(("task",), "Show a task and its event timeline.", _task_arguments, _task),
+    Subcommand(
+        ("recover",), "Interrupt tasks whose worker lease expired.", _recover_arguments, _recover
+    ),
+]
