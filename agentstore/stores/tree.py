@@ -254,8 +254,23 @@ class TreeStore(StoreBase):
         A missing session is not an error.
         """
 
+        connection = connections[self.using]
+
         def write() -> None:
+            if not self._sessions().filter(pk=session_id).exists():
+                return
             Task.objects.using(self.using).filter(agent__child_session_id=session_id).delete()
+            # Entries and parts go with two set-based statements: the ORM's
+            # cascade would load every entry row into memory first.
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"DELETE FROM {_PART} WHERE entry_id IN "
+                    f"(SELECT id FROM {_ENTRY} WHERE session_id = %s)",
+                    [session_id],
+                )
+                cursor.execute(f"DELETE FROM {_ENTRY} WHERE session_id = %s", [session_id])
+            # What is left (owned tasks with their events and details, the hold,
+            # steps) cascades through the ORM.
             self._sessions().filter(pk=session_id).delete()
 
         self.write(write)
