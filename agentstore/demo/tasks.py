@@ -1,6 +1,6 @@
 """Demo data of the task repositories: tasks in every state, an agent, a tool task, a workflow.
 
-    from project.demo import tasks
+    from agentstore.demo import tasks
     for line in tasks.seed(owner):
         print(line)
 

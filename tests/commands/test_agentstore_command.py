@@ -352,9 +352,11 @@ def test_prune_can_vacuum() -> None:
 
 def test_demo_seeds_once() -> None:
     first, _ = run("demo")
+    counts = {kind: Session.objects.filter(kind=kind).count() for kind in ("tree", "loop", "log")}
     second, _ = run("demo")
     assert "Created tree session" in first and "Kept tree session" in second
-    assert Session.objects.filter(kind="tree").count() == 2
+    assert all(counts.values()), counts
+    assert counts == {k: Session.objects.filter(kind=k).count() for k in ("tree", "loop", "log")}
 
 
 # -- follow across processes ----------------------------------------------------------------

@@ -1,0 +1,1092 @@
+"""LogStore: agentsession sessions in the database, with holds, follow and refs.
+
+    from agentstore.stores import LogStore
+    from agentstore.types import ListFilter, RefTarget
+
+    store = LogStore()                                   # using="default"
+    session = store.create({"cwd": "/repo", "harness": {"name": "demo"}})
+    store.append(session.id, {"type": "config", "model": "gpt-5"})
+    eid = store.append(session.id, {"type": "item", "item": {"type": "message",
+                       "role": "user", "content": [{"type": "input_text", "text": "hi"}]}})
+    store.update_ref("team/main", None, RefTarget(session=session.id))
+    for change in store.follow(session.id):              # snapshot, then appends
+        ...
+
+The port of agentsession's ``sqlite`` store over agentstore's one schema: a log
+session is a ``Session`` row of ``kind="log"`` (``header`` = the exact header
+line) and one ``Entry`` row per line (``seq`` 1-based, a fork's prefix
+included, ``line`` the exact line). Dumping the rows in ``seq`` order is the
+JSONL file byte for byte (:meth:`LogStore.export_jsonl`), and a file imports
+back with every id verified (:meth:`LogStore.import_jsonl`).
+
+Concurrency, in three layers:
+
+* **Holds** (``Holder`` rows, :mod:`.log_holds`): ``create``/``open`` claim the
+  session for this *store instance* (a token; several stores in one process
+  are as separate as processes) inside their write transaction; every append
+  refreshes the heartbeat in its transaction and a zero-row update means the
+  hold was lost → ``SessionLocked``, refused until :meth:`LogStore.release`.
+* **ConcurrentWriter**: the backstop for writers that bypassed the hold. The
+  entry's ``seq`` comes from the in-memory session; UNIQUE(session, seq) refuses
+  the insert if anyone else appended since this store loaded the session, and
+  the session stays refused until ``release`` — never re-parented.
+* **One mutex per store** guards the cache (``open`` → the shared ``Session``),
+  the refusals and the held ids, because a store is used from several threads
+  (each with its own Django connection) while a ``Session`` is not thread-safe.
+
+Every write is one short transaction (:meth:`StoreBase.write`); reads take a
+snapshot that never holds the write lock. Read-only stores hold nothing and
+refuse every write with ``ReadOnly``; they read, list and follow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import copy
+import logging
+import os
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime
+from typing import Any, TypeVar
+
+from django.db import IntegrityError, connections
+from django.db.models import OuterRef, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
+
+from agentstore import exceptions
+from agentstore.db import is_unique_violation, read_only
+from agentstore.formats.agentsession import (
+    CURRENT_FORMAT,
+    Outcome,
+    Session,
+    canonical_json,
+    dumps,
+    format_ts,
+    format_version,
+    loads,
+    parse_json,
+)
+from agentstore.ids import new_token
+from agentstore.models import Entry, Holder, Ref, RefLog
+from agentstore.models import Session as SessionRow
+from agentstore.stores import log_follow, log_holds, log_refs
+from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.log_rows import (
+    ENTRY_TABLE,
+    HOLDER_TABLE,
+    LOG,
+    REF_TABLE,
+    SESSION_TABLE,
+    OctetLength,
+    insert_entries,
+    parse_time,
+    time_ns,
+)
+from agentstore.types.log import (
+    Change,
+    ListFilter,
+    LockInfo,
+    NamedRef,
+    RefLogEntry,
+    RefTarget,
+    Summary,
+)
+from agentstore.validation import require_aware
+
+__all__ = ["LogStore"]
+
+T = TypeVar("T")
+
+logger = logging.getLogger("agentstore.stores.log")
+
+_MAX_ID = 255
+_MAX_NAME = 500
+_CURRENT_MINOR = format_version(CURRENT_FORMAT)[1]
+
+
+def _zero(target: RefTarget | None) -> RefTarget:
+    return target if target is not None and target.session else RefTarget()
+
+
+def _public(target: RefTarget) -> RefTarget | None:
+    return target if target.session else None
+
+
+def _stale_format(header: dict[str, Any]) -> bool:
+    # Only 0.5+ headers are raised in place (older ones are migrated on read).
+    _major, minor = format_version(header.get("format"))
+    return 5 <= minor < _CURRENT_MINOR
+
+
+class LogStore(StoreBase):
+    """agentsession sessions over the agentstore schema (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        using: str = "default",
+        clock: Clock | None = None,
+        read_only: bool = False,
+        follow_interval: float = 0.1,
+        stale_lock_report: Callable[[LockInfo], None] | None = None,
+    ) -> None:
+        super().__init__(using=using, clock=clock)
+        if follow_interval <= 0:
+            raise exceptions.ValidationError(
+                "follow_interval must be positive", field="follow_interval"
+            )
+        self.read_only = read_only
+        self.follow_interval = float(follow_interval)
+        self.stale_lock_report = stale_lock_report
+        self._explicit_clock = clock is not None
+        #: This store's identity in ``Holder`` rows: the token tells two stores
+        #: of one process apart, pid and host tell whether a holder is alive.
+        self.token = new_token()
+        self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self._lock = threading.RLock()
+        self._open: dict[str, Session] = {}
+        self._refused: dict[str, exceptions.AgentStoreError] = {}
+        self._stale: set[str] = set()
+        #: Ids whose hold this store has, tracked apart from the cache: a failed
+        #: append drops the cached session but the hold stays ours until release.
+        self._held: set[str] = set()
+        self._hub = log_follow.Hub()
+
+    # -- helpers ----------------------------------------------------------------
+
+    def _snapshot(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in one read snapshot (``StoreBase.read``, renamed here)."""
+        return read_only(fn, using=self.using)
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise exceptions.ReadOnly("the log store is read-only")
+
+    def _report(self, dead: builtins.list[LockInfo]) -> None:
+        for info in dead:
+            logger.warning("took over the hold of dead pid %s on %s", info.pid, info.host)
+            if self.stale_lock_report is not None:
+                self.stale_lock_report(info)
+
+    def _adopt(self, session: Session) -> Session:
+        if self._explicit_clock:
+            session.clock = lambda: format_ts(self.now())
+        return session
+
+    def _kind_check(self, session_id: str, kind: str | None) -> None:
+        if kind is None:
+            raise exceptions.NoSession(f"no such session: {session_id}")
+        if kind != LOG:
+            raise exceptions.NoSession(
+                f"session {session_id} is a {kind} session, not an agentsession log"
+            )
+
+    def _rows(
+        self, session_id: str, *, up_to: int | None = None
+    ) -> tuple[str, str, builtins.list[tuple[int, str]]]:
+        """Header line, incarnation and ``(seq, line)`` rows (call inside a read snapshot)."""
+        connection = connections[self.using]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT kind, header, incarnation FROM {SESSION_TABLE} WHERE id = %s",
+                [session_id],
+            )
+            row = cursor.fetchone()
+            self._kind_check(session_id, row[0] if row else None)
+            sql = f"SELECT seq, line FROM {ENTRY_TABLE} WHERE session_id = %s"
+            params: builtins.list[Any] = [session_id]
+            if up_to is not None:
+                sql += " AND seq <= %s"
+                params.append(up_to)
+            cursor.execute(sql + " ORDER BY seq", params)
+            lines = [(int(s), str(line)) for s, line in cursor.fetchall()]
+        return str(row[1]), str(row[2]), lines
+
+    def _load(self, session_id: str) -> Session:
+        """Read a session afresh from its rows (one read snapshot; every id verified)."""
+        header, _incarnation, rows = self._snapshot(lambda: self._rows(session_id))
+        session = Session.from_lines(header, [line for _seq, line in rows])
+        if session.id != session_id:
+            raise exceptions.BadID(f"session {session_id}: stored header names id {session.id}")
+        return session
+
+    def _drop(self, session_id: str) -> None:
+        self._open.pop(session_id, None)
+        self._stale.discard(session_id)
+
+    # -- sessions ---------------------------------------------------------------
+
+    def create(self, header: dict[str, Any]) -> Session:
+        """Create a session from ``header`` (empty members filled) and hold it.
+
+        A header with ``base`` creates a fork: the origin is the session named by
+        ``parent_session`` if it holds the base, else any log session holding it
+        (one where the base is its own entry preferred). Raises ``ReadOnly``,
+        ``SessionExists``, ``NoEntry`` (base not held), ``ValidationError``.
+        """
+        self._writable()
+        if not isinstance(header, dict):
+            raise exceptions.ValidationError("header must be a JSON object", field="header")
+        header = copy.deepcopy(header)
+        with self._lock:
+            base = header.get("base")
+            if base:
+                origin = self._find_origin(str(base), str(header.get("parent_session") or ""))
+                session = Session.fork(origin, header)
+            else:
+                session = Session.new(header)
+            sid = session.id
+            if len(sid) > _MAX_ID:
+                raise exceptions.ValidationError(
+                    f"header.id is longer than {_MAX_ID} characters", field="header.id"
+                )
+            parent = str(session.header.get("parent_session") or "")
+            if len(parent) > _MAX_ID:
+                raise exceptions.ValidationError(
+                    f"header.parent_session is longer than {_MAX_ID} characters",
+                    field="header.parent_session",
+                )
+            if sid in self._open:
+                raise exceptions.SessionExists(f"session exists: {sid}")
+            created_at = parse_time(str(session.header["created_at"]), "header.created_at")
+            now = self.now()
+            cwd = session.header.get("cwd")
+            dead: builtins.list[LockInfo] = []
+
+            def tx() -> None:
+                dead.clear()
+                try:
+                    SessionRow.objects.using(self.using).create(
+                        id=sid,
+                        kind=LOG,
+                        header=session.header_line,
+                        created_at=created_at,
+                        updated_at=now,
+                        cwd=cwd if isinstance(cwd, str) else "",
+                        parent_session=parent,
+                        name=session.name()[:_MAX_NAME],
+                        superseded_by=session.superseded_by()[:_MAX_ID],
+                        incarnation=new_token(),
+                    )
+                except IntegrityError as exc:
+                    if is_unique_violation(exc):
+                        raise exceptions.SessionExists(f"session exists: {sid}") from exc
+                    raise
+                with connections[self.using].cursor() as cursor:
+                    insert_entries(cursor, sid, 1, session.entries, now)
+                    taken = log_holds.claim(
+                        cursor, sid, pid=self.pid, host=self.host, token=self.token, now=now
+                    )
+                    if taken is not None:
+                        dead.append(taken)
+
+            self.write(tx)
+            self._report(dead)
+            self._held.add(sid)
+            self._refused.pop(sid, None)
+            self._open[sid] = self._adopt(session)
+            if _stale_format(session.header):
+                self._stale.add(sid)
+            return session
+
+    def _find_origin(self, base: str, parent_session: str) -> Session:
+        def candidates() -> builtins.list[str]:
+            return list(
+                Entry.objects.using(self.using)
+                .filter(entry_id=base, session__kind=LOG)
+                .order_by("session_id")
+                .values_list("session_id", flat=True)
+            )
+
+        def get(session_id: str) -> Session | None:
+            cached = self._open.get(session_id)
+            if cached is not None:
+                return cached
+            try:
+                return self._load(session_id)
+            except exceptions.NoSession:
+                return None
+
+        if parent_session:
+            origin = get(parent_session)
+            if origin is not None and base in origin:
+                return origin
+        fallback: Session | None = None
+        for session_id in self._snapshot(candidates):
+            origin = get(session_id)
+            if origin is None or base not in origin:
+                continue
+            if not origin.is_prefix(base):
+                return origin
+            fallback = fallback or origin
+        if fallback is None:
+            raise exceptions.NoEntry(f"base {base} is not held by this store")
+        return fallback
+
+    def open(self, session_id: str) -> Session:
+        """The store's shared session (cached), holding it unless the store is read-only.
+
+        Leaf moves on the returned object (``branch``, ``reset_leaf``) steer later
+        appends through the store. Raises ``NoSession``, ``SessionLocked``, or the
+        refusal recorded for it (``ConcurrentWriter``, ``SessionLocked``) until
+        :meth:`release`.
+        """
+        with self._lock:
+            refused = self._refused.get(session_id)
+            if refused is not None:
+                raise refused
+            cached = self._open.get(session_id)
+            if cached is not None:
+                return cached
+            claimed = False
+            if not self.read_only:
+                now = self.now()
+                dead: builtins.list[LockInfo] = []
+
+                def tx() -> None:
+                    dead.clear()
+                    with connections[self.using].cursor() as cursor:
+                        cursor.execute(
+                            f"SELECT kind FROM {SESSION_TABLE} WHERE id = %s", [session_id]
+                        )
+                        row = cursor.fetchone()
+                        self._kind_check(session_id, row[0] if row else None)
+                        taken = log_holds.claim(
+                            cursor,
+                            session_id,
+                            pid=self.pid,
+                            host=self.host,
+                            token=self.token,
+                            now=now,
+                        )
+                        if taken is not None:
+                            dead.append(taken)
+
+                self.write(tx)
+                self._report(dead)
+                claimed = True
+                self._held.add(session_id)
+            try:
+                session = self._load(session_id)
+            except BaseException:
+                if claimed:
+                    self._release_hold(session_id)
+                raise
+            self._open[session_id] = self._adopt(session)
+            if _stale_format(session.header):
+                self._stale.add(session_id)
+            return session
+
+    # The Go ``Read(id)`` takes the name StoreBase gives its snapshot helper
+    # ``read(fn)``; the store uses :meth:`_snapshot` for that instead.
+    def read(self, session_id: str) -> Session:  # type: ignore[override]
+        """A private copy of the session read afresh: no hold, nothing cached.
+
+        Works on sessions held by this or another store and on ones this store
+        refused. Sees an append once that append returned; an unrecorded
+        ``branch`` of a writer is not there (the resume rule applies).
+        """
+        return self._load(session_id)
+
+    def append(self, session_id: str, entry: dict[str, Any]) -> str:
+        """Append ``entry`` to the session (opening and holding it); return the entry id.
+
+        The entry is validated and hashed by the format's rules (parent defaults
+        to the leaf, ``ts`` to now). An entry the session already holds is a
+        no-op returning its id. Raises ``ReadOnly``, ``NoSession``,
+        ``SessionLocked`` (held elsewhere, or the hold was lost), ``ConcurrentWriter``,
+        and the format's errors (``BadID``, ``NoEntry``, ``BaseRule``, …).
+        """
+        self._writable()
+        with self._lock:
+            session = self.open(session_id)
+            try:
+                return self._append_open(session_id, session, entry)
+            finally:
+                # Same-store followers look now, whatever the outcome.
+                self._hub.ring()
+
+    def _append_open(self, session_id: str, session: Session, entry: dict[str, Any]) -> str:
+        pending = session.prepare(entry)
+        if pending.outcome is Outcome.HELD:
+            return pending.entry.id
+        new = pending.entry
+        now = self.now()
+        raise_header = session_id in self._stale
+        sets = ["updated_at = %s"]
+        extra: builtins.list[Any] = []
+        if new.type == "info":
+            name = new.data.get("name")
+            if isinstance(name, str) and name:
+                sets.append("name = %s")
+                extra.append(name[:_MAX_NAME])
+        elif new.type == "link" and new.data.get("rel") == "continued_in":
+            successor = new.data.get("session")
+            if isinstance(successor, str) and successor:
+                sets.append("superseded_by = %s")
+                extra.append(successor[:_MAX_ID])
+        update = f"UPDATE {SESSION_TABLE} SET {', '.join(sets)} WHERE id = %s"
+
+        def tx() -> None:
+            with connections[self.using].cursor() as cursor:
+                # The fence: zero rows means another store broke or took our hold.
+                log_holds.heartbeat(cursor, session_id, self.token, now)
+                if raise_header:
+                    self._raise_header(cursor, session_id)
+                insert_entries(cursor, session_id, pending.seq, [new], now)
+                stamp = cursor.db.ops.adapt_datetimefield_value(now)
+                cursor.execute(update, [stamp, *extra, session_id])
+
+        try:
+            self.write(tx)
+        except exceptions.SessionLocked as exc:
+            self._drop(session_id)
+            self._held.discard(session_id)
+            self._refused[session_id] = exc
+            raise
+        except IntegrityError as exc:
+            self._drop(session_id)
+            if not is_unique_violation(exc):
+                raise
+            # Someone appended since we loaded the session: refuse (until
+            # release) rather than re-parent under a leaf the agent never saw.
+            refusal = exceptions.ConcurrentWriter(
+                f"another writer appended to {session_id}: entry {new.id} at seq {pending.seq}"
+            )
+            self._refused[session_id] = refusal
+            raise refusal from exc
+        except BaseException:
+            self._drop(session_id)
+            raise
+        session.commit(pending)
+        if raise_header:
+            session.raise_format()
+            self._stale.discard(session_id)
+        return new.id
+
+    def _raise_header(self, cursor: Any, session_id: str) -> None:
+        cursor.execute(f"SELECT header FROM {SESSION_TABLE} WHERE id = %s", [session_id])
+        row = cursor.fetchone()
+        header = parse_json(str(row[0]))
+        if isinstance(header, dict) and _stale_format(header):
+            raised = {**header, "format": CURRENT_FORMAT}
+            cursor.execute(
+                f"UPDATE {SESSION_TABLE} SET header = %s WHERE id = %s",
+                [canonical_json(raised).decode("utf-8"), session_id],
+            )
+
+    def _release_hold(self, session_id: str) -> None:
+        self._held.discard(session_id)
+        if self.read_only:
+            return
+
+        def tx() -> None:
+            with connections[self.using].cursor() as cursor:
+                cursor.execute(
+                    f"DELETE FROM {HOLDER_TABLE} WHERE session_id = %s AND token = %s",
+                    [session_id, self.token],
+                )
+
+        self.write(tx)
+
+    def release(self, session_id: str) -> None:
+        """Forget the session (the next ``open`` reloads it) and drop this store's hold.
+
+        Clears a refusal too. On a read-only store it is how a reader refreshes
+        its cached view. Never raises for an unknown id.
+        """
+        with self._lock:
+            held = session_id in self._held or session_id in self._refused
+            self._drop(session_id)
+            self._refused.pop(session_id, None)
+            if held:
+                self._release_hold(session_id)
+
+    def delete(self, session_id: str) -> None:
+        """Delete the session, its entries and its hold (refs stay: they dangle).
+
+        Hold-blind, like the sqlite store: a holder elsewhere learns it at its
+        next append (``SessionLocked`` "lost to no holder"). The id can be
+        created again. Raises ``ReadOnly``, ``NoSession``.
+        """
+        self._writable()
+        with self._lock:
+
+            def tx() -> None:
+                rows = SessionRow.objects.using(self.using).filter(id=session_id)
+                kind = rows.values_list("kind", flat=True).first()
+                self._kind_check(session_id, kind)
+                rows.delete()
+
+            try:
+                self.write(tx)
+            finally:
+                self._drop(session_id)
+                self._refused.pop(session_id, None)
+                self._held.discard(session_id)
+                self._hub.ring()
+
+    def close(self) -> None:
+        """Release every hold this store has and forget every cached session."""
+        with self._lock:
+            held = sorted(self._held | set(self._refused))
+            self._open.clear()
+            self._refused.clear()
+            self._stale.clear()
+            self._held.clear()
+            if held and not self.read_only:
+
+                def tx() -> None:
+                    Holder.objects.using(self.using).filter(
+                        session_id__in=held, token=self.token
+                    ).delete()
+
+                self.write(tx)
+
+    # -- holds ------------------------------------------------------------------
+
+    def lock_holder(self, session_id: str) -> LockInfo | None:
+        """Who holds a session of any kind (this store included), or ``None``."""
+
+        def run() -> tuple[LockInfo, str] | None:
+            with connections[self.using].cursor() as cursor:
+                return log_holds.lock_info(cursor, session_id)
+
+        found = self._snapshot(run)
+        return found[0] if found else None
+
+    def break_lock(self, session_id: str) -> bool:
+        """Remove a session's hold whoever has it; ``False`` when it had none.
+
+        For holders an operator knows are gone (a crashed process on another
+        host). A live holder's next append fails with ``SessionLocked``.
+        """
+        self._writable()
+
+        def tx() -> int:
+            deleted, _ = Holder.objects.using(self.using).filter(session_id=session_id).delete()
+            return deleted
+
+        return bool(self.write(tx))
+
+    # -- listing ----------------------------------------------------------------
+
+    def list(self, filter: ListFilter | None = None) -> Iterator[Summary]:  # noqa: A002
+        """Log sessions matching ``filter``, newest ``created_at`` first, names and sizes filled.
+
+        ``size`` is the byte length of the session's JSONL file (what
+        :meth:`export_jsonl` returns, UTF-8 encoded).
+        """
+        f = filter or ListFilter()
+        if f.after is not None:
+            require_aware(f.after, "filter.after")
+        if f.before is not None:
+            require_aware(f.before, "filter.before")
+        if f.limit < 0:
+            raise exceptions.ValidationError(
+                "filter.limit must not be negative", field="filter.limit"
+            )
+        rows = SessionRow.objects.using(self.using).filter(kind=LOG)
+        if f.cwd:
+            rows = rows.filter(cwd=f.cwd)
+        if f.parent_session:
+            rows = rows.filter(parent_session=f.parent_session)
+        # Columns hold microseconds, headers up to nanoseconds: the SQL bounds
+        # are inclusive and coarse, the header's own time decides below.
+        if f.after is not None:
+            rows = rows.filter(created_at__gte=f.after)
+        if f.before is not None:
+            rows = rows.filter(created_at__lt=f.before)
+        if f.current:
+            rows = rows.filter(superseded_by="")
+        lines = (
+            Entry.objects.filter(session_id=OuterRef("pk"))
+            .values("session_id")
+            .annotate(total=Sum(OctetLength("line") + 1))
+            .values("total")
+        )
+        rows = rows.annotate(
+            lines_size=Coalesce(Subquery(lines), Value(0)), header_size=OctetLength("header")
+        ).order_by("-created_at", "-id")
+        header_level = bool(f.harness or f.top_level or f.extra or f.after or f.before)
+        if f.limit > 0 and not header_level:
+            rows = rows[: f.limit]
+        values = self._snapshot(
+            lambda: list(
+                rows.values_list(  # type: ignore[misc]  # annotated names
+                    "header", "name", "superseded_by", "updated_at", "lines_size", "header_size"
+                )
+            )
+        )
+        return self._summaries(values, f)
+
+    def _summaries(
+        self, values: builtins.list[tuple[Any, ...]], f: ListFilter
+    ) -> Iterator[Summary]:
+        after = time_ns(f.after) if f.after else None
+        before = time_ns(f.before) if f.before else None
+        extra = {k: canonical_json(v) for k, v in (f.extra or {}).items()}
+        count = 0
+        for header_line, name, successor, updated, lines_size, header_size in values:
+            try:
+                header = parse_json(header_line)
+            except exceptions.ValidationError:
+                logger.warning("skipping a log session whose header does not parse")
+                continue
+            if not isinstance(header, dict):
+                continue
+            try:
+                created = time_ns(str(header.get("created_at", "")))
+            except exceptions.ValidationError:
+                created = 0
+            if after is not None and not created > after:
+                continue
+            if before is not None and not created < before:
+                continue
+            if f.harness:
+                harness = header.get("harness")
+                if not isinstance(harness, dict) or harness.get("name") != f.harness:
+                    continue
+            if f.top_level and header.get("spawned_by"):
+                continue
+            if any(k not in header or canonical_json(header[k]) != v for k, v in extra.items()):
+                continue
+            yield Summary(
+                header=header,
+                name=name,
+                superseded_by=successor,
+                size=int(header_size) + int(lines_size) + 1,
+                modified=updated,
+            )
+            count += 1
+            if f.limit > 0 and count >= f.limit:
+                return
+
+    # -- follow -----------------------------------------------------------------
+
+    def follow(
+        self, session_id: str, cursor: str = "", *, stop: threading.Event | None = None
+    ) -> Iterator[Change]:
+        """A snapshot of the session, then a change for every append as it commits.
+
+        Runs until the consumer stops iterating or ``stop`` is set (then it ends
+        quietly); raises ``NoSession`` from the iterator when the session is
+        missing, deleted, or replaced by another under its id. Resume with a
+        change's ``cursor`` to get exactly what came after it. Takes no hold.
+        """
+        wake = threading.Event()
+        key = self._hub.register(wake.set)
+        try:
+            for step in log_follow.steps(self, session_id, cursor):
+                if stop is not None and stop.is_set():
+                    return
+                if isinstance(step, Change):
+                    yield step
+                    continue
+                # Wait for a same-store append, the poll timer, or ``stop``
+                # (looked at in short slices: an Event cannot wait on two).
+                remaining = step
+                while remaining > 0 and not wake.is_set():
+                    if stop is not None and stop.is_set():
+                        return
+                    chunk = min(remaining, 0.05) if stop is not None else remaining
+                    wake.wait(chunk)
+                    remaining -= chunk
+                wake.clear()
+        finally:
+            self._hub.unregister(key)
+
+    async def afollow(self, session_id: str, cursor: str = "") -> AsyncIterator[Change]:
+        """The async twin of :meth:`follow` for ASGI code.
+
+        Database work runs in worker threads; waiting is on the event loop.
+        Cancelling the consuming task ends the follow (cleanly: nothing is
+        left registered).
+        """
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(woken.set)
+
+        key = self._hub.register(wake)
+        gen = log_follow.steps(self, session_id, cursor)
+        done = object()
+        try:
+            while True:
+                step = await asyncio.to_thread(next, gen, done)
+                if step is done:
+                    return
+                if isinstance(step, Change):
+                    yield step
+                    continue
+                assert isinstance(step, float)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), timeout=step)
+                woken.clear()
+        finally:
+            self._hub.unregister(key)
+            gen.close()
+
+    # -- export / import ----------------------------------------------------------
+
+    def export_jsonl(self, session_id: str) -> str:
+        """The session as its JSONL file, byte for byte (``dumps`` of :meth:`read`)."""
+        return dumps(self._load(session_id))
+
+    def import_jsonl(self, text: str | bytes) -> Session:
+        """Store a JSONL file as a new session (ids verified; no hold taken).
+
+        Raises ``ReadOnly``, ``SessionExists``, and the format's errors for a bad
+        file (``BadID``, ``NoEntry``, ``ValidationError``, …). Pre-0.5 files are
+        stored as migrated.
+        """
+        self._writable()
+        session = loads(text, tolerate_truncated=False)
+        sid = session.id
+        if len(sid) > _MAX_ID:
+            raise exceptions.ValidationError(
+                f"header.id is longer than {_MAX_ID} characters", field="header.id"
+            )
+        created_at = parse_time(str(session.header["created_at"]), "header.created_at")
+        now = self.now()
+        cwd = session.header.get("cwd")
+
+        def tx() -> None:
+            try:
+                SessionRow.objects.using(self.using).create(
+                    id=sid,
+                    kind=LOG,
+                    header=session.header_line,
+                    created_at=created_at,
+                    updated_at=now,
+                    cwd=cwd if isinstance(cwd, str) else "",
+                    parent_session=str(session.header.get("parent_session") or "")[:_MAX_ID],
+                    name=session.name()[:_MAX_NAME],
+                    superseded_by=session.superseded_by()[:_MAX_ID],
+                    incarnation=new_token(),
+                )
+            except IntegrityError as exc:
+                if is_unique_violation(exc):
+                    raise exceptions.SessionExists(f"session exists: {sid}") from exc
+                raise
+            with connections[self.using].cursor() as cursor:
+                insert_entries(cursor, sid, 1, session.entries, now)
+
+        self.write(tx)
+        return session
+
+    # -- refs -------------------------------------------------------------------
+
+    def _current_ref(self, name: str) -> tuple[RefTarget, str]:
+        row = (
+            Ref.objects.using(self.using)
+            .filter(name=name)
+            .values_list("session_id", "entry_id", "target_incarnation")
+            .first()
+        )
+        if row is None:
+            return RefTarget(), ""
+        return RefTarget(session=row[0], entry=row[1]), row[2]
+
+    def update_ref(
+        self,
+        name: str,
+        expected: RefTarget | None,
+        next: RefTarget | None,  # noqa: A002
+        reason: str = "",
+    ) -> None:
+        """Compare-and-swap the ref ``name`` from ``expected`` to ``next`` (``None``: absent).
+
+        Raises ``RefNameError`` (bad name, or a clash with an existing name on
+        creation), ``ReadOnly``, ``RefMoved`` (carrying ``current``) when the ref
+        is not ``expected``, ``NoSession``/``NoEntry`` for a ``next`` that is not
+        there. A same-value update succeeds without a log row.
+        """
+        log_refs.check_name(name)
+        self._writable()
+        want = _zero(expected)
+        target = _zero(next)
+        if not isinstance(reason, str):
+            raise exceptions.ValidationError("reason must be a string", field="reason")
+        now = self.now()
+
+        def tx() -> None:
+            connection = connections[self.using]
+            if connection.vendor == "postgresql":
+                # Serialise ref writers like SQLite's single writer does: the
+                # creation conflict rules read *every* name, which row locks
+                # cannot protect (NameRace). Readers are not blocked.
+                with connection.cursor() as cursor:
+                    cursor.execute(f"LOCK TABLE {REF_TABLE} IN SHARE ROW EXCLUSIVE MODE")
+            current, _incarnation = self._current_ref(name)
+            if current != want:
+                raise exceptions.RefMoved(
+                    f"ref {name} names {current.session or 'nothing'}, not "
+                    f"{want.session or 'nothing'}",
+                    name=name,
+                    current=_public(current),
+                )
+            incarnation = ""
+            if target.session:
+                kind_row = (
+                    SessionRow.objects.using(self.using)
+                    .filter(id=target.session)
+                    .values_list("kind", "incarnation")
+                    .first()
+                )
+                if kind_row is None or kind_row[0] != LOG:
+                    raise exceptions.NoSession(f"no such session: {target.session}")
+                incarnation = kind_row[1]
+                if (
+                    target.entry
+                    and not Entry.objects.using(self.using)
+                    .filter(session_id=target.session, entry_id=target.entry)
+                    .exists()
+                ):
+                    raise exceptions.NoEntry(
+                        f"entry {target.entry} is not in session {target.session}"
+                    )
+            if current == target:
+                return
+            refs = Ref.objects.using(self.using)
+            if not current.session:
+                clash = log_refs.conflict(name, refs.values_list("name", flat=True))
+                if clash:
+                    raise exceptions.RefNameError(
+                        f"ref name {name!r} conflicts with existing ref {clash!r}", field="name"
+                    )
+                refs.create(
+                    name=name,
+                    session_id=target.session,
+                    entry_id=target.entry,
+                    target_incarnation=incarnation,
+                    updated_at=now,
+                )
+            else:
+                matching = refs.filter(
+                    name=name, session_id=current.session, entry_id=current.entry
+                )
+                changed = (
+                    matching.delete()[0]
+                    if not target.session
+                    else matching.update(
+                        session_id=target.session,
+                        entry_id=target.entry,
+                        target_incarnation=incarnation,
+                        updated_at=now,
+                    )
+                )
+                if changed != 1:
+                    raise exceptions.RefMoved(f"ref {name} moved", name=name, current=None)
+            RefLog.objects.using(self.using).create(
+                name=name,
+                old_session=current.session,
+                old_entry=current.entry,
+                new_session=target.session,
+                new_entry=target.entry,
+                at=now,
+                reason=reason,
+            )
+
+        self.write(tx)
+
+    def resolve_ref(self, name: str) -> RefTarget:
+        """The ref's target; ``NoRef`` if absent; ``NoSession`` (``.target`` set) if dangling.
+
+        Dangling: the session is gone, or was deleted and created again under
+        the same id (another incarnation than the one the ref was set to).
+        """
+        log_refs.check_name(name)
+
+        def run() -> tuple[RefTarget, str, tuple[str, str] | None] | None:
+            row = (
+                Ref.objects.using(self.using)
+                .filter(name=name)
+                .values_list("session_id", "entry_id", "target_incarnation")
+                .first()
+            )
+            if row is None:
+                return None
+            live = (
+                SessionRow.objects.using(self.using)
+                .filter(id=row[0])
+                .values_list("kind", "incarnation")
+                .first()
+            )
+            return RefTarget(session=row[0], entry=row[1]), row[2], live
+
+        found = self._snapshot(run)
+        if found is None:
+            raise exceptions.NoRef(f"no such ref: {name}")
+        target, incarnation, live = found
+        if live is None or live[0] != LOG or (incarnation and live[1] != incarnation):
+            raise exceptions.NoSession(
+                f"no such session: {target.session}, which ref {name} names", target=target
+            )
+        return target
+
+    def list_refs(self, prefix: str = "") -> builtins.list[NamedRef]:
+        """Refs whose name starts with ``prefix`` (plain string prefix), in name order.
+
+        Dangling refs are listed too (no existence check).
+        """
+        log_refs.check_prefix(prefix)
+
+        def run() -> builtins.list[tuple[str, str, str, datetime]]:
+            rows = Ref.objects.using(self.using)
+            if prefix:
+                rows = rows.filter(name__startswith=prefix)
+            return list(rows.values_list("name", "session_id", "entry_id", "updated_at"))
+
+        # Filter and sort in Python: LIKE is case-insensitive on SQLite and
+        # PostgreSQL collations need not be byte order.
+        rows = [r for r in self._snapshot(run) if r[0].startswith(prefix)]
+        rows.sort(key=lambda r: r[0])
+        return [
+            NamedRef(name=n, target=RefTarget(session=s, entry=e), updated_at=u)
+            for n, s, e, u in rows
+        ]
+
+    def ref_log(self, name: str) -> builtins.list[RefLogEntry]:
+        """Every successful update of ``name``, newest first (kept after the ref is deleted)."""
+        log_refs.check_name(name)
+
+        def run() -> builtins.list[RefLogEntry]:
+            return [
+                RefLogEntry(
+                    name=r.name,
+                    old=_public(RefTarget(session=r.old_session, entry=r.old_entry)),
+                    new=_public(RefTarget(session=r.new_session, entry=r.new_entry)),
+                    time=r.at,
+                    reason=r.reason,
+                )
+                for r in RefLog.objects.using(self.using).filter(name=name).order_by("-id")
+            ]
+
+        return self._snapshot(run)
+
+    # -- helpers built on the API (agentsession's Continue / SessionFor / …) -----
+
+    def continue_session(
+        self, session_id: str, summary_item: dict[str, Any] | None = None
+    ) -> Session:
+        """Start a successor of ``session_id`` and link the old session to it.
+
+        The successor (``parent_session`` = the old id; harness, records, cwd and
+        media copied) opens with a full ``config`` of the settings at the old
+        leaf, then ``summary_item`` as an item if given, then the old name as an
+        ``info``; the old session gets ``link{rel: continued_in}``, which sets its
+        ``superseded_by`` (``ListFilter(current=True)`` then hides it).
+        """
+        self._writable()
+        old = self.open(session_id)
+        settings = old.context().settings if old.leaf else {}
+        header: dict[str, Any] = {"parent_session": session_id}
+        for member in ("harness", "records", "cwd", "media"):
+            if member in old.header:
+                header[member] = copy.deepcopy(old.header[member])
+        successor = self.create(header)
+        self.append(successor.id, _full_config(settings))
+        if summary_item is not None:
+            self.append(successor.id, {"type": "item", "item": summary_item})
+        if old.name():
+            self.append(successor.id, {"type": "info", "name": old.name()})
+        self.append(session_id, {"type": "link", "rel": "continued_in", "session": successor.id})
+        return successor
+
+    def session_for(self, name: str, header: dict[str, Any] | None = None) -> Session:
+        """The session ref ``name`` names, opened; created (with ``header``) and named if none.
+
+        A dangling ref is replaced by a new session. Racing callers agree on one
+        session: a loser deletes the session it created and opens the winner's
+        (which may raise ``SessionLocked`` when the winner holds it elsewhere).
+        """
+        log_refs.check_name(name)
+        self._writable()
+        while True:
+            expected: RefTarget | None = None
+            try:
+                target = self.resolve_ref(name)
+            except exceptions.NoRef:
+                pass
+            except exceptions.NoSession as exc:
+                expected = exc.target
+            else:
+                try:
+                    return self.open(target.session)
+                except exceptions.NoSession:
+                    continue  # deleted meanwhile: look again
+            created = self.create(copy.deepcopy(header or {}))
+            try:
+                self.update_ref(name, expected, RefTarget(session=created.id), reason="session_for")
+            except exceptions.RefMoved:
+                self.delete(created.id)
+                continue
+            except BaseException:
+                self.delete(created.id)
+                raise
+            return created
+
+    def continue_ref(self, name: str, summary_item: dict[str, Any] | None = None) -> Session:
+        """Continue the session ref ``name`` names and move the ref to the successor.
+
+        The pin, if any, is not carried. If the ref moved meanwhile, raises
+        ``RefMoved`` whose ``session`` attribute is the successor (created anyway).
+        """
+        target = self.resolve_ref(name)
+        successor = self.continue_session(target.session, summary_item)
+        try:
+            self.update_ref(name, target, RefTarget(session=successor.id), reason="continued")
+        except exceptions.RefMoved as exc:
+            exc.session = successor  # type: ignore[attr-defined]
+            raise
+        return successor
+
+    def resolve_current(self, name: str) -> tuple[str, bool]:
+        """The end of the ``continued_in`` chain from the ref's session, and whether it moved."""
+        target = self.resolve_ref(name)
+        current = target.session
+        seen = {current}
+        while True:
+            successor = (
+                SessionRow.objects.using(self.using)
+                .filter(id=current, kind=LOG)
+                .values_list("superseded_by", flat=True)
+                .first()
+            )
+            if successor is None:
+                raise exceptions.NoSession(f"no such session: {current}")
+            if not successor:
+                return current, current != target.session
+            if successor in seen:
+                raise exceptions.AgentStoreError(
+                    f"continued_in links from {target.session} form a cycle at {successor}"
+                )
+            seen.add(successor)
+            current = successor
+
+
+def _full_config(settings: dict[str, Any]) -> dict[str, Any]:
+    """A ``config`` entry that sets every setting (``replace``) to ``settings``."""
+    config: dict[str, Any] = {"type": "config", "replace": True}
+    for member in ("model", "reasoning", "text", "omit"):
+        if settings.get(member):
+            config[member] = copy.deepcopy(settings[member])
+    parts = settings.get("instructions_parts")
+    if parts and all(isinstance(p, dict) and "text" in p for p in parts):
+        config["instructions_parts"] = copy.deepcopy(parts)
+    elif settings.get("instructions"):
+        config["instructions"] = settings["instructions"]
+    if settings.get("instructions_omitted"):
+        config["instructions_omitted"] = copy.deepcopy(settings["instructions_omitted"])
+    if settings.get("tools"):
+        config["tools_added"] = copy.deepcopy(settings["tools"])
+    if settings.get("extra"):
+        config["extra"] = copy.deepcopy(settings["extra"])
+    return config

@@ -1,0 +1,149 @@
+"""Holds: which store (process) has a session open for writing, for every kind of session.
+
+Private to :mod:`agentstore.stores.log`; the functions run *inside* the caller's
+write transaction. The protocol (agentsession's sqlite store, B5):
+
+* **claim** (in the transaction that creates or opens the session): no row →
+  insert ours; a row with our token → already ours; a row on this host whose
+  pid is dead → take it over and report it; otherwise ``SessionLocked``.
+* **heartbeat** (in every append's transaction): ``UPDATE … WHERE token = ours``.
+  Zero rows means the hold was broken or taken — the writer must stop rather
+  than interleave its entries with the new holder's. That row count is the
+  fence; nothing else (no time-based expiry: the heartbeat is informational).
+* **release**: delete our row (``token = ours`` so we never drop another's).
+
+The token identifies one *store instance*, not a connection or a thread:
+Django connections are per thread and come and go, a hold must not.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from datetime import UTC, datetime
+
+from django.db import IntegrityError, transaction
+from django.db.backends.utils import CursorWrapper
+
+from agentstore import exceptions
+from agentstore.db import is_unique_violation
+from agentstore.models import Holder
+from agentstore.stores.log_rows import HOLDER_TABLE
+from agentstore.types.log import LockInfo
+
+__all__ = ["claim", "describe", "heartbeat", "lock_info", "pid_alive"]
+
+
+def pid_alive(pid: int) -> bool:
+    """Tell whether a process exists on this host ("signal 0"; EPERM means it does)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError as exc:
+        return exc.errno != errno.ESRCH
+    except OverflowError:
+        return False
+    return True
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def lock_info(cursor: CursorWrapper, session_id: str) -> tuple[LockInfo, str] | None:
+    """The holder row of ``session_id`` as (LockInfo, token), or ``None`` when free."""
+    # The ORM on the same connection (so inside the caller's transaction): it
+    # converts the stored stamps to aware datetimes on every backend.
+    row = (
+        Holder.objects.using(cursor.db.alias)
+        .filter(session_id=session_id)
+        .values_list("pid", "host", "token", "since", "heartbeat")
+        .first()
+    )
+    if row is None:
+        return None
+    info = LockInfo(pid=row[0], host=row[1], since=_aware(row[3]), heartbeat=_aware(row[4]))
+    return info, row[2]
+
+
+def _stamp(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if value else ""
+
+
+def describe(session_id: str, info: LockInfo) -> str:
+    """``<id> held by pid P on host since T[, last append T2]`` — never a zero time."""
+    text = f"{session_id} held by pid {info.pid} on {info.host}"
+    if info.since:
+        text += f" since {_stamp(info.since)}"
+    if info.heartbeat and info.heartbeat != info.since:
+        text += f", last append {_stamp(info.heartbeat)}"
+    return text
+
+
+def claim(
+    cursor: CursorWrapper,
+    session_id: str,
+    *,
+    pid: int,
+    host: str,
+    token: str,
+    now: datetime,
+) -> LockInfo | None:
+    """Claim the hold on ``session_id`` for this store; return a dead holder taken over.
+
+    Raises ``SessionLocked`` when a live process (or one on another host, whose
+    liveness we cannot know) holds it.
+    """
+    taken_over: LockInfo | None = None
+    current = lock_info(cursor, session_id)
+    if current is not None:
+        info, holder_token = current
+        if holder_token == token:
+            return None
+        if info.host != host or pid_alive(info.pid):
+            raise exceptions.SessionLocked(describe(session_id, info))
+        # A dead process on this host: its hold protects nothing. Delete exactly
+        # that row (another store may be taking it over at the same moment; the
+        # insert below then loses on the primary key).
+        cursor.execute(
+            f"DELETE FROM {HOLDER_TABLE} WHERE session_id = %s AND token = %s",
+            [session_id, holder_token],
+        )
+        taken_over = info
+    stamp = cursor.db.ops.adapt_datetimefield_value(now)
+    try:
+        # A savepoint, so that losing the race on PostgreSQL leaves the
+        # transaction usable for the error path.
+        with transaction.atomic(using=cursor.db.alias):
+            cursor.execute(
+                f"INSERT INTO {HOLDER_TABLE} (session_id, pid, host, token, since, heartbeat) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [session_id, pid, host, token, stamp, stamp],
+            )
+    except IntegrityError as exc:
+        if not is_unique_violation(exc):
+            raise
+        winner = lock_info(cursor, session_id)
+        text = describe(session_id, winner[0]) if winner else f"{session_id} held elsewhere"
+        raise exceptions.SessionLocked(text) from exc
+    return taken_over
+
+
+def heartbeat(cursor: CursorWrapper, session_id: str, token: str, now: datetime) -> None:
+    """Refresh our hold's heartbeat; ``SessionLocked`` when the hold was lost."""
+    cursor.execute(
+        f"UPDATE {HOLDER_TABLE} SET heartbeat = %s WHERE session_id = %s AND token = %s",
+        [cursor.db.ops.adapt_datetimefield_value(now), session_id, token],
+    )
+    if cursor.rowcount == 1:
+        return
+    current = lock_info(cursor, session_id)
+    holder = describe(session_id, current[0]) if current else "no holder"
+    raise exceptions.SessionLocked(f"hold on {session_id} lost to {holder}")

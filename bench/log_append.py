@@ -1,0 +1,208 @@
+"""LogStore appends against raw sqlite3 writing the same lines; follow latency across processes.
+
+    .venv/bin/python bench/log_append.py                    # SQLite file in a temp dir
+    .venv/bin/python bench/log_append.py --appends 5000 --follow 40
+
+Appends: 1 KB ``item`` entries (a user message) chained into one session, one
+transaction each, through
+
+* ``raw``   — the stdlib ``sqlite3`` module inserting the *same lines* the store
+  wrote (already hashed): BEGIN IMMEDIATE, INSERT the entry row, UPDATE the
+  session's ``updated_at``, COMMIT;
+* ``store`` — ``LogStore.append``: validation, RFC 8785 hashing of the content and
+  the envelope, the heartbeat (hold check), the insert, the session update, the
+  writer queue. Target: at least 25% of raw.
+
+Follow latency: a worker *process* (``tests/workers/log_worker.py --mode append``)
+appends entries at a steady pace and prints the wall-clock time just after each
+commit; this process follows the session with ``LogStore.follow`` at the
+default interval (100 ms) and records when each ``appended`` change arrives.
+Target: median under 150 ms.
+
+Printed, never asserted: the machine is shared, so run it when it is quiet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
+
+
+def item(n: int) -> dict[str, Any]:
+    return {
+        "type": "item",
+        "item": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": f"{n:06d} {TEXT}"[:1024]}],
+        },
+    }
+
+
+def setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    # Production-like: with DEBUG on, Django records and formats every query.
+    os.environ["DJANGO_DEBUG"] = "0"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def summarise(name: str, latencies: list[float], total: float, raw_rate: float | None) -> float:
+    rate = len(latencies) / total
+    ordered = sorted(latencies)
+    p50 = ordered[len(ordered) // 2] * 1000
+    p99 = ordered[max(int(len(ordered) * 0.99) - 1, 0)] * 1000
+    ratio = f"{rate / raw_rate:.2f}x" if raw_rate else "—"
+    print(f"  {name:<6} {rate:>9.0f} appends/s   p50 {p50:6.3f} ms   p99 {p99:6.3f} ms   {ratio}")
+    return rate
+
+
+def bench_store(count: int) -> tuple[list[float], float, list[tuple[str, str | None, str]]]:
+    from agentstore.stores import LogStore
+
+    store = LogStore()
+    session = store.create({"cwd": "/bench/store"})
+    latencies = []
+    started = time.perf_counter()
+    for n in range(count):
+        t0 = time.perf_counter()
+        store.append(session.id, item(n))
+        latencies.append(time.perf_counter() - t0)
+    total = time.perf_counter() - started
+    rows = [(e.id, e.parent, e.line) for e in session.entries]
+    store.close()
+    return latencies, total, rows
+
+
+def bench_raw(path: str, rows: list[tuple[str, str | None, str]]) -> tuple[list[float], float]:
+    from agentstore.stores import LogStore
+
+    store = LogStore()
+    session_id = store.create({"cwd": "/bench/raw"}).id
+    store.close()
+    con = sqlite3.connect(path, isolation_level=None, timeout=20)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    latencies = []
+    started = time.perf_counter()
+    for seq, (entry_id, parent, line) in enumerate(rows, start=1):
+        t0 = time.perf_counter()
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        con.execute("BEGIN IMMEDIATE")
+        con.execute(
+            "INSERT INTO agentstore_entry (session_id, seq, entry_id, parent_id, type, line, "
+            "created_at, role, content, provider, model, custom_type, summary, tool_name, "
+            "tool_status, tool_args_json, token_estimate, model_facing, display, "
+            "compaction_first_kept_entry_id, compaction_tokens_before, branch_from_entry_id, "
+            "operation_id, part_count) VALUES (?, ?, ?, ?, 'item', ?, ?, '', '', '', '', '', "
+            "'', '', '', '', 0, 0, 1, '', 0, '', '', 0)",
+            (session_id, seq, entry_id, parent, line, stamp),
+        )
+        con.execute(
+            "UPDATE agentstore_session SET updated_at = ? WHERE id = ?", (stamp, session_id)
+        )
+        con.execute("COMMIT")
+        latencies.append(time.perf_counter() - t0)
+    total = time.perf_counter() - started
+    con.close()
+    return latencies, total
+
+
+def bench_follow(url: str, count: int, gap: float) -> list[float]:
+    from agentstore.stores import LogStore
+
+    writer = LogStore()
+    session_id = writer.create({"cwd": "/bench/follow"}).id
+    writer.close()
+    follower = LogStore(read_only=True)  # the default follow_interval (100 ms)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = Path(tmp) / "go"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.workers.log_worker",
+                "--mode",
+                "append",
+                "--session",
+                session_id,
+                "--count",
+                str(count),
+                "--gap",
+                str(gap),
+                "--size",
+                "1024",
+                "--start-file",
+                str(start),
+            ],
+            cwd=ROOT,
+            env={**os.environ, "DATABASE_URL": url},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        changes = follower.follow(session_id)
+        next(changes)
+        time.sleep(1.5)
+        start.touch()
+        arrived: dict[str, float] = {}
+        for change in changes:
+            if change.kind == "appended":
+                arrived[change.entry_id] = time.time()
+                if len(arrived) == count:
+                    break
+        out, err = proc.communicate(timeout=120)
+        if proc.returncode:
+            raise SystemExit(err)
+    committed = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return [arrived[r["id"]] - r["committed"] for r in committed]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--appends", type=int, default=2000)
+    parser.add_argument("--follow", type=int, default=30, help="appends followed across processes")
+    parser.add_argument("--gap", type=float, default=0.27, help="seconds between followed appends")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "bench.sqlite3")
+        url = "sqlite:///" + path
+        setup_django(url)
+        print(f"LogStore appends: {args.appends} × 1 KB item entries, one transaction each")
+        latencies, total, rows = bench_store(args.appends)
+        raw_lat, raw_total = bench_raw(path, rows)
+        raw_rate = summarise("raw", raw_lat, raw_total, None)
+        summarise("store", latencies, total, raw_rate)
+
+        print(f"Follow latency: {args.follow} appends by another process, {args.gap}s apart")
+        delays = bench_follow(url, args.follow, args.gap)
+        ms = sorted(d * 1000 for d in delays)
+        print(
+            f"  median {statistics.median(ms):6.1f} ms   p90 {ms[int(len(ms) * 0.9) - 1]:6.1f} ms"
+            f"   max {ms[-1]:6.1f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
