@@ -1003,18 +1003,36 @@ class TreeStore(StoreBase):
         by_parent: dict[str, list[EntryEntity]] = defaultdict(list)
         for entry in entries:
             by_parent[entry.parent_id or ""].append(entry)
+        roots = by_parent.get("", [])
+        # Depth-first without recursion (a chain can be 100,000 entries deep):
+        # list every reachable entry after its descendants, then build the
+        # immutable nodes bottom-up. The visited set keeps a corrupt cycle out.
         visited: set[str] = set()
-
-        def build(entry: EntryEntity) -> TreeNodeEntity:
+        order: list[EntryEntity] = []
+        stack: list[tuple[EntryEntity, bool]] = [(root, False) for root in reversed(roots)]
+        while stack:
+            entry, children_done = stack.pop()
+            if children_done:
+                order.append(entry)
+                continue
+            if entry.id in visited:
+                continue
             visited.add(entry.id)
-            return TreeNodeEntity(
+            stack.append((entry, True))
+            stack.extend(
+                (child, False)
+                for child in reversed(by_parent.get(entry.id, []))
+                if child.id not in visited
+            )
+        built: dict[str, TreeNodeEntity] = {}
+        for entry in order:
+            built[entry.id] = TreeNodeEntity(
                 entry=entry,
                 children=tuple(
-                    build(child) for child in by_parent.get(entry.id, []) if child.id not in visited
+                    built[child.id] for child in by_parent.get(entry.id, []) if child.id in built
                 ),
             )
-
-        return [build(root) for root in by_parent.get("", [])]
+        return [built[root.id] for root in roots if root.id in built]
 
     def label(self, session_id: str, target_id: str) -> str | None:
         """The label of ``target_id`` (the last label entry for it wins; ``None`` if cleared)."""

@@ -320,3 +320,29 @@ def test_session_info_renames_atomically(tree: TreeStore) -> None:
 
     assert (info.type, info.display, info.model_facing) == ("session_info", False, False)
     assert Session.objects.get(pk=session.id).name == "after"
+
+
+def test_tree_of_a_very_deep_chain(tree: TreeStore) -> None:
+    from agentstore.ids import new_id
+
+    session = tree.create_session("/w")
+    ids = [new_id() for _ in range(3000)]
+    stamp = datetime(2026, 1, 1, tzinfo=UTC)
+    Entry.objects.bulk_create(
+        Entry(
+            session_id=session.id,
+            seq=n + 1,
+            entry_id=entry_id,
+            parent_id=ids[n - 1] if n else None,
+            type="custom",
+            created_at=stamp + timedelta(seconds=n),
+        )
+        for n, entry_id in enumerate(ids)
+    )
+
+    forest = tree.tree(session.id)
+    depth, node = 1, forest[0]
+    while node.children:
+        (node,) = node.children
+        depth += 1
+    assert len(forest) == 1 and depth == 3000 and node.entry.id == ids[-1]

@@ -1,0 +1,426 @@
+"""Admins of durable tasks, their events, agent/tool details and workflows.
+
+    /admin/agentstore/task/<id>/change/        state, lease, timeline, details, outcome
+    /admin/agentstore/task/<id>/cancel/        POST: cancel through the repositories
+    /admin/agentstore/task/recover-expired/    POST: recover every expired lease
+    /admin/agentstore/workflowrun/<id>/change/ agent tasks by node key and invocation
+
+Every operation calls the task repositories (fenced, conditional, one short
+transaction each) and reports what actually changed: a cancel that lost a race
+with a worker's finish says so rather than pretending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_POST
+
+from agentstore.admin.mixins import ReadOnlyAdmin, choices_filter, clip
+from agentstore.models import AgentTask, Task, TaskEvent, ToolTask, WorkflowAgentTask, WorkflowRun
+from agentstore.models.tasks import LEASED_STATES
+from agentstore.selectors.admin_views import expired_leases
+from agentstore.stores.base import utc_now
+from agentstore.tasks.agent import AgentTaskRepository
+from agentstore.tasks.repository import TaskRepository
+from agentstore.tasks.tool import ToolTaskRepository
+from agentstore.tasks.workflow import WorkflowRepository
+from agentstore.types.tasks import TaskFinish, TaskRecovery
+
+__all__ = [
+    "AgentTaskAdmin",
+    "TaskAdmin",
+    "TaskEventAdmin",
+    "ToolTaskAdmin",
+    "WorkflowAgentTaskAdmin",
+    "WorkflowRunAdmin",
+    "cancel_task",
+    "recover_expired",
+]
+
+#: Events per page of a task's timeline (``TaskRepository.list_events`` pages).
+TIMELINE_PAGE = 100
+_CANCEL_PAYLOAD = '{"canceled_by":"admin"}'
+
+
+def cancel_task(task_id: str, *, tasks: TaskRepository | None = None) -> str:
+    """Cancel a task through its repository and describe the outcome.
+
+    Tool tasks use ``ToolTaskRepository.cancel`` (canonical canceled outcome).
+    Other kinds follow the same rule with the generic calls: a queued task is
+    settled ``canceled`` (``finish`` without a lease), a running one asked to
+    stop (``transition`` to ``canceling``, lease kept: its worker settles it).
+    """
+    tasks = tasks or TaskRepository()
+    task = tasks.get(task_id)
+    if task is None:
+        return f"Task {task_id} no longer exists."
+    before = task.state
+    if task.kind == "tool":
+        ToolTaskRepository(tasks=tasks).cancel(task.owner_session_id, task_id)
+    elif before == "queued":
+        tasks.finish(
+            TaskFinish(
+                task_id=task_id,
+                from_states=["queued"],
+                target_state="canceled",
+                event_kind="task_canceled",
+                error_code="canceled",
+                error_message="task canceled",
+                payload_json=_CANCEL_PAYLOAD,
+            )
+        )
+    elif before == "running":
+        tasks.transition(task_id, ["running"], "canceling", "task_canceling", _CANCEL_PAYLOAD)
+    after = tasks.get(task_id)
+    state = after.state if after else "deleted"
+    if state == before:
+        return f"Task {task_id} is {state}: nothing to cancel."
+    return f"Task {task_id}: {before} → {state}."
+
+
+def recover_expired(
+    kinds: Iterable[str], now: datetime, *, tasks: TaskRepository | None = None
+) -> list[str]:
+    """Interrupt the running/canceling tasks of ``kinds`` whose lease expired by ``now``."""
+    tasks = tasks or TaskRepository()
+    recovered: list[str] = []
+    for kind in sorted(set(kinds)):
+        if kind == "tool":
+            recovered += ToolTaskRepository(tasks=tasks).recover_expired(now)
+        else:
+            recovered += tasks.recover_expired(
+                TaskRecovery(
+                    kind=kind,
+                    expires_before=now,
+                    target_state="interrupted",
+                    event_kind="task_interrupted",
+                    error_code="lease_expired",
+                    error_message="worker lease expired",
+                    payload_json='{"error_code":"lease_expired"}',
+                )
+            )
+    return recovered
+
+
+def _task_link(task_id: str | None) -> str:
+    if not task_id:
+        return "—"
+    return format_html(
+        '<a href="{}">{}</a>',
+        reverse("admin:agentstore_task_change", args=[quote(task_id)]),
+        clip(task_id, 20),
+    )
+
+
+def _session_link(session_id: str) -> str:
+    return format_html(
+        '<a href="{}">{}</a>',
+        reverse("admin:agentstore_session_change", args=[quote(session_id)]),
+        clip(session_id, 20),
+    )
+
+
+class LeaseFilter(admin.SimpleListFilter):
+    title = _("lease")
+    parameter_name = "lease"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [("expired", _("expired or missing")), ("live", _("live"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        now = utc_now()
+        if self.value() == "expired":
+            return queryset.filter(pk__in=expired_leases(now).values("pk"))
+        if self.value() == "live":
+            return queryset.filter(state__in=LEASED_STATES, lease_expires_at__gt=now)
+        return queryset
+
+
+@admin.register(Task)
+class TaskAdmin(ReadOnlyAdmin):
+    change_form_template = "admin/agentstore/task/change_form.html"
+    change_list_template = "admin/agentstore/task/change_list.html"
+    list_display = (
+        "short_id",
+        "kind",
+        "state_badge",
+        "owner",
+        "parent",
+        "lease_owner",
+        "lease",
+        "updated_at",
+    )
+    list_display_links = ("short_id",)
+    list_filter = (
+        "state",
+        choices_filter("kind", _("kind"), ("agent", "tool", "workflow")),
+        LeaseFilter,
+    )
+    search_fields = ("=id", "=owner_session__id", "=lease_owner", "=parent_task__id")
+    raw_id_fields = ("owner_session", "parent_task")
+    ordering = ("-updated_at", "-id")
+    actions = ("cancel_selected", "recover_selected_kinds")
+
+    @admin.display(description=_("id"), ordering="id")
+    def short_id(self, obj: Task) -> str:
+        return clip(obj.id, 20)
+
+    @admin.display(description=_("state"), ordering="state")
+    def state_badge(self, obj: Task) -> str:
+        return format_html(
+            '<span class="agentstore-state state-{}">{}</span>', obj.state, obj.state
+        )
+
+    @admin.display(description=_("owner session"))
+    def owner(self, obj: Task) -> str:
+        return _session_link(obj.owner_session_id)
+
+    @admin.display(description=_("parent task"))
+    def parent(self, obj: Task) -> str:
+        return _task_link(obj.parent_task_id)
+
+    @admin.display(description=_("lease expires"), ordering="lease_expires_at")
+    def lease(self, obj: Task) -> str:
+        if obj.state not in LEASED_STATES:
+            return "—"
+        if obj.lease_expires_at is None or obj.lease_expires_at <= utc_now():
+            text = (
+                obj.lease_expires_at.isoformat(" ", "seconds") if obj.lease_expires_at else "none"
+            )
+            return format_html('<span class="agentstore-expired">{} (expired)</span>', text)
+        return obj.lease_expires_at.isoformat(" ", "seconds")
+
+    # -- actions ----------------------------------------------------------------------
+
+    @admin.action(description=_("Cancel selected tasks"), permissions=["operate"])
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        tasks = TaskRepository()
+        for task_id in queryset.values_list("id", flat=True):
+            self.report(request, cancel_task(task_id, tasks=tasks), messages.INFO)
+
+    @admin.action(
+        description=_("Recover expired leases (every expired task of the selected kinds)"),
+        permissions=["operate"],
+    )
+    def recover_selected_kinds(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        kinds = set(queryset.values_list("kind", flat=True))
+        self._report_recovery(request, recover_expired(kinds, utc_now()), kinds)
+
+    def _report_recovery(self, request: HttpRequest, ids: list[str], kinds: Iterable[str]) -> None:
+        names = ", ".join(sorted(kinds)) or "no kinds"
+        if ids:
+            self.report(
+                request, f"Recovered {len(ids)} expired task(s) ({names}): {', '.join(ids)}."
+            )
+        else:
+            self.report(request, f"No expired leases to recover ({names}).", messages.INFO)
+
+    # -- pages ------------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "recover-expired/",
+                self.admin_site.admin_view(require_POST(self.recover_view)),
+                name="agentstore_task_recover_expired",
+            ),
+            path(
+                "<path:object_id>/cancel/",
+                self.admin_site.admin_view(require_POST(self.cancel_view)),
+                name="agentstore_task_cancel",
+            ),
+            *super().get_urls(),
+        ]
+
+    def recover_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_operate_permission(request):
+            raise Http404
+        now = utc_now()
+        kinds = set(expired_leases(now).values_list("kind", flat=True).distinct())
+        self._report_recovery(request, recover_expired(kinds, now), kinds)
+        return HttpResponseRedirect(reverse("admin:agentstore_task_changelist"))
+
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if not self.has_operate_permission(request):
+            raise Http404
+        task_id = unquote(object_id)
+        self.report(request, cancel_task(task_id), messages.INFO)
+        return HttpResponseRedirect(reverse("admin:agentstore_task_change", args=[quote(task_id)]))
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        context = {**(extra_context or {}), "can_operate": self.has_operate_permission(request)}
+        return super().changelist_view(request, context)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        task_id = unquote(object_id)
+        tasks = TaskRepository()
+        task = tasks.get(task_id)
+        context: dict[str, Any] = {**(extra_context or {}), "task": task}
+        if task is not None:
+            try:
+                after = max(0, int(request.GET.get("after", "0")))
+            except ValueError:
+                after = 0
+            events = tasks.list_events(task_id, after=after, limit=TIMELINE_PAGE + 1)
+            now = utc_now()
+            context.update(
+                events=events[:TIMELINE_PAGE],
+                next_after=events[TIMELINE_PAGE - 1].sequence
+                if len(events) > TIMELINE_PAGE
+                else None,
+                after=after,
+                lease_expired=task.state in LEASED_STATES
+                and (task.lease_expires_at is None or task.lease_expires_at <= now),
+                agent=AgentTaskRepository(tasks=tasks).get(task_id)
+                if task.kind == "agent"
+                else None,
+                tool=ToolTaskRepository(tasks=tasks).get(task_id) if task.kind == "tool" else None,
+                workflow=WorkflowRepository(tasks=tasks).get(task_id)
+                if task.kind == "workflow"
+                else None,
+                can_operate=self.has_operate_permission(request),
+                cancellable=task.state in ("queued", "running"),
+            )
+        return super().change_view(request, object_id, form_url, context)
+
+
+@admin.register(TaskEvent)
+class TaskEventAdmin(ReadOnlyAdmin):
+    list_display = ("id", "task_link", "sequence", "kind", "payload", "created_at")
+    search_fields = ("=task__id", "=event_id", "=kind")
+    raw_id_fields = ("task",)
+
+    def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
+        return ("sequence",) if "task__id__exact" in request.GET else ("-id",)
+
+    @admin.display(description=_("task"))
+    def task_link(self, obj: TaskEvent) -> str:
+        return _task_link(obj.task_id)
+
+    @admin.display(description=_("payload"))
+    def payload(self, obj: TaskEvent) -> str:
+        return clip(obj.payload_json, 80)
+
+
+@admin.register(AgentTask)
+class AgentTaskAdmin(ReadOnlyAdmin):
+    list_display = ("task_link", "agent_name", "state", "child", "model", "depth", "prompt_preview")
+    list_select_related = ("task",)
+    list_filter = ("task__state",)
+    search_fields = ("=task__id", "=child_session__id", "^agent_name")
+    raw_id_fields = ("task", "child_session")
+    ordering = ("-task__updated_at", "-task__id")
+
+    @admin.display(description=_("task"))
+    def task_link(self, obj: AgentTask) -> str:
+        return _task_link(obj.task_id)
+
+    @admin.display(description=_("state"), ordering="task__state")
+    def state(self, obj: AgentTask) -> str:
+        return obj.task.state
+
+    @admin.display(description=_("child session"))
+    def child(self, obj: AgentTask) -> str:
+        return _session_link(obj.child_session_id)
+
+    @admin.display(description=_("prompt"))
+    def prompt_preview(self, obj: AgentTask) -> str:
+        return clip(obj.prompt, 60)
+
+
+@admin.register(ToolTask)
+class ToolTaskAdmin(ReadOnlyAdmin):
+    list_display = ("task_link", "target_name", "state", "invocation_id", "owner", "outcome")
+    list_select_related = ("task",)
+    list_filter = ("task__state",)
+    search_fields = ("=task__id", "=owner_session__id", "=invocation_id")
+    raw_id_fields = ("task", "owner_session")
+    ordering = ("-task__updated_at", "-task__id")
+
+    @admin.display(description=_("task"))
+    def task_link(self, obj: ToolTask) -> str:
+        return _task_link(obj.task_id)
+
+    @admin.display(description=_("state"), ordering="task__state")
+    def state(self, obj: ToolTask) -> str:
+        return obj.task.state
+
+    @admin.display(description=_("owner session"))
+    def owner(self, obj: ToolTask) -> str:
+        return _session_link(obj.owner_session_id)
+
+    @admin.display(description=_("outcome"))
+    def outcome(self, obj: ToolTask) -> str:
+        return clip(obj.outcome_json or "—", 60)
+
+
+@admin.register(WorkflowRun)
+class WorkflowRunAdmin(ReadOnlyAdmin):
+    change_form_template = "admin/agentstore/workflowrun/change_form.html"
+    list_display = ("task_link", "name", "state", "source_hash", "source_version")
+    list_select_related = ("task",)
+    list_filter = ("task__state",)
+    search_fields = ("=task__id", "^name", "=source_hash")
+    raw_id_fields = ("task",)
+    ordering = ("-task__updated_at", "-task__id")
+
+    @admin.display(description=_("task"))
+    def task_link(self, obj: WorkflowRun) -> str:
+        return _task_link(obj.task_id)
+
+    @admin.display(description=_("state"), ordering="task__state")
+    def state(self, obj: WorkflowRun) -> str:
+        return obj.task.state
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        workflows = WorkflowRepository()
+        run = workflows.get(unquote(object_id))
+        nodes: list[tuple[str, list[Any]]] = []
+        if run is not None:
+            details = workflows.list_agent_task_details([run.task.id])
+            by_node: dict[str, list[Any]] = {}
+            for detail in sorted(details, key=lambda d: (d.link.node_key, d.link.invocation_index)):
+                by_node.setdefault(detail.link.node_key, []).append(detail)
+            nodes = list(by_node.items())
+        context = {**(extra_context or {}), "run": run, "nodes": nodes}
+        return super().change_view(request, object_id, form_url, context)
+
+
+@admin.register(WorkflowAgentTask)
+class WorkflowAgentTaskAdmin(ReadOnlyAdmin):
+    list_display = ("id", "workflow_link", "sequence", "node_key", "invocation_index", "agent")
+    search_fields = ("=workflow__task__id", "^node_key")
+    raw_id_fields = ("workflow", "agent_task")
+    ordering = ("-id",)
+
+    @admin.display(description=_("workflow"))
+    def workflow_link(self, obj: WorkflowAgentTask) -> str:
+        return _task_link(obj.workflow_id)
+
+    @admin.display(description=_("agent task"))
+    def agent(self, obj: WorkflowAgentTask) -> str:
+        return _task_link(obj.agent_task_id)

@@ -1,0 +1,3 @@
+"""Template tags of agentstore's admin pages."""
+
+from __future__ import annotations

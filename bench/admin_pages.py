@@ -1,0 +1,268 @@
+"""Admin page render times on a big database, against raw sqlite3 reading the same rows.
+
+    .venv/bin/python bench/admin_pages.py                   # 1,000 sessions, 1,000,000 entries
+    .venv/bin/python bench/admin_pages.py --entries 100000        # a quicker run
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/agentstore_bench_admin \\
+        .venv/bin/python bench/admin_pages.py --skip-raw
+
+Seeds (in bulk, straight into the tables: the stores' append paths are measured
+by ``bench/tree_append.py``) 1,000 sessions holding ``--entries`` entries in all,
+one of them a 10,000-entry tree with a branch every 500 entries, a compaction
+every 2,000 and labels. Then renders through Django's test client, logged in as
+a superuser, with DEBUG off:
+
+* the session changelist (first page, newest first),
+* the session page of the big session,
+* its tree view (10,000 entries),
+* its context view at the leaf,
+* the entries changelist (the 1,000,000-row table, unfiltered).
+
+Each page is rendered ``--runs`` times after two warm-ups; the median and p90
+are printed with the ratio to raw ``sqlite3`` running the query the page is
+built from (the tree's one SELECT; the changelist's capped COUNT and page
+SELECT). Printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BIG = 10_000
+CONTENT = ("Refactor the parser so that the tokenizer and the AST builder share one cursor. " * 3)[
+    :200
+]
+
+
+def setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    os.environ["DJANGO_DEBUG"] = "0"  # no query recording
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test.utils import setup_test_environment
+
+    setup_test_environment()  # lets the test client's "testserver" host in
+    call_command("migrate", verbosity=0)
+
+
+def seed(total_entries: int, sessions: int) -> str:
+    """Insert the sessions and entries in bulk; return the big session's id."""
+    from django.db import connection, transaction
+
+    from agentstore.ids import new_id
+    from agentstore.models import Session
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    ids = [new_id() for _ in range(sessions)]
+    Session.objects.bulk_create(
+        [
+            Session(
+                id=sid,
+                kind="tree",
+                cwd=f"/repo/{i % 50}",
+                name=f"session {i}",
+                created_at=start + timedelta(minutes=i),
+                updated_at=start + timedelta(minutes=i, seconds=30),
+            )
+            for i, sid in enumerate(ids)
+        ],
+        batch_size=500,
+    )
+    big = ids[-1]
+    per_session = max(1, (total_entries - BIG) // (sessions - 1))
+    adapt = connection.ops.adapt_datetimefield_value
+    columns = (
+        "session_id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, "
+        "model, custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
+        "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
+        "branch_from_entry_id, operation_id, part_count"
+    )
+    sql = f"INSERT INTO agentstore_entry ({columns}) VALUES ({', '.join(['%s'] * 24)})"
+
+    def rows_of(sid: str, count: int, shaped: bool) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        entry_ids: list[str] = []
+        parent: str | None = None
+        for seq in range(1, count + 1):
+            entry_id = new_id()
+            kind, role, summary, first_kept, line = "message", "", "", "", "{}"
+            role = "user" if seq % 2 else "assistant"
+            this_parent = parent
+            if shaped and seq % 500 == 0 and len(entry_ids) > 3:
+                this_parent = entry_ids[-3]  # a branch: a second child two entries back
+            if shaped and seq % 2000 == 0:
+                kind, role, summary = "compaction", "", "Summary of the work so far."
+                first_kept = entry_ids[-20]
+            if shaped and seq % 777 == 0:
+                kind, role = "label", ""
+                line = f'{{"target_id": "{entry_ids[-1]}", "label": "checkpoint {seq}"}}'
+            stamp = adapt(start + timedelta(seconds=seq))
+            rows.append(
+                (
+                    sid,
+                    seq,
+                    entry_id,
+                    this_parent,
+                    kind,
+                    line,
+                    stamp,
+                    role,
+                    CONTENT if role else "",
+                    "anthropic" if role == "assistant" else "",
+                    "claude" if role == "assistant" else "",
+                    "",
+                    summary,
+                    "",
+                    "",
+                    "",
+                    50,
+                    bool(role),
+                    kind == "message",
+                    first_kept,
+                    9000 if kind == "compaction" else 0,
+                    "",
+                    new_id() if kind == "compaction" else "",
+                    0,
+                )
+            )
+            entry_ids.append(entry_id)
+            parent = entry_id
+        return rows
+
+    started = time.perf_counter()
+    batch: list[tuple[Any, ...]] = []
+    for sid in ids[:-1]:
+        batch += rows_of(sid, per_session, False)
+        if len(batch) >= 50_000:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.executemany(sql, batch)
+            batch = []
+    batch += rows_of(big, BIG, True)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(sql, batch)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    total = per_session * (sessions - 1) + BIG
+    print(f"seeded {sessions} sessions, {total:,} entries in {time.perf_counter() - started:.1f} s")
+    return big
+
+
+def timed(fn: Callable[[], object], runs: int) -> list[float]:
+    for _ in range(2):
+        fn()
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def report(name: str, times: list[float], raw: list[float] | None) -> None:
+    median = statistics.median(times) * 1000
+    p90 = sorted(times)[int(len(times) * 0.9) - 1] * 1000
+    ratio = ""
+    if raw:
+        raw_median = statistics.median(raw) * 1000
+        ratio = f"   raw sqlite3 {raw_median:7.2f} ms   page/raw {median / raw_median:6.1f}x"
+    print(f"  {name:<22} median {median:8.2f} ms   p90 {p90:8.2f} ms{ratio}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--sessions", type=int, default=1_000)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--skip-raw", action="store_true")
+    args = parser.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="agentstore-bench-admin-")
+    path = os.path.join(tmp, "bench.sqlite3")
+    url = os.environ.get("DATABASE_URL") or f"sqlite:///{path}"
+    setup_django(url)
+
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test import Client
+
+    big = seed(args.entries, args.sessions)
+    user = User.objects.create_superuser("bench", "bench@example.com", "pw")
+    client = Client()
+    client.force_login(user)
+
+    def get(url: str) -> Callable[[], object]:
+        def run() -> object:
+            response = client.get(url)
+            assert response.status_code == 200, (url, response.status_code)
+            return response.content
+
+        return run
+
+    raw_tree = raw_list = None
+    if connection.vendor == "sqlite" and not args.skip_raw:
+        con = sqlite3.connect(connection.settings_dict["NAME"])
+
+        def tree_query() -> object:
+            return con.execute(
+                "SELECT id, seq, entry_id, parent_id, type, created_at, role, custom_type, "
+                "provider, model, display, model_facing, tool_name, token_estimate, "
+                "compaction_first_kept_entry_id, compaction_tokens_before, branch_from_entry_id, "
+                "substr(CASE WHEN summary <> '' THEN summary ELSE content END, 1, 120), "
+                "CASE WHEN type IN ('label', 'thinking_level_change', 'session_info') "
+                "THEN line ELSE '' END FROM agentstore_entry WHERE session_id = ? ORDER BY seq",
+                [big],
+            ).fetchall()
+
+        def list_query() -> object:
+            con.execute(
+                "SELECT COUNT(*) FROM (SELECT id FROM agentstore_session "
+                "ORDER BY updated_at DESC, id DESC LIMIT 10001)"
+            ).fetchall()
+            return con.execute(
+                "SELECT * FROM agentstore_session ORDER BY updated_at DESC, id DESC LIMIT 51"
+            ).fetchall()
+
+        raw_tree = timed(tree_query, args.runs)
+        raw_list = timed(list_query, args.runs)
+
+    print(f"database: {connection.vendor}; {args.runs} runs per page after 2 warm-ups")
+    report("session changelist", timed(get("/admin/agentstore/session/"), args.runs), raw_list)
+    report(
+        "session page",
+        timed(get(f"/admin/agentstore/session/{big}/change/"), args.runs),
+        None,
+    )
+    report(
+        "tree view (10,000)",
+        timed(get(f"/admin/agentstore/session/{big}/tree/"), args.runs),
+        raw_tree,
+    )
+    report(
+        "context view (leaf)",
+        timed(get(f"/admin/agentstore/session/{big}/context/"), args.runs),
+        None,
+    )
+    report("entries changelist", timed(get("/admin/agentstore/entry/"), args.runs), None)
+
+
+if __name__ == "__main__":
+    main()
