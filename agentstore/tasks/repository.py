@@ -1,0 +1,915 @@
+"""The generic durable task lifecycle: create, claim with a lease, heartbeat, finish, recover.
+
+A task is work an agent spawned that must survive a crash. A worker claims a
+queued task with a *lease* (an owner string and an expiry), renews the lease
+while it works, appends progress events, and finishes the task; a recovery
+sweep settles tasks whose worker went away::
+
+    tasks = TaskRepository()
+    task = tasks.create(TaskEntity(kind="tool", owner_session_id=sid))
+    claim = TaskClaim(task_id=task.id, lease_owner="worker-1",
+                      lease_expires_at=now + timedelta(seconds=30), event_kind="task_started")
+    if tasks.claim_queued(claim):
+        tasks.append_running_event(task.id, "worker-1", "progress", '{"percent": 50}')
+        tasks.finish(TaskFinish(task_id=task.id, lease_owner="worker-1",
+                                from_states=["running", "canceling"], target_state="succeeded",
+                                event_kind="task_succeeded", payload_json="{}"))
+
+How exclusivity works (read this before changing anything)
+---------------------------------------------------------
+Every conditional change is **one short write transaction**: a guarded
+``UPDATE … WHERE id = … AND state IN (…) AND <lease fence>``, its row count, and
+the event in the same transaction. A row count of 0 means "nothing changed" and
+the method returns ``False`` — the caller lost a race, the lease expired or was
+taken, or the task does not exist. The UPDATE *is* the fence: a worker whose
+lease expired or was taken can write nothing, because every write it makes
+(``renew_lease``, ``append_running_events``, owner ``finish``) re-checks owner
+and liveness (``lease_expires_at > now``) in the same statement or transaction.
+
+Event sequences are task-local (1..n, ``task_queued`` is 1) and computed as
+``max(sequence) + 1`` inside the write transaction. On SQLite the transaction
+holds the database's write lock from ``BEGIN IMMEDIATE`` (behind agentstore's
+writer queue), so nobody else can append in between. On PostgreSQL the
+transaction is a plain ``atomic()``: every path that appends an event first
+locks the task row (the guarded UPDATE does; the unguarded paths use
+``SELECT … FOR UPDATE``), so appends to one task are serialised by that row
+lock and never compute the same ``max + 1``. ``UNIQUE(task, sequence)`` is only
+the last line of defence. ``FOR UPDATE`` never decides *who wins*; the
+conditional UPDATE and its row count do.
+
+The hot paths (claims, renewals, running events, finish, recovery) are
+hand-written SQL through Django's connection cursor: the ORM would cost several
+times the transaction itself. Datetimes pass through the backend's own
+adapter, so rows written here read back through the ORM unchanged (SQLite
+stores fixed-width UTC text, which compares correctly as text). Ids and "now"
+are made before the transaction because a busy SQLite write may be re-run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Protocol
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from agentstore.exceptions import NoSession, ValidationError
+from agentstore.ids import new_id
+from agentstore.models import Session, Task, TaskEvent
+from agentstore.models.tasks import TaskState
+from agentstore.stores.base import Clock, StoreBase
+from agentstore.types.tasks import (
+    EventEntity,
+    TaskClaim,
+    TaskEntity,
+    TaskEventDraft,
+    TaskEventEntity,
+    TaskFinish,
+    TaskRecovery,
+)
+from agentstore.validation import (
+    require_aware,
+    require_json,
+    require_max_length,
+    require_text,
+    require_uuid7,
+)
+
+__all__ = ["TaskRepository"]
+
+QUEUED, RUNNING, CANCELING = "queued", "running", "canceling"
+ALL_STATES = frozenset(str(s) for s in TaskState.values)
+TERMINAL = frozenset({"succeeded", "failed", "canceled", "interrupted"})
+LEASED = (RUNNING, CANCELING)
+
+#: Largest page of the owner and queue listings (librecode's cap).
+LIST_LIMIT = 100
+#: Tasks recovered per write transaction (keeps each transaction short).
+RECOVERY_BATCH = 100
+
+TASK_TABLE = Task._meta.db_table
+EVENT_TABLE = TaskEvent._meta.db_table
+
+TASK_FIELDS = (
+    "id",
+    "kind",
+    "state",
+    "parent_task_id",
+    "owner_session_id",
+    "concurrency_key",
+    "result",
+    "error_code",
+    "error_message",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "updated_at",
+    "lease_owner",
+    "lease_expires_at",
+)
+EVENT_FIELDS = ("task_id", "sequence", "event_id", "kind", "payload_json", "created_at")
+
+# Appends the next event of one task. The caller holds the task's write slot
+# (SQLite) or row lock (PostgreSQL), so max + 1 cannot race.
+_INSERT_NEXT_EVENT = (
+    f"INSERT INTO {EVENT_TABLE} (task_id, sequence, event_id, kind, payload_json, created_at) "
+    f"SELECT %s, COALESCE(MAX(sequence), 0) + 1, %s, %s, %s, %s FROM {EVENT_TABLE} "
+    "WHERE task_id = %s"
+)
+_INSERT_EVENT = (
+    f"INSERT INTO {EVENT_TABLE} (task_id, sequence, event_id, kind, payload_json, created_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s)"
+)
+_CLAIM = (
+    f"UPDATE {TASK_TABLE} SET state = 'running', started_at = COALESCE(started_at, %s), "
+    "finished_at = NULL, result = '', error_code = '', error_message = '', "
+    "lease_owner = %s, lease_expires_at = %s, updated_at = %s "
+    "WHERE id = %s AND state = %s"
+)
+_RENEW = (
+    f"UPDATE {TASK_TABLE} SET lease_expires_at = %s, updated_at = %s "
+    "WHERE id = %s AND state IN ('running', 'canceling') "
+    "AND lease_owner = %s AND lease_expires_at > %s"
+)
+
+
+class SqlCursor(Protocol):
+    """What the hand-written SQL needs from a cursor (Django's, or SQLite's own)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]], /) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+@lru_cache(maxsize=128)
+def _qmark(sql: str) -> str:
+    # Our SQL uses %s placeholders and never a literal "%".
+    return sql.replace("%s", "?")
+
+
+class _SQLiteCursor:
+    """The sqlite3 cursor of Django's own connection, taking ``%s`` SQL.
+
+    Same connection, same transaction (the caller is inside ``atomic_write``);
+    it skips Django's cursor wrapper and placeholder rewriting, which cost
+    more than the statement itself on the hot paths — while the writer lock
+    is held. Errors are still translated to ``django.db`` exceptions. (These
+    statements do not appear in ``connection.queries``.)
+    """
+
+    __slots__ = ("_cursor", "_errors")
+
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        connection.ensure_connection()
+        self._cursor = connection.connection.cursor()
+        self._errors = connection.wrap_database_errors
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Any:
+        with self._errors:
+            return self._cursor.execute(_qmark(sql), params)
+
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]], /) -> Any:
+        with self._errors:
+            return self._cursor.executemany(_qmark(sql), params)
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return list(self._cursor.fetchall())
+
+
+def task_from_values(row: dict[str, Any]) -> TaskEntity:
+    """Build a :class:`TaskEntity` from a ``values(*TASK_FIELDS)`` row."""
+    return TaskEntity(
+        id=row["id"],
+        kind=row["kind"],
+        state=row["state"],
+        parent_task_id=row["parent_task_id"] or "",
+        owner_session_id=row["owner_session_id"],
+        concurrency_key=row["concurrency_key"],
+        result=row["result"],
+        error_code=row["error_code"],
+        error_message=row["error_message"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        updated_at=row["updated_at"],
+        lease_owner=row["lease_owner"] or "",
+        lease_expires_at=row["lease_expires_at"],
+    )
+
+
+def task_from_model(task: Task) -> TaskEntity:
+    """Build a :class:`TaskEntity` from a loaded ``Task``."""
+    return task_from_values({name: getattr(task, name) for name in TASK_FIELDS})
+
+
+def event_from_values(row: dict[str, Any]) -> TaskEventEntity:
+    return TaskEventEntity(
+        event=EventEntity(
+            id=row["event_id"],
+            kind=row["kind"],
+            payload_json=row["payload_json"],
+            created_at=row["created_at"],
+        ),
+        task_id=row["task_id"],
+        sequence=row["sequence"],
+    )
+
+
+def clamp_limit(limit: int, *, cap: int | None = LIST_LIMIT) -> int:
+    """``limit`` ≤ 0 (or above ``cap``) becomes the default page of :data:`LIST_LIMIT`."""
+    if limit <= 0 or (cap is not None and limit > cap):
+        return LIST_LIMIT
+    return limit
+
+
+def require_states(states: Iterable[str], field: str) -> list[str]:
+    """Return ``states`` as plain strings, refusing anything that is not a task state."""
+    values = [str(s) for s in states]
+    for value in values:
+        if value not in ALL_STATES:
+            raise ValidationError(f"{field} has an unknown task state {value!r}", field=field)
+    return values
+
+
+def require_event(kind: str, payload_json: str, field: str = "event") -> None:
+    """Check an event's kind (non-blank) and payload (valid JSON; ``""`` is invalid)."""
+    require_text(kind, f"{field}.kind")
+    require_max_length(kind, 64, f"{field}.kind")
+    require_json(payload_json, f"{field}.payload_json")
+
+
+def coded(error: ValidationError, code: str) -> ValidationError:
+    """Give ``error`` librecode's specific code (``nil_task_claim`` …); still a ValidationError."""
+    error.code = code
+    return error
+
+
+def _in(values: Sequence[str]) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+class TaskRepository(StoreBase):
+    """Generic task lifecycle and ordered task events (shared by the composite repositories)."""
+
+    def __init__(self, *, using: str = DEFAULT_DB_ALIAS, clock: Clock | None = None) -> None:
+        super().__init__(using=using, clock=clock)
+        self._vendors: dict[str, str] = {}
+
+    # -- low-level pieces shared with the composite repositories ---------------
+    #
+    # These run *inside* a write transaction the caller opened with write().
+
+    @property
+    def _vendor(self) -> str:
+        # Cached per alias: the hot paths ask on every call.
+        vendor = self._vendors.get(self.using)
+        if vendor is None:
+            vendor = self._vendors[self.using] = str(connections[self.using].vendor)
+        return vendor
+
+    def _cursor(self) -> SqlCursor:
+        """A cursor for hand-written ``%s`` SQL inside the current write transaction."""
+        connection = connections[self.using]
+        if self._vendor == "sqlite":
+            return _SQLiteCursor(connection)
+        return connection.cursor()
+
+    def _db_time(self, value: datetime | None) -> Any:
+        """Adapt an aware datetime the way the ORM would, for hand-written SQL."""
+        return connections[self.using].ops.adapt_datetimefield_value(value)
+
+    def _for_update(self) -> str:
+        # SQLite has no row locks: BEGIN IMMEDIATE already serialises writers.
+        return "" if self._vendor == "sqlite" else " FOR UPDATE"
+
+    def _lock_task(self, cursor: SqlCursor, task_id: str) -> str | None:
+        """Return the task's state, row-locked on PostgreSQL; ``None`` when missing."""
+        cursor.execute(
+            f"SELECT state FROM {TASK_TABLE} WHERE id = %s{self._for_update()}", [task_id]
+        )
+        row = cursor.fetchone()
+        return None if row is None else str(row[0])
+
+    def _append_next_event(
+        self, cursor: SqlCursor, task_id: str, event_id: str, kind: str, payload: str, now: Any
+    ) -> None:
+        cursor.execute(_INSERT_NEXT_EVENT, [task_id, event_id, kind, payload, now, task_id])
+
+    def _insert_task(self, task: TaskEntity, task_id: str, event_id: str, now: datetime) -> None:
+        """Insert a queued task and its ``task_queued`` event (inside a write)."""
+        if not Session.objects.using(self.using).filter(pk=task.owner_session_id).exists():
+            raise NoSession(f"insert task: owner session {task.owner_session_id} does not exist")
+        if (
+            task.parent_task_id
+            and not Task.objects.using(self.using).filter(pk=task.parent_task_id).exists()
+        ):
+            raise ValidationError(
+                f"insert task: task.parent_task_id {task.parent_task_id} names no task",
+                field="task.parent_task_id",
+            )
+        Task.objects.using(self.using).create(
+            id=task_id,
+            kind=task.kind,
+            state=QUEUED,
+            parent_task_id=task.parent_task_id or None,
+            owner_session_id=task.owner_session_id,
+            concurrency_key=task.concurrency_key,
+            created_at=now,
+            updated_at=now,
+        )
+        TaskEvent.objects.using(self.using).create(
+            task_id=task_id,
+            sequence=1,
+            event_id=event_id,
+            kind="task_queued",
+            payload_json="{}",
+            created_at=now,
+        )
+
+    def _finish(
+        self,
+        cursor: SqlCursor,
+        finish: TaskFinish,
+        event_id: str,
+        now: datetime,
+    ) -> bool:
+        """Run the guarded terminal UPDATE and its event; ``True`` iff one row changed.
+
+        The fence is the spec's: no owner → the task must hold no lease; an
+        owner → that owner's lease must still be live (an expired owner cannot
+        settle, even before recovery ran).
+        """
+        states = list(finish.from_states)
+        at = self._db_time(now)
+        sql = (
+            f"UPDATE {TASK_TABLE} SET state = %s, result = %s, error_code = %s, "
+            "error_message = %s, finished_at = %s, lease_owner = NULL, "
+            "lease_expires_at = NULL, updated_at = %s "
+            f"WHERE id = %s AND state IN ({_in(states)})"
+        )
+        params: list[Any] = [
+            finish.target_state,
+            finish.result,
+            finish.error_code,
+            finish.error_message,
+            at,
+            at,
+            finish.task_id,
+            *states,
+        ]
+        if finish.lease_owner:
+            sql += " AND lease_owner = %s AND lease_expires_at > %s"
+            params += [finish.lease_owner, at]
+        else:
+            sql += " AND lease_owner IS NULL"
+        cursor.execute(sql, params)
+        if cursor.rowcount != 1:
+            return False
+        self._append_next_event(
+            cursor, finish.task_id, event_id, finish.event_kind, finish.payload_json, at
+        )
+        return True
+
+    def _transition(
+        self,
+        cursor: SqlCursor,
+        task_id: str,
+        from_states: Sequence[str],
+        target_state: str,
+        kind: str,
+        payload_json: str,
+        event_id: str,
+        now: datetime,
+    ) -> bool:
+        at = self._db_time(now)
+        sets = ["state = %s", "updated_at = %s"]
+        params: list[Any] = [target_state, at]
+        if target_state == RUNNING:
+            sets.append("started_at = COALESCE(started_at, %s)")
+            params.append(at)
+        terminal = target_state in TERMINAL
+        if terminal:
+            sets += ["finished_at = %s", "lease_owner = NULL", "lease_expires_at = NULL"]
+            params.append(at)
+        sql = (
+            f"UPDATE {TASK_TABLE} SET {', '.join(sets)} "
+            f"WHERE id = %s AND state IN ({_in(from_states)})"
+        )
+        params += [task_id, *from_states]
+        if terminal:
+            # A transition never settles leased work: that is the owner's finish
+            # (or recovery after the lease expired).
+            sql += " AND lease_owner IS NULL"
+        cursor.execute(sql, params)
+        if cursor.rowcount != 1:
+            return False
+        self._append_next_event(cursor, task_id, event_id, kind, payload_json, at)
+        return True
+
+    def _recover(
+        self,
+        *,
+        kind: str,
+        expires_before: datetime,
+        finish_template: TaskFinish,
+        after_each: Callable[[SqlCursor, str], None] | None = None,
+    ) -> list[str]:
+        """Settle expired leased tasks of ``kind`` in batches; return their ids in order."""
+        recovered: list[str] = []
+        before = self._db_time(expires_before)
+        # SKIP LOCKED: a row locked right now belongs to a worker that is
+        # settling it; the next sweep will see the outcome.
+        lock = "" if self._vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        select = (
+            f"SELECT id, lease_owner FROM {TASK_TABLE} WHERE kind = %s "
+            "AND state IN ('running', 'canceling') "
+            "AND (lease_expires_at IS NULL OR lease_expires_at <= %s) "
+            f"ORDER BY created_at, id LIMIT {RECOVERY_BATCH}{lock}"
+        )
+        while True:
+            event_ids = [new_id() for _ in range(RECOVERY_BATCH)]
+            now = self.now()
+
+            def batch(
+                event_ids: list[str] = event_ids, now: datetime = now
+            ) -> tuple[int, list[str]]:
+                cursor = self._cursor()
+                cursor.execute(select, [kind, before])
+                candidates = cursor.fetchall()
+                changed: list[str] = []
+                for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
+                    finish = TaskFinish(
+                        task_id=task_id,
+                        event_kind=finish_template.event_kind,
+                        error_code=finish_template.error_code,
+                        error_message=finish_template.error_message,
+                        payload_json=finish_template.payload_json,
+                        target_state=finish_template.target_state,
+                        from_states=LEASED,
+                    )
+                    if self._finish_keeping_result(
+                        cursor, finish, event_id, now, expires_before, owner
+                    ):
+                        if after_each is not None:
+                            after_each(cursor, task_id)
+                        changed.append(task_id)
+                return len(candidates), changed
+
+            selected, changed = self.write(batch)
+            recovered += changed
+            if selected < RECOVERY_BATCH or not changed:
+                return recovered
+
+    def _finish_keeping_result(
+        self,
+        cursor: SqlCursor,
+        finish: TaskFinish,
+        event_id: str,
+        now: datetime,
+        expires_before: datetime,
+        owner: str | None,
+    ) -> bool:
+        # Recovery leaves ``result`` alone (a worker may have stored partial output).
+        at = self._db_time(now)
+        sql = (
+            f"UPDATE {TASK_TABLE} SET state = %s, error_code = %s, error_message = %s, "
+            "finished_at = %s, lease_owner = NULL, lease_expires_at = NULL, updated_at = %s "
+            "WHERE id = %s AND state IN ('running', 'canceling') "
+            "AND (lease_expires_at IS NULL OR lease_expires_at <= %s)"
+        )
+        params: list[Any] = [
+            finish.target_state,
+            finish.error_code,
+            finish.error_message,
+            at,
+            at,
+            finish.task_id,
+            self._db_time(expires_before),
+        ]
+        if owner is None:
+            sql += " AND lease_owner IS NULL"
+        else:
+            sql += " AND lease_owner = %s"
+            params.append(owner)
+        cursor.execute(sql, params)
+        if cursor.rowcount != 1:
+            return False
+        self._append_next_event(
+            cursor, finish.task_id, event_id, finish.event_kind, finish.payload_json, at
+        )
+        return True
+
+    # -- validation --------------------------------------------------------------
+
+    @staticmethod
+    def _validated_task(task: TaskEntity | None, what: str = "task") -> TaskEntity:
+        if task is None:
+            raise coded(ValidationError(f"{what} is required", field=what), f"nil_{what}")
+        kind = require_text(task.kind, "task.kind")
+        require_max_length(kind, 64, "task.kind")
+        owner = require_uuid7(task.owner_session_id, "task.owner_session_id")
+        parent = ""
+        if task.parent_task_id.strip():
+            parent = require_uuid7(task.parent_task_id, "task.parent_task_id")
+        require_max_length(task.concurrency_key, 255, "task.concurrency_key")
+        return TaskEntity(
+            kind=kind.strip(),
+            owner_session_id=owner,
+            parent_task_id=parent,
+            concurrency_key=task.concurrency_key,
+        )
+
+    @staticmethod
+    def _validated_finish(finish: TaskFinish | None) -> TaskFinish:
+        if finish is None:
+            raise coded(
+                ValidationError("task finish is required", field="finish"), "nil_task_finish"
+            )
+        states = require_states(finish.from_states, "finish.from_states")
+        if not states or str(finish.target_state) not in TERMINAL:
+            raise ValidationError(
+                "task finish requires source states and a terminal target",
+                field="finish.target_state" if states else "finish.from_states",
+            )
+        require_event(finish.event_kind, finish.payload_json)
+        return TaskFinish(
+            task_id=finish.task_id,
+            event_kind=finish.event_kind,
+            result=finish.result,
+            error_code=finish.error_code,
+            error_message=finish.error_message,
+            payload_json=finish.payload_json,
+            lease_owner=finish.lease_owner,
+            target_state=str(finish.target_state),
+            from_states=tuple(states),
+        )
+
+    # -- creating and reading ----------------------------------------------------
+
+    def create(self, task: TaskEntity | None) -> TaskEntity:
+        """Persist a queued task and its ``task_queued`` event (sequence 1) atomically.
+
+        Only kind, owner, parent and concurrency key are taken from ``task``;
+        the id, state (queued), timestamps (now) are forced, and lease,
+        started/finished and result fields start empty.
+        """
+        clean = self._validated_task(task)
+        task_id, event_id, now = new_id(), new_id(), self.now()
+        self.write(lambda: self._insert_task(clean, task_id, event_id, now))
+        created = self.get(task_id)
+        assert created is not None
+        return created
+
+    def get(self, task_id: str) -> TaskEntity | None:
+        """Return the task (any kind), or ``None``."""
+        row = Task.objects.using(self.using).filter(pk=task_id).values(*TASK_FIELDS).first()
+        return None if row is None else task_from_values(row)
+
+    def list_owned(
+        self,
+        owner_session_id: str,
+        kinds: Sequence[str] = (),
+        states: Sequence[str] = (),
+        limit: int = 0,
+    ) -> list[TaskEntity]:
+        """Return the owner's tasks, newest first (``updated_at``, ``id``); empty filters match all.
+
+        ``limit`` ≤ 0 or above 100 gives 100.
+        """
+        qs = Task.objects.using(self.using).owned_by_session(owner_session_id)
+        if kinds:
+            qs = qs.filter(kind__in=list(kinds))
+        if states:
+            qs = qs.filter(state__in=require_states(states, "states"))
+        rows = qs.newest_first().values(*TASK_FIELDS)[: clamp_limit(limit)]
+        return [task_from_values(row) for row in rows]
+
+    def list_by_owner(self, kind: str, owner_session_id: str, limit: int = 0) -> list[TaskEntity]:
+        """Return the owner's tasks of one kind, newest first."""
+        return self.list_owned(owner_session_id, [kind], (), limit)
+
+    def list_by_states(self, kind: str, states: Sequence[str], limit: int = 0) -> list[TaskEntity]:
+        """Return tasks of ``kind`` in any of ``states``, oldest first; ``limit`` ≤ 0 is unlimited.
+
+        An empty ``states`` returns nothing (it is not "any state").
+        """
+        if not states:
+            return []
+        qs = (
+            Task.objects.using(self.using)
+            .filter(kind=kind, state__in=require_states(states, "states"))
+            .order_by("created_at", "id")
+            .values(*TASK_FIELDS)
+        )
+        if limit > 0:
+            qs = qs[:limit]
+        return [task_from_values(row) for row in qs]
+
+    def list_queued_excluding(self, kinds: Sequence[str] = (), limit: int = 0) -> list[TaskEntity]:
+        """Return queued tasks whose kind is not in ``kinds``, oldest first, across owners.
+
+        For a runtime to fail work nobody handles. ``limit`` ≤ 0 or above 100 gives 100.
+        """
+        qs = Task.objects.using(self.using).filter(state=QUEUED)
+        if kinds:
+            qs = qs.exclude(kind__in=list(kinds))
+        rows = qs.order_by("created_at", "id").values(*TASK_FIELDS)[: clamp_limit(limit)]
+        return [task_from_values(row) for row in rows]
+
+    # -- claims and leases -------------------------------------------------------
+
+    def claim_queued(self, claim: TaskClaim | None) -> bool:
+        """Move a queued task to running under ``claim``'s lease; ``False`` if it was not queued.
+
+        The expiry may already be past (the lease is then dead on arrival).
+        """
+        return self._claim(claim, QUEUED)
+
+    def claim_interrupted(self, claim: TaskClaim | None) -> bool:
+        """Resume an interrupted task as running under a new lease (e.g. ``task_resumed``)."""
+        return self._claim(claim, "interrupted")
+
+    def _claim(self, claim: TaskClaim | None, source: str) -> bool:
+        if claim is None:
+            raise coded(ValidationError("task claim is required", field="claim"), "nil_task_claim")
+        if not claim.lease_owner.strip() or claim.lease_expires_at is None:
+            raise ValidationError(
+                "task claim requires an owner and expiry",
+                field="claim.lease_owner" if claim.lease_expires_at else "claim.lease_expires_at",
+            )
+        require_max_length(claim.lease_owner, 255, "claim.lease_owner")
+        require_text(claim.event_kind, "event.kind")
+        expires = self._db_time(require_aware(claim.lease_expires_at, "claim.lease_expires_at"))
+        event_id, at = new_id(), self._db_time(self.now())
+
+        def claim_it() -> bool:
+            cursor = self._cursor()
+            cursor.execute(_CLAIM, [at, claim.lease_owner, expires, at, claim.task_id, source])
+            if cursor.rowcount != 1:
+                return False
+            self._append_next_event(cursor, claim.task_id, event_id, claim.event_kind, "{}", at)
+            return True
+
+        return self.write(claim_it)
+
+    def claim_next_queued(
+        self,
+        kind: str,
+        lease_owner: str,
+        lease_expires_at: datetime,
+        event_kind: str = "task_started",
+    ) -> str | None:
+        """Claim the oldest queued task of ``kind``; return its id, or ``None`` when none is queued.
+
+        Not in librecode: the pick-and-claim a worker loop needs, in one write
+        transaction, so workers do not all race for the same oldest task. On
+        PostgreSQL the pick skips rows other claimers have locked.
+        """
+        require_text(kind, "task.kind")
+        return self._claim_next(kind, lease_owner, lease_expires_at, event_kind)
+
+    def _claim_next(
+        self, kind: str, lease_owner: str, lease_expires_at: datetime, event_kind: str
+    ) -> str | None:
+        if not lease_owner.strip() or lease_expires_at is None:
+            raise ValidationError("task claim requires an owner and expiry", field="lease_owner")
+        require_text(event_kind, "event.kind")
+        expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
+        event_id, at = new_id(), self._db_time(self.now())
+        lock = "" if self._vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        pick = (
+            f"SELECT id FROM {TASK_TABLE} WHERE kind = %s AND state = 'queued' "
+            f"ORDER BY created_at, id LIMIT 1{lock}"
+        )
+
+        def claim_it() -> str | None:
+            cursor = self._cursor()
+            cursor.execute(pick, [kind])
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            task_id = str(row[0])
+            # Still the guarded UPDATE: the pick alone proves nothing.
+            cursor.execute(_CLAIM, [at, lease_owner, expires, at, task_id, QUEUED])
+            if cursor.rowcount != 1:
+                return None
+            self._append_next_event(cursor, task_id, event_id, event_kind, "{}", at)
+            return task_id
+
+        return self.write(claim_it)
+
+    def renew_lease(
+        self, task_id: str, lease_owner: str, lease_expires_at: datetime | None
+    ) -> bool:
+        """Set a new expiry while ``lease_owner`` still holds a live lease; no event.
+
+        An expired lease cannot be revived. Renewal bumps ``updated_at``.
+        """
+        if not (lease_owner or "").strip() or lease_expires_at is None:
+            raise ValidationError("lease renewal requires an owner and expiry", field="lease_owner")
+        expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
+        at = self._db_time(self.now())
+
+        def renew() -> bool:
+            cursor = self._cursor()
+            cursor.execute(_RENEW, [expires, at, task_id, lease_owner, at])
+            return bool(cursor.rowcount == 1)
+
+        return self.write(renew)
+
+    # -- state changes -----------------------------------------------------------
+
+    def transition(
+        self,
+        task_id: str,
+        from_states: Sequence[str],
+        target_state: str,
+        kind: str,
+        payload_json: str = "",
+    ) -> bool:
+        """Move the task from one of ``from_states`` to ``target_state`` and append ``kind``.
+
+        No transition graph: the caller names the allowed sources. A terminal
+        target needs a task without a lease (leased work is settled by its
+        owner's :meth:`finish` or by recovery). ``""`` payload means ``{}``.
+        """
+        states = require_states(from_states, "from_states")
+        if not states:
+            raise ValidationError("task transition requires a source state", field="from_states")
+        target = require_states([target_state], "target_state")[0]
+        payload = payload_json or "{}"
+        require_event(kind, payload)
+        event_id, now = new_id(), self.now()
+        return self.write(
+            lambda: self._transition(
+                self._cursor(), task_id, states, target, kind, payload, event_id, now
+            )
+        )
+
+    def finish(self, finish: TaskFinish | None) -> bool:
+        """Settle the task in a terminal state, fenced on its lease; ``False`` if unchanged."""
+        clean = self._validated_finish(finish)
+        event_id, now = new_id(), self.now()
+        return self.write(lambda: self._finish(self._cursor(), clean, event_id, now))
+
+    def recover_expired(self, recovery: TaskRecovery | None) -> list[str]:
+        """Settle running/canceling tasks of one kind whose lease is absent or expired.
+
+        ``expires_before`` is inclusive. Runs in batches of 100, each one short
+        write transaction; returns the recovered ids in ``created_at, id``
+        order. ``result`` is left as the worker last wrote it.
+        """
+        if recovery is None:
+            raise coded(
+                ValidationError("task recovery is required", field="recovery"), "nil_task_recovery"
+            )
+        if str(recovery.target_state) not in TERMINAL:
+            raise ValidationError(
+                "task recovery requires a terminal target", field="recovery.target_state"
+            )
+        require_text(recovery.kind, "recovery.kind")
+        if recovery.expires_before is None:
+            raise ValidationError(
+                "recovery.expires_before is required", field="recovery.expires_before"
+            )
+        expires_before = require_aware(recovery.expires_before, "recovery.expires_before")
+        require_event(recovery.event_kind, recovery.payload_json)
+        template = TaskFinish(
+            event_kind=recovery.event_kind,
+            error_code=recovery.error_code,
+            error_message=recovery.error_message,
+            payload_json=recovery.payload_json,
+            target_state=str(recovery.target_state),
+        )
+        return self._recover(
+            kind=recovery.kind, expires_before=expires_before, finish_template=template
+        )
+
+    # -- events ------------------------------------------------------------------
+
+    def append_event(self, task_id: str, kind: str, payload_json: str) -> TaskEventEntity:
+        """Append an event at the task's next sequence, whatever its state."""
+        require_event(kind, payload_json)
+        event_id, now = new_id(), self.now()
+
+        def append() -> int:
+            cursor = self._cursor()
+            if self._lock_task(cursor, task_id) is None:
+                raise ValidationError(f"task {task_id} does not exist", field="task_id")
+            cursor.execute(
+                f"SELECT COALESCE(MAX(sequence), 0) + 1 FROM {EVENT_TABLE} WHERE task_id = %s",
+                [task_id],
+            )
+            sequence = int(cursor.fetchone()[0])
+            cursor.execute(
+                _INSERT_EVENT,
+                [task_id, sequence, event_id, kind, payload_json, self._db_time(now)],
+            )
+            return sequence
+
+        sequence = self.write(append)
+        return TaskEventEntity(
+            event=EventEntity(id=event_id, kind=kind, payload_json=payload_json, created_at=now),
+            task_id=task_id,
+            sequence=sequence,
+        )
+
+    def append_running_events(
+        self, task_id: str, lease_owner: str, drafts: Sequence[TaskEventDraft]
+    ) -> tuple[list[TaskEventEntity], bool]:
+        """Append ``drafts`` while ``lease_owner``'s lease is live: contiguous, one timestamp.
+
+        Every draft is checked before anything is written. An empty list
+        returns ``([], True)`` without touching the database; a lost lease
+        returns ``([], False)``.
+        """
+        for n, draft in enumerate(drafts):
+            require_event(draft.kind, draft.payload_json, f"drafts[{n}]")
+        if not drafts:
+            return [], True
+        event_ids = [new_id() for _ in drafts]
+        now = self.now()
+        # The fence and the next sequence in one statement; on PostgreSQL the
+        # row lock serialises us against finish/recovery/other appenders.
+        fence = (
+            f"SELECT (SELECT COALESCE(MAX(sequence), 0) FROM {EVENT_TABLE} WHERE task_id = %s) "
+            f"FROM {TASK_TABLE} WHERE id = %s AND state IN ('running', 'canceling') "
+            f"AND lease_owner = %s AND lease_expires_at > %s{self._for_update()}"
+        )
+
+        def append() -> int | None:
+            at = self._db_time(now)
+            cursor = self._cursor()
+            cursor.execute(fence, [task_id, task_id, lease_owner, at])
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            base = int(row[0])
+            cursor.executemany(
+                _INSERT_EVENT,
+                [
+                    (task_id, base + n, event_id, draft.kind, draft.payload_json, at)
+                    for n, (event_id, draft) in enumerate(zip(event_ids, drafts, strict=True), 1)
+                ],
+            )
+            return base
+
+        base = self.write(append)
+        if base is None:
+            return [], False
+        return [
+            TaskEventEntity(
+                event=EventEntity(
+                    id=event_id, kind=draft.kind, payload_json=draft.payload_json, created_at=now
+                ),
+                task_id=task_id,
+                sequence=base + n,
+            )
+            for n, (event_id, draft) in enumerate(zip(event_ids, drafts, strict=True), 1)
+        ], True
+
+    def append_running_event(
+        self, task_id: str, lease_owner: str, kind: str, payload_json: str
+    ) -> TaskEventEntity | None:
+        """Append one event while ``lease_owner``'s lease is live; ``None`` when fenced out."""
+        events, appended = self.append_running_events(
+            task_id, lease_owner, [TaskEventDraft(kind=kind, payload_json=payload_json)]
+        )
+        return events[0] if appended else None
+
+    def latest_event(self, task_id: str) -> TaskEventEntity | None:
+        """Return the task's highest-sequence event, or ``None``."""
+        row = (
+            TaskEvent.objects.using(self.using)
+            .filter(task_id=task_id)
+            .order_by("-sequence")
+            .values(*EVENT_FIELDS)
+            .first()
+        )
+        return None if row is None else event_from_values(row)
+
+    def list_events(self, task_id: str, after: int = 0, limit: int = 0) -> list[TaskEventEntity]:
+        """Return events with ``sequence > after`` in replay order; ``limit`` ≤ 0 gives 100."""
+        rows = (
+            TaskEvent.objects.using(self.using)
+            .filter(task_id=task_id, sequence__gt=after)
+            .order_by("sequence")
+            .values(*EVENT_FIELDS)[: clamp_limit(limit, cap=None)]
+        )
+        return [event_from_values(row) for row in rows]

@@ -1,0 +1,501 @@
+"""Task claim throughput on one SQLite file: agentstore vs raw sqlite3 vs django-tasks-db.
+
+    .venv/bin/python bench/tasks_claim.py                       # 10,000 tasks, W = 1, 2, 4
+    .venv/bin/python bench/tasks_claim.py --tasks 2000 --workers 1 4 --skip-dtdb
+
+Each round creates a fresh migrated database holding ``--tasks`` queued tasks,
+then starts W worker processes at the same moment. Every worker loops
+
+    claim the oldest queued task (lease)  →  append 2 running events  →  finish
+
+until nothing is queued — three short write transactions per task — with one
+of these strategies:
+
+* ``agentstore`` — ``TaskRepository.claim_next_queued`` / ``append_running_events``
+  / ``finish`` (the lean SQL path through Django's connection, writer queue);
+* ``raw`` — the stdlib ``sqlite3`` module running the *same statements* in
+  ``BEGIN IMMEDIATE`` transactions, same busy timeout, no Django;
+* ``dtdb`` — django-tasks-db's ``DatabaseBackend`` (enqueue → claim → finish,
+  its own worker code), when it installs in a throwaway venv (``--dtdb-python``,
+  default ``/tmp/dtdb/bin/python``); it is never a dependency of this project.
+
+After each round the database is checked: every task succeeded exactly once
+(one ``task_started``, one ``task_succeeded``), every event log is 1..5 and
+contiguous, and no worker saw an error ("database is locked" included). The
+figures are for reading; nothing asserts timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+KIND = "bench"
+
+
+def django_setup() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    os.environ["DJANGO_DEBUG"] = "0"
+    import django
+
+    django.setup()
+
+
+def db_time(value: datetime) -> str:
+    # Django's SQLite text form of an aware UTC datetime.
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+
+
+# -- roles run in subprocesses ---------------------------------------------------
+
+
+def seed(count: int) -> None:
+    django_setup()
+    from agentstore.ids import new_id
+    from agentstore.models import Session, Task, TaskEvent
+
+    now = datetime.now(UTC)
+    owner = Session.objects.create(
+        id=new_id(), kind="tree", cwd="/bench", created_at=now, updated_at=now
+    )
+    for start in range(0, count, 1000):
+        ids = [new_id() for _ in range(min(1000, count - start))]
+        Task.objects.bulk_create(
+            Task(
+                id=task_id,
+                kind=KIND,
+                state="queued",
+                owner_session=owner,
+                created_at=now + timedelta(microseconds=start + n),
+                updated_at=now,
+            )
+            for n, task_id in enumerate(ids)
+        )
+        TaskEvent.objects.bulk_create(
+            TaskEvent(
+                task_id=task_id, sequence=1, event_id=new_id(), kind="task_queued", created_at=now
+            )
+            for task_id in ids
+        )
+
+
+def wait_for(path: str) -> None:
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
+def worker_agentstore(worker: int, start_file: str) -> dict[str, Any]:
+    django_setup()
+    from django.db import connection
+
+    from agentstore.tasks import TaskRepository
+    from agentstore.types import TaskEventDraft, TaskFinish
+
+    if os.environ.get("BENCH_NO_WRITER_QUEUE"):
+        # Diagnostics only: SQLite's busy handler alone, without agentstore's queue.
+        from django.conf import settings
+
+        settings.AGENTSTORE = {**settings.AGENTSTORE, "SQLITE_WRITE_LOCK": False}
+    tasks = TaskRepository()
+    owner = f"worker-{worker}"
+    drafts = [
+        TaskEventDraft(kind="progress", payload_json='{"n":1}'),
+        TaskEventDraft(kind="progress", payload_json='{"n":2}'),
+    ]
+    connection.ensure_connection()
+    wait_for(start_file)
+    done, errors, fenced = 0, [], 0
+    t0 = time.monotonic()
+    while True:
+        try:
+            expiry = datetime.now(UTC) + timedelta(seconds=30)
+            task_id = tasks.claim_next_queued(KIND, owner, expiry)
+            if task_id is None:
+                break
+            _, appended = tasks.append_running_events(task_id, owner, drafts)
+            finished = tasks.finish(
+                TaskFinish(
+                    task_id=task_id,
+                    lease_owner=owner,
+                    from_states=("running", "canceling"),
+                    target_state="succeeded",
+                    event_kind="task_succeeded",
+                    payload_json="{}",
+                )
+            )
+            fenced += (not appended) + (not finished)
+            done += 1
+        except Exception as exc:  # counted and reported, never hidden
+            errors.append(f"{type(exc).__name__}: {exc}")
+    return {"done": done, "errors": errors, "fenced": fenced, "seconds": time.monotonic() - t0}
+
+
+def worker_raw(worker: int, start_file: str, path: str, timeout: float) -> dict[str, Any]:
+    django_setup()
+    from agentstore.ids import new_id
+    from agentstore.tasks import repository as r
+
+    def q(sql: str) -> str:
+        return sql.replace("%s", "?")
+
+    pick = (
+        f"SELECT id FROM {r.TASK_TABLE} WHERE kind = ? AND state = 'queued' "
+        "ORDER BY created_at, id LIMIT 1"
+    )
+    claim, next_event, insert_event = q(r._CLAIM), q(r._INSERT_NEXT_EVENT), q(r._INSERT_EVENT)
+    fence = (
+        f"SELECT (SELECT COALESCE(MAX(sequence), 0) FROM {r.EVENT_TABLE} WHERE task_id = ?) "
+        f"FROM {r.TASK_TABLE} WHERE id = ? AND state IN ('running', 'canceling') "
+        "AND lease_owner = ? AND lease_expires_at > ?"
+    )
+    finish = (
+        f"UPDATE {r.TASK_TABLE} SET state = ?, result = ?, error_code = ?, "
+        "error_message = ?, finished_at = ?, lease_owner = NULL, "
+        "lease_expires_at = NULL, updated_at = ? "
+        "WHERE id = ? AND state IN (?, ?) AND lease_owner = ? AND lease_expires_at > ?"
+    )
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    owner = f"worker-{worker}"
+
+    def txn(fn: Any) -> Any:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            value = fn()
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return value
+
+    wait_for(start_file)
+    done, errors, fenced = 0, [], 0
+    t0 = time.monotonic()
+    while True:
+        try:
+            now = db_time(datetime.now(UTC))
+            expiry = db_time(datetime.now(UTC) + timedelta(seconds=30))
+            event_id = new_id()
+
+            def claim_one(now: str = now, expiry: str = expiry, event_id: str = event_id) -> Any:
+                row = conn.execute(pick, (KIND,)).fetchone()
+                if row is None:
+                    return None
+                if conn.execute(claim, (now, owner, expiry, now, row[0], "queued")).rowcount != 1:
+                    return None
+                conn.execute(next_event, (row[0], event_id, "task_started", "{}", now, row[0]))
+                return row[0]
+
+            task_id = txn(claim_one)
+            if task_id is None:
+                break
+            now = db_time(datetime.now(UTC))
+            ids = [new_id(), new_id()]
+
+            def append(now: str = now, ids: list[str] = ids, task_id: str = task_id) -> bool:
+                row = conn.execute(fence, (task_id, task_id, owner, now)).fetchone()
+                if row is None:
+                    return False
+                conn.executemany(
+                    insert_event,
+                    [
+                        (task_id, row[0] + n + 1, ids[n], "progress", f'{{"n":{n + 1}}}', now)
+                        for n in range(2)
+                    ],
+                )
+                return True
+
+            appended = txn(append)
+            now, event_id = db_time(datetime.now(UTC)), new_id()
+
+            def settle(now: str = now, event_id: str = event_id, task_id: str = task_id) -> bool:
+                params = ("succeeded", "", "", "", now, now, task_id, "running", "canceling")
+                if conn.execute(finish, (*params, owner, now)).rowcount != 1:
+                    return False
+                conn.execute(next_event, (task_id, event_id, "task_succeeded", "{}", now, task_id))
+                return True
+
+            finished = txn(settle)
+            fenced += (not appended) + (not finished)
+            done += 1
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+            if len(errors) > 50:
+                break
+    return {"done": done, "errors": errors, "fenced": fenced, "seconds": time.monotonic() - t0}
+
+
+# -- django-tasks-db (runs under --dtdb-python) ----------------------------------
+
+DTDB_SCRIPT = r"""
+import importlib.util, json, os, sys, time
+import django
+from django.conf import settings
+
+path, role, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+APPS = ["django_tasks_db"]
+if importlib.util.find_spec("django_tasks"):
+    APPS.insert(0, "django_tasks")  # the backport, on Django < 6
+WAL = "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL"
+settings.configure(
+    INSTALLED_APPS=APPS,
+    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": path,
+                           "OPTIONS": {"timeout": 20, "init_command": WAL}}},
+    TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}},
+    USE_TZ=True,
+)
+django.setup()
+sys.path.insert(0, os.path.dirname(path))
+if role == "migrate":
+    from django.core.management import call_command
+    call_command("migrate", verbosity=0)
+    sys.exit(0)
+import bench_noop
+if role == "enqueue":
+    t0 = time.monotonic()
+    for _ in range(count):
+        bench_noop.noop.enqueue()
+    print(json.dumps({"seconds": time.monotonic() - t0}))
+    sys.exit(0)
+# role == "work": the db_worker's own Worker, one task at a time, until the queue is empty.
+start_file = sys.argv[4]
+from django_tasks_db.management.commands.db_worker import Worker
+import inspect
+params = inspect.signature(Worker).parameters
+kwargs = dict(queue_names=["default"], interval=0, batch=True, backend_name="default",
+              startup_delay=False, max_tasks=None, worker_id=f"w{os.getpid()}",
+              excluded_queue_names=[])
+worker = Worker(**{k: v for k, v in kwargs.items() if k in params})
+while not os.path.exists(start_file):
+    time.sleep(0.002)
+t0 = time.monotonic()
+errors = []
+try:
+    worker.run()
+except Exception as exc:
+    errors.append(f"{type(exc).__name__}: {exc}")
+print(json.dumps({"seconds": time.monotonic() - t0, "errors": errors}))
+"""
+
+
+def dtdb_round(python: str, count: int, workers: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "dtdb.sqlite3")
+        script = Path(tmp) / "dtdb_bench.py"
+        script.write_text(DTDB_SCRIPT)
+        (Path(tmp) / "bench_noop.py").write_text(
+            "try:\n    from django.tasks import task\nexcept ImportError:\n"
+            "    from django_tasks import task\n\n@task()\ndef noop():\n    return None\n"
+        )
+        env = {**os.environ, "PYTHONPATH": tmp}
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        run = [python, str(script), path]
+        subprocess.run([*run, "migrate", "0"], env=env, check=True)
+        enqueue = subprocess.run(
+            [*run, "enqueue", str(count)], env=env, check=True, capture_output=True, text=True
+        )
+        enqueue_seconds = json.loads(enqueue.stdout.strip().splitlines()[-1])["seconds"]
+        start = Path(tmp) / "go"
+        procs = [
+            subprocess.Popen(
+                [*run, "work", "0", str(start)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(workers)
+        ]
+        time.sleep(3.0)
+        t0 = time.monotonic()
+        start.touch()
+        errors: list[str] = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=3600)
+            if proc.returncode:
+                errors.append(err.strip().splitlines()[-1] if err.strip() else "failed")
+                continue
+            errors += json.loads(out.strip().splitlines()[-1])["errors"]
+        elapsed = time.monotonic() - t0
+        conn = sqlite3.connect(path)
+        table = next(
+            name
+            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            if name.endswith("dbtaskresult")
+        )
+        states = dict(conn.execute(f"SELECT status, COUNT(*) FROM {table} GROUP BY status"))
+        conn.close()
+    per_task = enqueue_seconds / count + elapsed / count
+    return {
+        "tasks_per_s": count / elapsed,
+        "end_to_end_per_s": 1 / per_task,
+        "states": states,
+        "errors": errors,
+    }
+
+
+# -- orchestration ---------------------------------------------------------------
+
+
+def verify(path: str, count: int) -> dict[str, Any]:
+    conn = sqlite3.connect(path)
+    states = dict(
+        conn.execute(
+            "SELECT state, COUNT(*) FROM agentstore_task WHERE kind = ? GROUP BY state", (KIND,)
+        )
+    )
+    bad_logs = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT task_id, COUNT(*) AS n, MIN(sequence) AS lo, "
+        "MAX(sequence) AS hi, SUM(kind = 'task_started') AS s, SUM(kind = 'task_succeeded') AS f "
+        "FROM agentstore_taskevent GROUP BY task_id) "
+        "WHERE n != 5 OR lo != 1 OR hi != 5 OR s != 1 OR f != 1"
+    ).fetchone()[0]
+    conn.close()
+    return {
+        "exactly_once": states == {"succeeded": count} and bad_logs == 0,
+        "states": states,
+        "bad_logs": bad_logs,
+    }
+
+
+def run_round(strategy: str, count: int, workers: int, timeout: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp).resolve() / "bench.sqlite3")
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{path}",
+            "DJANGO_SETTINGS_MODULE": "project.settings",
+            "DJANGO_DEBUG": "0",
+        }
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
+        )
+        subprocess.run(
+            [sys.executable, __file__, "--role", "seed", "--tasks", str(count)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )
+        start = Path(tmp) / "go"
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--role",
+                    strategy,
+                    "--worker",
+                    str(n),
+                    "--start-file",
+                    str(start),
+                    "--path",
+                    path,
+                    "--timeout",
+                    str(timeout),
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in range(workers)
+        ]
+        time.sleep(2.0)
+        t0 = time.monotonic()
+        start.touch()
+        results = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=3600)
+            if proc.returncode:
+                raise SystemExit(f"worker failed: {err}")
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        elapsed = time.monotonic() - t0
+        checked = verify(path, count)
+    errors = [e for r in results for e in r["errors"]]
+    return {
+        "tasks_per_s": sum(r["done"] for r in results) / elapsed,
+        "done": sum(r["done"] for r in results),
+        "errors": errors,
+        "locked": sum("locked" in e for e in errors),
+        "fenced": sum(r["fenced"] for r in results),
+        **checked,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--timeout", type=float, default=20.0, help="busy timeout (s)")
+    parser.add_argument("--skip-dtdb", action="store_true")
+    parser.add_argument("--dtdb-python", default="/tmp/dtdb/bin/python")
+    parser.add_argument(
+        "--no-writer-queue",
+        action="store_true",
+        help="diagnostics: run agentstore without its SQLite writer queue",
+    )
+    parser.add_argument("--role", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--start-file", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--path", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.role == "seed":
+        seed(args.tasks)
+        return 0
+    if args.role == "agentstore":
+        print(json.dumps(worker_agentstore(args.worker, args.start_file)))
+        return 0
+    if args.role == "raw":
+        print(json.dumps(worker_raw(args.worker, args.start_file, args.path, args.timeout)))
+        return 0
+
+    if args.no_writer_queue:
+        os.environ["BENCH_NO_WRITER_QUEUE"] = "1"
+    dtdb = not args.skip_dtdb and os.path.exists(args.dtdb_python)
+    print(f"{args.tasks} queued tasks; each: claim -> 2 running events -> finish")
+    if args.no_writer_queue:
+        print("(agentstore runs WITHOUT its SQLite writer queue: diagnostics)")
+    header = (
+        f"{'W':>2}  {'agentstore/s':>12}  {'raw/s':>8}  {'ratio':>6}  "
+        f"{'dtdb/s':>8}  {'x dtdb':>7}  exactly-once  errors(locked)"
+    )
+    print(header)
+    for workers in args.workers:
+        ours = run_round("agentstore", args.tasks, workers, args.timeout)
+        raw = run_round("raw", args.tasks, workers, args.timeout)
+        theirs = dtdb_round(args.dtdb_python, args.tasks, workers) if dtdb else None
+        their_rate = f"{theirs['tasks_per_s']:8.0f}" if theirs else f"{'-':>8}"
+        times = f"{ours['tasks_per_s'] / theirs['tasks_per_s']:7.1f}" if theirs else f"{'-':>7}"
+        print(
+            f"{workers:>2}  {ours['tasks_per_s']:12.0f}  {raw['tasks_per_s']:8.0f}  "
+            f"{ours['tasks_per_s'] / raw['tasks_per_s']:6.2f}  {their_rate}  {times}  "
+            f"{str(ours['exactly_once']):>5}/{str(raw['exactly_once']):<6}  "
+            f"{len(ours['errors'])}({ours['locked']}) / raw {len(raw['errors'])}({raw['locked']})"
+            + (f" / dtdb {len(theirs['errors'])}" if theirs else "")
+        )
+        for label, result in (("agentstore", ours), ("raw", raw)):
+            if not result["exactly_once"] or result["errors"]:
+                print(f"    {label}: {result['states']} bad logs {result['bad_logs']}")
+                print(f"    {label} errors: {sorted(set(result['errors']))[:3]}")
+        if theirs and (theirs["errors"] or set(theirs["states"]) != {"SUCCESSFUL"}):
+            print(f"    dtdb: {theirs['states']} errors {sorted(set(theirs['errors']))[:3]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
