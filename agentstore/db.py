@@ -215,9 +215,28 @@ def _restore_query_only(connection: BaseDatabaseWrapper) -> None:
 # -- the SQLite writer queue -------------------------------------------------
 
 
+_lock_paths: dict[tuple[str, str, bool, str], str | None] = {}
+
+
 def sqlite_lock_path(connection: BaseDatabaseWrapper) -> str | None:
     """Return the writer lock file of a file-backed SQLite connection, else ``None``."""
-    if connection.vendor != "sqlite" or not agentstore_settings.SQLITE_WRITE_LOCK:
+    if connection.vendor != "sqlite":
+        return None
+    # Cached: this runs on every write transaction, and the settings lookups
+    # and path resolution cost more than the lock itself.
+    key = (
+        connection.alias,
+        str(connection.settings_dict["NAME"] or ""),
+        bool(agentstore_settings.SQLITE_WRITE_LOCK),
+        str(agentstore_settings.SQLITE_LOCK_SUFFIX),
+    )
+    if key not in _lock_paths:
+        _lock_paths[key] = _resolve_lock_path(connection)
+    return _lock_paths[key]
+
+
+def _resolve_lock_path(connection: BaseDatabaseWrapper) -> str | None:
+    if not agentstore_settings.SQLITE_WRITE_LOCK:
         return None
     name = str(connection.settings_dict["NAME"] or "")
     if connection.is_in_memory_db() or not name:  # type: ignore[attr-defined]

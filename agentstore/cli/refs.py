@@ -39,7 +39,7 @@ def _refs(name: str, ctx: Context) -> None:
         refs = store.list_refs(ctx.opt("prefix"))
     except exceptions.RefNameError as exc:
         raise usage(str(exc)) from None
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": ref.name,
             "session": ref.target.session,

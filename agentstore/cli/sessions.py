@@ -377,6 +377,7 @@ def _follow(name: str, ctx: Context) -> None:
     last = 0
     try:
         while True:
+            new: list[dict[str, Any]]
             if session.kind == "tree":
                 new = [
                     {

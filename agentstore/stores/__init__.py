@@ -12,7 +12,13 @@ before Django's app registry is ready.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real names for type checkers; at run time they load lazily
+    from agentstore.stores.documents import DocumentStore
+    from agentstore.stores.log import LogStore
+    from agentstore.stores.loop import LoopStore
+    from agentstore.stores.tree import TreeStore
 
 _EXPORTS = {
     "DocumentStore": "agentstore.stores.documents",
@@ -21,7 +27,7 @@ _EXPORTS = {
     "TreeStore": "agentstore.stores.tree",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["DocumentStore", "LogStore", "LoopStore", "TreeStore"]
 
 
 def __getattr__(name: str) -> Any:

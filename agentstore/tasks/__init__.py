@@ -11,7 +11,13 @@ Each repository is imported on first use.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real names for type checkers; at run time they load lazily
+    from agentstore.tasks.agent import AgentTaskRepository
+    from agentstore.tasks.repository import TaskRepository
+    from agentstore.tasks.tool import ToolTaskRepository
+    from agentstore.tasks.workflow import WorkflowRepository
 
 _EXPORTS = {
     "AgentTaskRepository": "agentstore.tasks.agent",
@@ -20,7 +26,7 @@ _EXPORTS = {
     "WorkflowRepository": "agentstore.tasks.workflow",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["AgentTaskRepository", "TaskRepository", "ToolTaskRepository", "WorkflowRepository"]
 
 
 def __getattr__(name: str) -> Any:
