@@ -38,6 +38,9 @@ def test_wheel_contents(tmp_path: Path) -> None:
     assert "agentstore/migrations/0001_initial.py" in names
     assert "agentstore/models/sessions.py" in names
     assert "agentstore/db.py" in names
+    assert any(name.startswith("agentstore/templates/admin/agentstore/") for name in names)
+    assert any(name.startswith("agentstore/static/agentstore/") for name in names)
+    assert "agentstore/management/commands/agentstore.py" in names
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"agentstore"}
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
     text = zipfile.ZipFile(wheel).read(metadata).decode()
