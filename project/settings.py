@@ -91,18 +91,29 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
+    # Token first: an unauthenticated API call then answers 401 with
+    # "WWW-Authenticate: Token" (DRF takes the header from the first class).
+    # agentstore's subclass does DRF's token lookup with one lean statement.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "agentstore.api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "agentstore.api.exceptions.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "agentstore API",
     "DESCRIPTION": "Sessions, entry trees, steps, approvals, holds, refs and durable tasks.",
     "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStateEnum": "agentstore.api.task_serializers.STATE_CHOICES",
+        "TerminalTaskStateEnum": "agentstore.api.task_serializers.TERMINAL_CHOICES",
+    },
 }
 
 AGENTSTORE: dict[str, object] = {}

@@ -1,12 +1,21 @@
-"""URLs of the demo project: a home page, the admin and (as they land) the API."""
+"""URLs of the demo project: a home page, the admin, the API with its schema and Swagger UI."""
 
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import TemplateView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("admin/", admin.site.urls),
+    path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path(
+        "api/v1/schema/swagger-ui/",
+        SpectacularSwaggerView.as_view(url_name="api-schema"),
+        name="api-swagger-ui",
+    ),
+    path("api-auth/", include("rest_framework.urls")),
+    path("api/v1/", include("agentstore.api.urls")),
 ]

@@ -1,0 +1,193 @@
+"""One error shape for every failure: ``{"error": {"code", "message", "details"}}``.
+
+Set it as DRF's ``EXCEPTION_HANDLER`` (the views also install it themselves, so
+a host project that keeps DRF's default still gets the shape from agentstore)::
+
+    REST_FRAMEWORK = {"EXCEPTION_HANDLER": "agentstore.api.exceptions.exception_handler"}
+
+``code`` is the store exception's stable ``code`` (``no_session``,
+``stale_compaction_parent``, ``task_conflict`` …) or DRF's own code
+(``not_authenticated``, ``method_not_allowed``, ``throttled`` …); ``details``
+carries what a client needs to act (the bad ``field``, the compaction
+``winner_entry_id``, a ref's ``current`` target). Domain errors map to HTTP in
+one table, :data:`STATUS_BY_ERROR`, most specific class first.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions as drf
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from agentstore import exceptions as errors
+
+__all__ = [
+    "STATUS_BY_ERROR",
+    "ErrorBodySerializer",
+    "ErrorSerializer",
+    "error_response",
+    "exception_handler",
+]
+
+logger = logging.getLogger("agentstore.api")
+
+#: Domain error → HTTP status; the first matching class wins (subclasses first).
+STATUS_BY_ERROR: tuple[tuple[type[errors.AgentStoreError], int], ...] = (
+    (errors.DatabaseBusy, status.HTTP_503_SERVICE_UNAVAILABLE),
+    (errors.SessionLocked, status.HTTP_423_LOCKED),
+    (errors.BaseRule, status.HTTP_409_CONFLICT),
+    (errors.NoSession, status.HTTP_404_NOT_FOUND),
+    (errors.NoEntry, status.HTTP_404_NOT_FOUND),
+    (errors.NoRef, status.HTTP_404_NOT_FOUND),
+    (errors.ValidationError, status.HTTP_400_BAD_REQUEST),
+    (errors.BadID, status.HTTP_400_BAD_REQUEST),
+    (errors.BadConvergence, status.HTTP_400_BAD_REQUEST),
+    (errors.CallIDEmpty, status.HTTP_400_BAD_REQUEST),
+    (errors.CallRuleError, status.HTTP_409_CONFLICT),
+    (errors.SessionExists, status.HTTP_409_CONFLICT),
+    (errors.ConcurrentWriter, status.HTTP_409_CONFLICT),
+    (errors.ReadOnly, status.HTTP_409_CONFLICT),
+    (errors.Superseded, status.HTTP_409_CONFLICT),
+    (errors.StaleCompactionParent, status.HTTP_409_CONFLICT),
+    (errors.CompactionConflict, status.HTTP_409_CONFLICT),
+    (errors.RefMoved, status.HTTP_409_CONFLICT),
+    (errors.NoRefs, status.HTTP_409_CONFLICT),
+    (errors.TaskConflict, status.HTTP_409_CONFLICT),
+    (errors.WorkflowInvocationConflict, status.HTTP_409_CONFLICT),
+)
+
+
+class ErrorBodySerializer(serializers.Serializer[Any]):
+    code = serializers.CharField(help_text="Stable machine-readable code.")
+    message = serializers.CharField(help_text="What went wrong, for people.")
+    details = serializers.DictField(
+        help_text="What a client needs to act: the bad field, a winner id, a current target.",
+    )
+
+
+class ErrorSerializer(serializers.Serializer[Any]):
+    """The body of every error response."""
+
+    error = ErrorBodySerializer()
+
+
+def error_response(
+    status_code: int,
+    code: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """Build a response in the one error shape."""
+    body = {"error": {"code": code, "message": message, "details": details or {}}}
+    return Response(body, status=status_code, headers=headers)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready form of an error attribute (dataclass value objects become dicts)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {key: _plain(item) for key, item in asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+def _domain_details(exc: errors.AgentStoreError) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    field = getattr(exc, "field", "")
+    if field:
+        details["field"] = field
+    for name in ("winner_entry_id", "current", "name", "target"):
+        value = getattr(exc, name, None)
+        if value not in (None, ""):
+            details[name] = _plain(value)
+    return details
+
+
+def _domain_status(exc: errors.AgentStoreError) -> int:
+    for cls, code in STATUS_BY_ERROR:
+        if isinstance(exc, cls):
+            return code
+    # An error the table does not know about is still the caller's business
+    # (a refusal by a store), never a server fault.
+    return status.HTTP_400_BAD_REQUEST
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int) or (isinstance(key, str) and key.isdigit()):
+        return f"{path}[{key}]"
+    if key == "non_field_errors":
+        return path
+    return f"{path}.{key}" if path else str(key)
+
+
+def _first_message(detail: Any, path: str = "") -> tuple[str, str] | None:
+    """The first (field path, message) in a DRF validation detail, e.g. ``parts[1].type``."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            found = _first_message(value, _join(path, key))
+            if found:
+                return found
+        return None
+    if isinstance(detail, list):
+        for index, item in enumerate(detail):
+            if isinstance(item, dict | list):
+                # A list serializer reports every item, valid ones as {}.
+                found = _first_message(item, _join(path, index))
+                if found:
+                    return found
+            elif item:
+                return path, str(item)
+        return None
+    return path, str(detail)
+
+
+def _drf_response(exc: drf.APIException) -> Response:
+    headers: dict[str, str] = {}
+    auth_header = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    wait = getattr(exc, "wait", None)
+    if wait is not None:
+        headers["Retry-After"] = str(int(wait))
+    if isinstance(exc, drf.ValidationError):
+        field, message = _first_message(exc.detail) or ("", "invalid input")
+        details: dict[str, Any] = {"fields": exc.detail}
+        if field:
+            details["field"] = field
+        text = f"{field}: {message}" if field else message
+        return error_response(exc.status_code, "validation_error", text, details, headers)
+    codes = exc.get_codes()
+    code = codes if isinstance(codes, str) else exc.default_code
+    details = {"wait": wait} if wait is not None else {}
+    return error_response(exc.status_code, str(code), str(exc.detail), details, headers)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    """Render ``exc`` in the one error shape (DRF's ``EXCEPTION_HANDLER`` hook)."""
+    if isinstance(exc, errors.AgentStoreError):
+        status_code = _domain_status(exc)
+        headers = {"Retry-After": "1"} if isinstance(exc, errors.DatabaseBusy) else None
+        return error_response(status_code, exc.code, exc.message, _domain_details(exc), headers)
+    if isinstance(exc, Http404):
+        exc = drf.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = drf.PermissionDenied()
+    if isinstance(exc, drf.APIException):
+        return _drf_response(exc)
+    # A bug, not bad input: log it with the traceback and answer in the same
+    # shape, without internals.
+    logger.exception("unhandled error in %s", context.get("view"))
+    return error_response(
+        status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "internal server error"
+    )

@@ -1,0 +1,116 @@
+"""Pagination: page numbers for session listings, ``seq`` cursors for append-only logs.
+
+Logs (a session's entries, a loop's steps, a task's events) only grow and are
+ordered by a monotonic integer, so their cursor is simply "the last position I
+saw": ``?after=<seq>`` (a position the client remembers, ideal for tailing) or
+the opaque ``?cursor=`` a previous page's ``next`` link carries. Neither can
+skip or repeat an item however fast writers append, and each page is one index
+range scan (``WHERE seq > ? ORDER BY seq LIMIT ?``), whatever the log's length.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.pagination import CursorPagination, PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.utils.urls import remove_query_param, replace_query_param
+
+__all__ = [
+    "SeqCursor",
+    "SessionPagination",
+    "StepCursorPagination",
+    "TaskEventCursorPagination",
+    "TaskPagination",
+]
+
+#: Largest position a cursor may name (a 64-bit ``seq`` column).
+MAX_POSITION = 2**63 - 1
+
+
+class SessionPagination(PageNumberPagination):
+    """Session listings: newest first, ``?page=`` and ``?page_size=`` (≤ 200)."""
+
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+class TaskPagination(SessionPagination):
+    """Task listings, paged like sessions."""
+
+
+class StepCursorPagination(CursorPagination):
+    """A loop session's steps in insertion order (the ``Step`` primary key)."""
+
+    ordering = "id"
+    page_size = 100
+    page_size_query_param = "limit"
+    max_page_size = 1000
+
+
+class TaskEventCursorPagination(CursorPagination):
+    """A task's event log in ``sequence`` order."""
+
+    ordering = "sequence"
+    page_size = 100
+    page_size_query_param = "limit"
+    max_page_size = 1000
+
+
+class _CursorQuery(serializers.Serializer[Any]):
+    after = serializers.IntegerField(required=False, min_value=0, max_value=MAX_POSITION)
+    cursor = serializers.CharField(required=False, max_length=64)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+
+
+class SeqCursor:
+    """Parse ``after``/``cursor``/``limit`` and build the page for a ``seq``-ordered log.
+
+    ``fetch(after, limit)`` is the store call that reads positions ``> after``;
+    one extra item is asked for to know whether a next page exists.
+    """
+
+    default_limit = 100
+
+    def __init__(self, request: Request) -> None:
+        query = _CursorQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        values = query.validated_data
+        self.request = request
+        self.limit: int = values.get("limit", self.default_limit)
+        after: int = values.get("after", 0)
+        if "cursor" in values:
+            after = self._decode(values["cursor"])
+        self.after = after
+
+    @staticmethod
+    def encode(position: int) -> str:
+        return base64.urlsafe_b64encode(f"p={position}".encode()).decode().rstrip("=")
+
+    @staticmethod
+    def _decode(cursor: str) -> int:
+        try:
+            text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+            key, _, value = text.partition("=")
+            position = int(value)
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            position = -1
+            key = ""
+        if key != "p" or not 0 <= position <= MAX_POSITION:
+            raise serializers.ValidationError({"cursor": ["Invalid cursor."]})
+        return position
+
+    def page(self, items: Sequence[Any], position_of: Any) -> tuple[list[Any], str | None]:
+        """Trim ``items`` (fetched with ``limit + 1``) to a page and build the ``next`` link."""
+        rows = list(items[: self.limit])
+        if len(items) <= self.limit or not rows:
+            return rows, None
+        url = self.request.build_absolute_uri()
+        url = remove_query_param(url, "after")
+        url = replace_query_param(url, "cursor", self.encode(position_of(rows[-1])))
+        return rows, url

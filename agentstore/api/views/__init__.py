@@ -1,0 +1,3 @@
+"""The API's viewsets, one module per resource; ``urls.py`` registers them."""
+
+from __future__ import annotations

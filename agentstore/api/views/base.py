@@ -1,0 +1,96 @@
+"""What every agentstore viewset shares: the error handler, schema helpers, session lookup.
+
+The session lookup is the one security gate of every session-bound endpoint:
+``session_or_404`` answers ``no_session`` alike for a missing session and for
+someone else's, so an id never tells a stranger that a session exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agentstore.api.exceptions import ErrorSerializer, error_response, exception_handler
+from agentstore.exceptions import NoSession
+from agentstore.models import Session
+from agentstore.selectors.sessions import visible_session
+
+__all__ = [
+    "ENTRY_ID",
+    "AgentstoreViewSetMixin",
+    "errors",
+    "not_found_view",
+]
+
+_ERROR_TEXT = {
+    400: "Bad input; `details.field` names it.",
+    401: "Not authenticated.",
+    403: "Not allowed (staff only).",
+    404: "No such resource, or not yours.",
+    409: "Conflict with the current state; `details` says what won.",
+    423: "The session is held by another writer.",
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """Schema entries for error responses (401 is always possible)."""
+    return {
+        code: OpenApiResponse(ErrorSerializer, description=_ERROR_TEXT[code])
+        for code in sorted({401, *codes})
+    }
+
+
+ENTRY_ID = OpenApiParameter(
+    "entry_id", str, OpenApiParameter.PATH, description="An entry id of the session."
+)
+
+
+if TYPE_CHECKING:
+    _Base = viewsets.GenericViewSet[Any]
+else:
+    _Base = object
+
+
+class AgentstoreViewSetMixin(_Base):
+    """Install agentstore's error shape even when the host keeps DRF's default handler."""
+
+    lookup_value_regex = "[^/]+"
+
+    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
+        return exception_handler
+
+    def session_or_404(self, session_id: str | None = None) -> Session:
+        """The session named in the URL if the user may see it, else ``NoSession`` (a 404)."""
+        sid = session_id if session_id is not None else str(self.kwargs.get("pk", ""))
+        session = visible_session(self.request.user, sid)
+        if session is None:
+            raise NoSession(f"no such session: {sid}")
+        return session
+
+
+class AgentstoreViewSet(AgentstoreViewSetMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Base of the resource viewsets."""
+
+
+def not_found_view(request: Any, *args: Any, **kwargs: Any) -> Response:
+    """Answer unknown API paths in the one error shape (not Django's HTML page)."""
+    return _NotFound.as_view()(request)
+
+
+class _NotFound(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
+
+    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
+        return exception_handler
+
+    def _answer(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return error_response(404, "not_found", "Not found.")
+
+    get = post = put = patch = delete = head = options = _answer

@@ -1,0 +1,66 @@
+"""Documents in any namespace (staff only): ``/documents/{namespace}/{key}``.
+
+Documents have no owner, so only staff may reach an arbitrary namespace; users
+keep documents *attached to a session* under ``/sessions/{id}/documents/{key}``,
+which the session's visibility protects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import IsAdminUser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agentstore.api import serializers as s
+from agentstore.api.exceptions import exception_handler
+from agentstore.api.views.base import errors
+from agentstore.api.views.session_extras import document_response
+
+__all__ = ["DocumentView"]
+
+_PATH = [
+    OpenApiParameter("namespace", str, OpenApiParameter.PATH),
+    OpenApiParameter("key", str, OpenApiParameter.PATH),
+]
+
+
+class DocumentView(APIView):
+    """One document by (namespace, key)."""
+
+    permission_classes = [IsAdminUser]
+
+    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
+        return exception_handler
+
+    @extend_schema(
+        summary="Read a document (staff)",
+        parameters=_PATH,
+        responses={200: s.DocumentSerializer, **errors(403, 404)},
+        tags=["documents"],
+    )
+    def get(self, request: Request, namespace: str, key: str) -> Response:
+        return document_response(request, namespace, key)
+
+    @extend_schema(
+        summary="Store or replace a document (staff)",
+        parameters=_PATH,
+        request=s.DocumentPutInput,
+        responses={200: s.DocumentSerializer, **errors(400, 403)},
+        tags=["documents"],
+    )
+    def put(self, request: Request, namespace: str, key: str) -> Response:
+        return document_response(request, namespace, key)
+
+    @extend_schema(
+        summary="Delete a document (staff)",
+        parameters=_PATH,
+        responses={204: None, **errors(403, 404)},
+        tags=["documents"],
+    )
+    def delete(self, request: Request, namespace: str, key: str) -> Response:
+        return document_response(request, namespace, key)

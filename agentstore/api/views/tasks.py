@@ -1,0 +1,596 @@
+"""Durable tasks over HTTP: listing, the worker lifecycle, events, tool/agent tasks, workflows.
+
+    GET  /tasks                       tasks of your sessions (filters: kind state session …)
+    POST /tasks                       queue a task owned by one of your sessions
+    GET  /tasks/{id}                  one task
+    GET  /tasks/{id}/events           its event log (?after= / ?cursor= / ?limit=)
+    POST /tasks/{id}/events           append running events (fenced on the lease)
+    POST /tasks/{id}/claim            claim a queued (or resume an interrupted) task
+    POST /tasks/{id}/renew-lease      extend a live lease
+    POST /tasks/{id}/finish           settle it (fenced on the lease)
+    POST /tasks/{id}/cancel           cancel: queued → canceled, running → canceling
+    POST /tasks/{id}/transition       a named-source state change
+    POST /tasks/claim-next            claim the oldest queued task of a kind (staff)
+    POST /tasks/recover-expired       settle tasks whose worker went away (staff)
+
+A lifecycle call the repository refuses (not queued, lease lost or expired,
+wrong state) answers **409** ``task_conflict`` with the task as it is now in
+``details.task``, so a worker can tell "someone else has it" from "it is done".
+``claim-next`` and ``recover-expired`` reach across owners, so they are staff
+(worker service accounts) only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agentstore.api import task_serializers as t
+from agentstore.api.exceptions import error_response
+from agentstore.api.filters import TaskFilter
+from agentstore.api.pagination import SeqCursor, TaskPagination
+from agentstore.api.views.base import AgentstoreViewSet, errors
+from agentstore.exceptions import NoSession, TaskConflict
+from agentstore.models import Task
+from agentstore.selectors.tasks import tasks_visible_to, visible_task
+from agentstore.tasks import (
+    AgentTaskRepository,
+    TaskRepository,
+    ToolTaskRepository,
+    WorkflowRepository,
+)
+from agentstore.types.tasks import (
+    TaskClaim,
+    TaskEntity,
+    TaskEventDraft,
+    TaskFinish,
+    TaskRecovery,
+    ToolTaskEntity,
+    WorkflowRunEntity,
+)
+
+__all__ = ["AgentTaskViewSet", "TaskViewSet", "ToolTaskViewSet", "WorkflowViewSet"]
+
+_SESSION = OpenApiParameter("session", str, required=True, description="The owner session id.")
+
+
+def _conflict(tasks: TaskRepository, task_id: str, message: str) -> Response:
+    """409 with the task as it is now (the repository said "nothing changed")."""
+    current = tasks.get(task_id)
+    details = {"task": t.TaskSerializer(current).data if current else None}
+    return error_response(status.HTTP_409_CONFLICT, TaskConflict.code, message, details)
+
+
+class _TaskBound(AgentstoreViewSet):
+    """Resolve the task in the URL through the user's visibility (404 otherwise)."""
+
+    def task_or_404(self) -> Task:
+        task = visible_task(self.request.user, str(self.kwargs.get("pk", "")))
+        if task is None:
+            raise NoSession(f"no such task: {self.kwargs.get('pk', '')}")
+        return task
+
+    def owner_session_or_404(self, session_id: str) -> str:
+        return self.session_or_404(session_id).id
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Tasks of the sessions you can see",
+        responses={200: t.TaskSerializer(many=True), **errors(400, 404)},
+        tags=["tasks"],
+    ),
+)
+class TaskViewSet(mixins.ListModelMixin, _TaskBound):
+    """Durable tasks, scoped by their owner session."""
+
+    serializer_class = t.TaskSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = TaskFilter
+    pagination_class = TaskPagination
+
+    def get_queryset(self) -> Any:
+        return tasks_visible_to(self.request.user).newest_first()
+
+    def get_permissions(self) -> Sequence[Any]:
+        if self.action in ("claim_next", "recover_expired"):
+            return [IsAuthenticated(), IsAdminUser()]
+        return super().get_permissions()
+
+    @extend_schema(
+        summary="Queue a task owned by one of your sessions",
+        request=t.TaskCreateInput,
+        responses={201: t.TaskSerializer, **errors(400, 404)},
+        tags=["tasks"],
+    )
+    def create(self, request: Request) -> Response:
+        data = t.TaskCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        owner = self.owner_session_or_404(values["owner_session_id"])
+        if (
+            values["parent_task_id"]
+            and visible_task(request.user, values["parent_task_id"]) is None
+        ):
+            raise NoSession(f"no such task: {values['parent_task_id']}")
+        task = TaskRepository().create(
+            TaskEntity(
+                kind=values["kind"],
+                owner_session_id=owner,
+                parent_task_id=values["parent_task_id"],
+                concurrency_key=values["concurrency_key"],
+            )
+        )
+        return Response(t.TaskSerializer(task).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Read a task", responses={200: t.TaskSerializer, **errors(404)}, tags=["tasks"]
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        self.task_or_404()
+        return Response(t.TaskSerializer(TaskRepository().get(pk)).data)
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The task's event log, oldest first",
+        parameters=[
+            OpenApiParameter("after", int, required=False),
+            OpenApiParameter("cursor", str, required=False),
+            OpenApiParameter("limit", int, required=False),
+        ],
+        responses={200: t.TaskEventPageSerializer, **errors(400, 404)},
+        tags=["tasks"],
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Append running events (only while your lease is live)",
+        request=t.RunningEventsInput,
+        responses={201: t.TaskEventSerializer(many=True), **errors(400, 404, 409)},
+        tags=["tasks"],
+    )
+    @action(detail=True, methods=["get", "post"], pagination_class=None, filter_backends=[])
+    def events(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        tasks = TaskRepository()
+        if request.method == "POST":
+            data = t.RunningEventsInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            drafts = [
+                TaskEventDraft(kind=item["kind"], payload_json=t.compact(item["payload"]))
+                for item in data.validated_data["events"]
+            ]
+            appended, ok = tasks.append_running_events(
+                task.id, data.validated_data["lease_owner"], drafts
+            )
+            if not ok:
+                return _conflict(tasks, task.id, "the lease is not held (or has expired)")
+            return Response(
+                t.TaskEventSerializer(appended, many=True).data, status=status.HTTP_201_CREATED
+            )
+        cursor = SeqCursor(request)
+        found = tasks.list_events(task.id, cursor.after, cursor.limit + 1)
+        rows, next_url = cursor.page(found, lambda event: event.sequence)
+        return Response(
+            {
+                "next": next_url,
+                "last_sequence": rows[-1].sequence if rows else cursor.after,
+                "results": t.TaskEventSerializer(rows, many=True).data,
+            }
+        )
+
+    @extend_schema(
+        summary="Claim a queued task (or resume an interrupted one) under a lease",
+        request=t.ClaimInput,
+        responses={200: t.TaskSerializer, **errors(400, 404, 409)},
+        tags=["tasks"],
+    )
+    @action(detail=True, methods=["post"], pagination_class=None, filter_backends=[])
+    def claim(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        data = t.ClaimInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        tasks = TaskRepository()
+        claim = TaskClaim(
+            task_id=task.id,
+            lease_owner=values["lease_owner"],
+            lease_expires_at=tasks.now() + timedelta(seconds=values["lease_seconds"]),
+            event_kind=values["event_kind"],
+        )
+        ok = tasks.claim_interrupted(claim) if values["interrupted"] else tasks.claim_queued(claim)
+        if not ok:
+            return _conflict(tasks, task.id, "the task is not claimable")
+        return Response(t.TaskSerializer(tasks.get(task.id)).data)
+
+    @extend_schema(
+        summary="Claim the oldest queued task of a kind (staff)",
+        request=t.ClaimNextInput,
+        responses={200: t.ClaimNextSerializer, **errors(400, 403)},
+        tags=["tasks"],
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="claim-next",
+        url_name="claim-next",
+        pagination_class=None,
+        filter_backends=[],
+    )
+    def claim_next(self, request: Request) -> Response:
+        data = t.ClaimNextInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        tasks = TaskRepository()
+        task_id = tasks.claim_next_queued(
+            values["kind"],
+            values["lease_owner"],
+            tasks.now() + timedelta(seconds=values["lease_seconds"]),
+            values["event_kind"],
+        )
+        task = tasks.get(task_id) if task_id else None
+        return Response({"task": t.TaskSerializer(task).data if task else None})
+
+    @extend_schema(
+        summary="Extend a live lease",
+        request=t.LeaseInput,
+        responses={200: t.TaskSerializer, **errors(400, 404, 409)},
+        tags=["tasks"],
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="renew-lease",
+        url_name="renew-lease",
+        pagination_class=None,
+        filter_backends=[],
+    )
+    def renew_lease(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        data = t.LeaseInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        tasks = TaskRepository()
+        expires = tasks.now() + timedelta(seconds=data.validated_data["lease_seconds"])
+        if not tasks.renew_lease(task.id, data.validated_data["lease_owner"], expires):
+            return _conflict(tasks, task.id, "the lease is not held (or has expired)")
+        return Response(t.TaskSerializer(tasks.get(task.id)).data)
+
+    @extend_schema(
+        summary="Settle the task in a terminal state (fenced on the lease)",
+        request=t.FinishInput,
+        responses={200: t.TaskSerializer, **errors(400, 404, 409)},
+        tags=["tasks"],
+    )
+    @action(detail=True, methods=["post"], pagination_class=None, filter_backends=[])
+    def finish(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        data = t.FinishInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        tasks = TaskRepository()
+        if not tasks.finish(_finish(task.id, data.validated_data)):
+            return _conflict(tasks, task.id, "the task was not settled (state or lease changed)")
+        return Response(t.TaskSerializer(tasks.get(task.id)).data)
+
+    @extend_schema(
+        summary="Cancel: a queued task is canceled, a running one asked to stop",
+        request=None,
+        responses={200: t.TaskSerializer, **errors(404, 409)},
+        tags=["tasks"],
+    )
+    @action(detail=True, methods=["post"], pagination_class=None, filter_backends=[])
+    def cancel(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        tasks = TaskRepository()
+        if task.kind == "tool":
+            # Tool tasks settle with their canonical canceled outcome.
+            ToolTaskRepository(tasks=tasks).cancel(task.owner_session_id, task.id)
+            changed = tasks.get(task.id)
+            if changed is not None and changed.state in ("canceled", "canceling"):
+                return Response(t.TaskSerializer(changed).data)
+            return _conflict(tasks, task.id, "the task can no longer be canceled")
+        payload = '{"canceled_by":"api"}'
+        done = tasks.transition(task.id, ["queued"], "canceled", "task_canceled", payload)
+        if not done:
+            done = tasks.transition(task.id, ["running"], "canceling", "task_canceling", payload)
+        if not done:
+            return _conflict(tasks, task.id, "the task can no longer be canceled")
+        return Response(t.TaskSerializer(tasks.get(task.id)).data)
+
+    @extend_schema(
+        summary="Move the task from one of the named states to another",
+        request=t.TransitionInput,
+        responses={200: t.TaskSerializer, **errors(400, 404, 409)},
+        tags=["tasks"],
+    )
+    @action(detail=True, methods=["post"], pagination_class=None, filter_backends=[])
+    def transition(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        data = t.TransitionInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        tasks = TaskRepository()
+        done = tasks.transition(
+            task.id,
+            values["from_states"],
+            values["target_state"],
+            values["kind"],
+            t.compact(values["payload"]),
+        )
+        if not done:
+            return _conflict(tasks, task.id, "the task is not in one of from_states")
+        return Response(t.TaskSerializer(tasks.get(task.id)).data)
+
+    @extend_schema(
+        summary="Settle tasks of a kind whose lease expired (staff)",
+        request=t.RecoverInput,
+        responses={200: t.RecoveredSerializer, **errors(400, 403)},
+        tags=["tasks"],
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="recover-expired",
+        url_name="recover-expired",
+        pagination_class=None,
+        filter_backends=[],
+    )
+    def recover_expired(self, request: Request) -> Response:
+        data = t.RecoverInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        tasks = TaskRepository()
+        recovered = tasks.recover_expired(
+            TaskRecovery(
+                kind=values["kind"],
+                expires_before=tasks.now(),
+                target_state=values["target_state"],
+                event_kind=values["event_kind"],
+                error_code=values["error_code"],
+                error_message=values["error_message"],
+                payload_json=t.compact(values["payload"]),
+            )
+        )
+        return Response({"recovered": recovered})
+
+
+def _finish(task_id: str, values: dict[str, Any]) -> TaskFinish:
+    return TaskFinish(
+        task_id=task_id,
+        lease_owner=values["lease_owner"],
+        from_states=values["from_states"],
+        target_state=values["target_state"],
+        event_kind=values["event_kind"],
+        result=values["result"],
+        error_code=values["error_code"],
+        error_message=values["error_message"],
+        payload_json=t.compact(values["payload"]),
+    )
+
+
+class ToolTaskViewSet(_TaskBound):
+    """Tool invocations as tasks; creating one is idempotent on (session, invocation id)."""
+
+    serializer_class = t.ToolTaskSerializer
+    pagination_class = None
+    filter_backends: list[Any] = []
+
+    @extend_schema(
+        summary="A session's tool tasks, newest first (at most 100)",
+        parameters=[_SESSION],
+        responses={200: t.ToolTaskSerializer(many=True), **errors(400, 404)},
+        tags=["tool tasks"],
+    )
+    def list(self, request: Request) -> Response:
+        owner = self.owner_session_or_404(_session_param(request))
+        found = ToolTaskRepository().list_by_owner(owner)
+        return Response(t.ToolTaskSerializer(found, many=True).data)
+
+    @extend_schema(
+        summary="Admit a tool invocation (a replay returns the original with 200)",
+        request=t.ToolTaskCreateInput,
+        responses={
+            201: t.ToolTaskSerializer,
+            200: t.ToolTaskSerializer,
+            **errors(400, 404),
+        },
+        tags=["tool tasks"],
+    )
+    def create(self, request: Request) -> Response:
+        data = t.ToolTaskCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        owner = self.owner_session_or_404(v["owner_session_id"])
+        tools = ToolTaskRepository()
+        before = tools.get_by_invocation(owner, v["invocation_id"])
+        created = tools.create(
+            ToolTaskEntity(
+                task=TaskEntity(
+                    kind="tool",
+                    owner_session_id=owner,
+                    parent_task_id=v["parent_task_id"],
+                    concurrency_key=v["concurrency_key"],
+                ),
+                owner_session_id=owner,
+                invocation_id=v["invocation_id"],
+                wrapper_call_id=v["wrapper_call_id"],
+                cwd=v["cwd"],
+                parent_call_id=v["parent_call_id"],
+                initiating_entry_id=v["initiating_entry_id"],
+                target_name=v["target_name"],
+                source_sequence=v["source_sequence"],
+                timeout_seconds=v["timeout_seconds"],
+                policy_json=t.compact(v["policy"]),
+                definition_json=t.compact(v["definition"]),
+                arguments_json=t.compact(v["arguments"]),
+            )
+        )
+        code = status.HTTP_200_OK if before is not None else status.HTTP_201_CREATED
+        return Response(t.ToolTaskSerializer(created).data, status=code)
+
+    @extend_schema(
+        summary="Read a tool task",
+        responses={200: t.ToolTaskSerializer, **errors(404)},
+        tags=["tool tasks"],
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        found = ToolTaskRepository().get(task.id)
+        if found is None:
+            raise NoSession(f"no such tool task: {pk}")
+        return Response(t.ToolTaskSerializer(found).data)
+
+    @extend_schema(
+        summary="Settle a tool task with its outcome (cancellation wins; lease-fenced)",
+        request=t.ToolFinishInput,
+        responses={200: t.ToolTaskSerializer, **errors(400, 404, 409)},
+        tags=["tool tasks"],
+    )
+    @action(detail=True, methods=["post"])
+    def finish(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        data = t.ToolFinishInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        tools = ToolTaskRepository()
+        finish = _finish(task.id, data.validated_data)
+        if not tools.finish(finish, t.compact(data.validated_data["outcome"])):
+            return _conflict(tools.tasks, task.id, "the task was not settled")
+        return Response(t.ToolTaskSerializer(tools.get(task.id)).data)
+
+
+class AgentTaskViewSet(_TaskBound):
+    """Subagent tasks (each runs in its own child session); read-only over HTTP."""
+
+    serializer_class = t.AgentTaskSerializer
+    pagination_class = None
+    filter_backends: list[Any] = []
+
+    @extend_schema(
+        summary="A session's agent tasks, newest first",
+        parameters=[_SESSION],
+        responses={200: t.AgentTaskSerializer(many=True), **errors(400, 404)},
+        tags=["agent tasks"],
+    )
+    def list(self, request: Request) -> Response:
+        owner = self.owner_session_or_404(_session_param(request))
+        found = AgentTaskRepository().list_by_owner(owner)
+        return Response(t.AgentTaskSerializer(found, many=True).data)
+
+    @extend_schema(
+        summary="Read an agent task",
+        responses={200: t.AgentTaskSerializer, **errors(404)},
+        tags=["agent tasks"],
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        found = AgentTaskRepository().get(task.id)
+        if found is None:
+            raise NoSession(f"no such agent task: {pk}")
+        return Response(t.AgentTaskSerializer(found).data)
+
+
+class WorkflowViewSet(_TaskBound):
+    """Workflow runs and the agent tasks they launched."""
+
+    serializer_class = t.WorkflowSerializer
+    pagination_class = None
+    filter_backends: list[Any] = []
+
+    @extend_schema(
+        summary="A session's workflow runs, newest first",
+        parameters=[_SESSION],
+        responses={200: t.WorkflowSerializer(many=True), **errors(400, 404)},
+        tags=["workflows"],
+    )
+    def list(self, request: Request) -> Response:
+        owner = self.owner_session_or_404(_session_param(request))
+        found = WorkflowRepository().list_by_owner(owner)
+        return Response(t.WorkflowSerializer(found, many=True).data)
+
+    @extend_schema(
+        summary="Queue a workflow run",
+        request=t.WorkflowCreateInput,
+        responses={201: t.WorkflowSerializer, **errors(400, 404)},
+        tags=["workflows"],
+    )
+    def create(self, request: Request) -> Response:
+        data = t.WorkflowCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        owner = self.owner_session_or_404(v["owner_session_id"])
+        run = WorkflowRepository().create(
+            WorkflowRunEntity(
+                task=TaskEntity(
+                    kind="workflow",
+                    owner_session_id=owner,
+                    parent_task_id=v["parent_task_id"],
+                    concurrency_key=v["concurrency_key"],
+                ),
+                name=v["name"],
+                source=v["source"],
+                source_hash=v["source_hash"],
+                source_version=v["source_version"],
+                arguments_json=t.compact(v["arguments"]),
+            )
+        )
+        return Response(t.WorkflowSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Read a workflow run",
+        responses={200: t.WorkflowSerializer, **errors(404)},
+        tags=["workflows"],
+    )
+    def retrieve(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        found = WorkflowRepository().get(task.id)
+        if found is None:
+            raise NoSession(f"no such workflow: {pk}")
+        return Response(t.WorkflowSerializer(found).data)
+
+    @extend_schema(
+        methods=["GET"],
+        summary="The workflow's agent-task links, in launch order",
+        responses={200: t.WorkflowLinkSerializer(many=True), **errors(404)},
+        tags=["workflows"],
+    )
+    @extend_schema(
+        methods=["POST"],
+        summary="Link an agent task to a (node, invocation); a different agent answers 409",
+        request=t.WorkflowLinkInput,
+        responses={201: t.WorkflowLinkSerializer, **errors(400, 404, 409)},
+        tags=["workflows"],
+    )
+    @action(detail=True, methods=["get", "post"])
+    def links(self, request: Request, pk: str) -> Response:
+        task = self.task_or_404()
+        workflows = WorkflowRepository()
+        if workflows.get(task.id) is None:
+            raise NoSession(f"no such workflow: {pk}")
+        if request.method == "POST":
+            data = t.WorkflowLinkInput(data=request.data)
+            data.is_valid(raise_exception=True)
+            v = data.validated_data
+            if visible_task(request.user, v["agent_task_id"]) is None:
+                raise NoSession(f"no such task: {v['agent_task_id']}")
+            link = workflows.link_agent_task(
+                task.id, v["agent_task_id"], v["node_key"], v["invocation_index"]
+            )
+            return Response(t.WorkflowLinkSerializer(link).data, status=status.HTTP_201_CREATED)
+        links = workflows.list_agent_tasks(task.id)
+        return Response(t.WorkflowLinkSerializer(links, many=True).data)
+
+
+def _session_param(request: Request) -> str:
+    from rest_framework.exceptions import ValidationError
+
+    session = request.query_params.get("session", "")
+    if not session:
+        raise ValidationError({"session": ["This query parameter is required."]})
+    return session

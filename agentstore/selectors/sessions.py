@@ -1,0 +1,91 @@
+"""Which sessions a user may see, and the annotations listings show.
+
+A session belongs to its ``owner``; staff see every session. Everything that
+hangs off a session (entries, steps, grants, holds, tasks, documents attached to
+it) is visible exactly when the session is, so every read starts here::
+
+    from agentstore.selectors.sessions import visible_session
+
+    session = visible_session(request.user, session_id)   # None: missing *or* not yours
+
+"Not yours" and "missing" answer the same on purpose: an id must not tell a
+stranger that a session exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connections
+from django.db.models import OuterRef, Q, Subquery
+
+from agentstore.models import Entry, Session
+from agentstore.models.sessions import SessionQuerySet
+
+_TABLE = Session._meta.db_table
+_VISIBLE_STAFF = f"SELECT id, kind, owner_id, superseded_by FROM {_TABLE} WHERE id = %s"
+_VISIBLE_OWNER = _VISIBLE_STAFF + " AND owner_id = %s"
+
+__all__ = [
+    "is_staff",
+    "search_sessions",
+    "sessions_visible_to",
+    "visible_session",
+    "with_opening_message",
+]
+
+
+def is_staff(user: Any) -> bool:
+    """Tell whether ``user`` sees every session (an active staff member)."""
+    return bool(getattr(user, "is_active", False) and getattr(user, "is_staff", False))
+
+
+def sessions_visible_to(user: Any, *, using: str = "default") -> SessionQuerySet:
+    """Return the sessions ``user`` may see: staff all of them, others their own."""
+    sessions: SessionQuerySet = Session.objects.using(using).all()
+    if is_staff(user):
+        return sessions
+    if user is None or not getattr(user, "is_authenticated", False):
+        return sessions.none()
+    return sessions.owned_by(user)
+
+
+def visible_session(user: Any, session_id: str, *, using: str = "default") -> Session | None:
+    """Return the session if ``user`` may see it, else ``None`` (missing or someone else's).
+
+    Only ``id``, ``kind``, ``owner_id`` and ``superseded_by`` are loaded. One
+    hand-written statement rather than an ORM query: every session-bound API
+    request starts here, including each append, and compiling the ORM query
+    cost more than running it.
+    """
+    staff = is_staff(user)
+    if not staff and (user is None or not getattr(user, "is_authenticated", False)):
+        return None
+    sql = _VISIBLE_STAFF if staff else _VISIBLE_OWNER
+    params = [session_id] if staff else [session_id, user.pk]
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Session(id=row[0], kind=row[1], owner_id=row[2], superseded_by=row[3])
+
+
+def with_opening_message(sessions: SessionQuerySet) -> SessionQuerySet:
+    """Annotate ``opening``: the content of the session's first user message (by ``seq``)."""
+    first_user = (
+        Entry.objects.filter(session_id=OuterRef("pk"), role="user")
+        .order_by("seq")
+        .values("content")[:1]
+    )
+    return sessions.annotate(opening=Subquery(first_user))
+
+
+def search_sessions(sessions: SessionQuerySet, text: str) -> SessionQuerySet:
+    """Sessions whose name or opening user message contains ``text`` (case-insensitive)."""
+    text = text.strip()
+    if not text:
+        return sessions
+    return with_opening_message(sessions).filter(
+        Q(name__icontains=text) | Q(opening__icontains=text)
+    )

@@ -1,0 +1,120 @@
+"""LogStore sessions and refs over HTTP: create, append, read, export, refs with CAS."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rest_framework.test import APIClient
+
+from agentstore.models import Holder, Session
+from tests.api.conftest import API, assert_error
+
+
+def new_log(client: APIClient, **header: Any) -> dict[str, Any]:
+    response = client.post(f"{API}/log-sessions", {"header": header}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()  # type: ignore[no-any-return]
+
+
+def append(client: APIClient, sid: str, entry: dict[str, Any]) -> Any:
+    return client.post(f"{API}/log-sessions/{sid}/entries", {"entry": entry}, format="json")
+
+
+MESSAGE = {"type": "info", "name": "first"}
+
+
+def test_create_append_read_export(api: APIClient, bob_api: APIClient, alice: Any) -> None:
+    created = new_log(api, cwd="/repo")
+    sid = created["id"]
+    assert created["header"]["cwd"] == "/repo"
+    assert Session.objects.get(pk=sid).owner == alice
+    assert not Holder.objects.filter(session_id=sid).exists()  # the API keeps no hold
+    appended = append(api, sid, MESSAGE)
+    assert appended.status_code == 201, appended.content
+    entry_id = appended.json()["id"]
+    assert entry_id.startswith("sha256:")
+    read = api.get(f"{API}/log-sessions/{sid}").json()
+    assert read["leaf"] == entry_id
+    assert [e["id"] for e in read["entries"]] == [entry_id]
+    exported = api.get(f"{API}/log-sessions/{sid}/export")
+    assert exported.status_code == 200
+    assert exported["Content-Type"] == "application/x-ndjson"
+    lines = exported.content.decode().splitlines()
+    assert len(lines) == 2
+    assert json.loads(lines[0])["id"] == sid
+    assert json.loads(lines[1])["name"] == "first"
+    # It is a session like any other: listed, and someone else's is a 404.
+    assert api.get(f"{API}/sessions?kind=log").json()["count"] == 1
+    assert_error(bob_api.get(f"{API}/log-sessions/{sid}"), 404, "no_session")
+    assert_error(append(bob_api, sid, MESSAGE), 404, "no_session")
+    assert_error(bob_api.get(f"{API}/log-sessions/{sid}/export"), 404, "no_session")
+    assert api.delete(f"{API}/sessions/{sid}").status_code == 204
+    assert not Session.objects.filter(pk=sid).exists()
+
+
+def test_create_refuses_client_ids_and_forks(api: APIClient) -> None:
+    body = {"header": {"id": "01900000-0000-7000-8000-000000000000"}}
+    assert_error(api.post(f"{API}/log-sessions", body, format="json"), 400, "validation_error")
+    body = {"header": {"base": "sha256:abc"}}
+    assert_error(api.post(f"{API}/log-sessions", body, format="json"), 400, "validation_error")
+    assert Session.objects.count() == 0
+
+
+def test_append_to_a_session_held_elsewhere_is_423(api: APIClient) -> None:
+    from django.utils import timezone
+
+    sid = new_log(api)["id"]
+    now = timezone.now()
+    Holder.objects.create(
+        session_id=sid, pid=999_999, host="elsewhere", token="t", since=now, heartbeat=now
+    )
+    assert_error(append(api, sid, MESSAGE), 423, "session_locked")
+
+
+def test_refs_compare_and_swap(api: APIClient, bob_api: APIClient, staff_api: APIClient) -> None:
+    a = new_log(api)["id"]
+    b = new_log(api)["id"]
+    theirs = new_log(bob_api)["id"]
+    url = f"{API}/refs/agents/main"
+    made = api.put(url, {"expected": None, "next": {"session": a}}, format="json")
+    assert made.status_code == 200, made.content
+    assert api.get(url).json() == {"session": a, "entry": ""}
+    moved = api.put(url, {"expected": {"session": b}, "next": {"session": b}}, format="json")
+    error = assert_error(moved, 409, "ref_moved")
+    assert error["details"]["current"] == {"session": a, "entry": ""}
+    ok = api.put(
+        url, {"expected": {"session": a}, "next": {"session": b}, "reason": "switch"}, format="json"
+    )
+    assert ok.status_code == 200
+    listed = api.get(f"{API}/refs?prefix=agents/").json()
+    assert [(r["name"], r["target"]["session"]) for r in listed] == [("agents/main", b)]
+    log = api.get(f"{API}/ref-log/agents/main").json()
+    assert [x["reason"] for x in log] == ["switch", ""]
+
+    # Bob sees none of it and cannot point a ref at Alice's session.
+    assert bob_api.get(f"{API}/refs").json() == []
+    assert_error(bob_api.get(url), 404, "no_ref")
+    assert_error(bob_api.get(f"{API}/ref-log/agents/main"), 404, "no_ref")
+    steal = bob_api.put(
+        url, {"expected": {"session": b}, "next": {"session": theirs}}, format="json"
+    )
+    assert_error(steal, 404, "no_ref")
+    aim = bob_api.put(
+        f"{API}/refs/bob/x", {"expected": None, "next": {"session": a}}, format="json"
+    )
+    assert_error(aim, 404, "no_ref")
+    assert len(staff_api.get(f"{API}/refs").json()) == 1
+
+    bad = api.put(f"{API}/refs/../bad", {"expected": None, "next": {"session": a}}, format="json")
+    assert bad.status_code in (400, 404)
+    assert bad.json()["error"]["code"] in ("ref_name", "not_found")
+    gone = api.put(url, {"expected": {"session": b}, "next": None}, format="json")
+    assert gone.status_code == 204
+    assert_error(api.get(url), 404, "no_ref")
+
+
+def test_form_encoded_null_header_is_400(api: APIClient) -> None:
+    # Found by the schemathesis run: a form field "null" decodes to None.
+    response = api.post(f"{API}/log-sessions", {"header": "null"})
+    assert_error(response, 400, "validation_error")
