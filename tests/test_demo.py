@@ -47,9 +47,9 @@ def test_home_and_admin_login_are_served(client: Client) -> None:
 
 
 def test_demo_setup_seeds_data_through_the_stores_once() -> None:
+    from agentstore.demo import tree
     from agentstore.models import Entry, MessagePart, Session, Step
     from agentstore.stores import LoopStore, TreeStore
-    from agentstore.demo import tree
 
     call_command("demo_setup", stdout=StringIO())
     call_command("demo_setup", stdout=StringIO())

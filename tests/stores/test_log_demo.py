@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agentstore.demo import log as demo
 from agentstore.models import Entry, RefLog
 from agentstore.stores import LogStore
-from agentstore.demo import log as demo
 
 pytestmark = pytest.mark.django_db
 
