@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from rest_framework.test import APIClient
 
 from agentstore.models import Holder, Session
@@ -118,3 +119,29 @@ def test_form_encoded_null_header_is_400(api: APIClient) -> None:
     # Found by the schemathesis run: a form field "null" decodes to None.
     response = api.post(f"{API}/log-sessions", {"header": "null"})
     assert_error(response, 400, "validation_error")
+
+
+def test_a_ref_moved_to_someone_elses_session_does_not_say_where(
+    api: APIClient, bob_api: APIClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentstore.exceptions import RefMoved
+    from agentstore.stores import LogStore
+    from agentstore.types import RefTarget
+
+    a = new_log(api)["id"]
+    theirs = new_log(bob_api)["id"]
+    url = f"{API}/refs/shared/main"
+    assert (
+        api.put(url, {"expected": None, "next": {"session": a}}, format="json").status_code == 200
+    )
+
+    # Bob moves the ref between Alice's visibility check and her update.
+    def moved(*args: object, **kwargs: object) -> None:
+        raise RefMoved("moved", name="shared/main", current=RefTarget(session=theirs))
+
+    monkeypatch.setattr(LogStore, "update_ref", moved)
+    response = api.put(url, {"expected": {"session": a}, "next": {"session": a}}, format="json")
+
+    error = assert_error(response, 409, "ref_moved")
+    assert theirs not in response.content.decode()
+    assert error["details"].get("current") is None

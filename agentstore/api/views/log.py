@@ -33,7 +33,7 @@ from agentstore.api import log_serializers as g
 from agentstore.api.exceptions import exception_handler
 from agentstore.api.services import claim_session_owner
 from agentstore.api.views.base import AgentstoreViewSet, errors
-from agentstore.exceptions import NoRef
+from agentstore.exceptions import NoRef, RefMoved
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
 from agentstore.stores import LogStore
 from agentstore.types.log import RefTarget
@@ -186,6 +186,13 @@ class RefView(_RefBase):
             raise NoRef(f"no such session: {target.session}")
         try:
             store.update_ref(name, expected, target, values["reason"])
+        except RefMoved as exc:
+            current = exc.current
+            if current is not None and current.session not in self.visible_ids({current.session}):
+                # The ref moved to someone else's session in the meantime: say it
+                # moved, but not where.
+                raise RefMoved(f"ref {name} moved", name=name, current=None) from None
+            raise
         finally:
             store.close()
         if target is None:
