@@ -147,12 +147,20 @@ class AgentTaskRepository(SharesTasks):
         """Insert (child session,) task, agent row and event; inside a write."""
         sessions = Session.objects.using(self.using)
         if child is not None:
+            # The subagent's session belongs to whoever owns the parent session,
+            # so the API and admin show it to the same user.
+            owner_id = (
+                sessions.filter(pk=child.parent_session_id)
+                .values_list("owner_id", flat=True)
+                .first()
+            )
             sessions.create(
                 id=agent.child_session_id,
                 kind=SessionKind.TREE,
                 cwd=child.cwd,
                 name=child.name,
                 parent_session=child.parent_session_id,
+                owner_id=owner_id,
                 created_at=now,
                 updated_at=now,
             )

@@ -191,3 +191,15 @@ def test_deleting_the_child_session_removes_the_agent_row_and_keeps_the_owner(
     # owner's generic task row (decision 11), which a bare ORM delete does not.
     assert graph.agents.get(agent.task.id) is None
     assert Session.objects.filter(pk=owner).exists()
+
+
+def test_child_session_belongs_to_the_owner_sessions_user(graph: Graph, owner: str) -> None:
+    from django.contrib.auth import get_user_model
+
+    alice = get_user_model().objects.create_user("alice")
+    Session.objects.filter(pk=owner).update(owner=alice)
+    request = ChildSessionRequest(cwd="/repo/sub", parent_session_id=owner)
+
+    created = graph.agents.create_with_child_session(agent_entity(owner), request)
+
+    assert Session.objects.get(pk=created.child_session_id).owner == alice
