@@ -239,6 +239,22 @@ class ToolTaskCreateInput(serializers.Serializer[Any]):
     arguments = JSONObjectField(help_text="The call's arguments (object).")
 
 
+class AgentTaskCreateInput(serializers.Serializer[Any]):
+    owner_session_id = serializers.CharField(max_length=36, help_text="The parent session.")
+    agent_name = serializers.CharField(max_length=255)
+    prompt = serializers.CharField()
+    model = serializers.CharField(max_length=255, required=False, default="")
+    provider = serializers.CharField(max_length=255, required=False, default="")
+    depth = serializers.IntegerField(min_value=1, max_value=INT32_MAX, default=1)
+    parent_task_id = serializers.CharField(max_length=36, required=False, default="")
+    concurrency_key = serializers.CharField(max_length=255, required=False, default="")
+    policy = JSONObjectField(required=False, allow_null=True, default=None)
+    cwd = serializers.CharField(trim_whitespace=False, help_text="The child session's cwd.")
+    name = serializers.CharField(
+        max_length=500, required=False, default="", help_text="The child session's name."
+    )
+
+
 class AgentTaskSerializer(serializers.Serializer[Any]):
     task = TaskSerializer()
     child_session_id = serializers.CharField()

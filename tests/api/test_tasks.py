@@ -257,3 +257,33 @@ def test_agent_tasks_and_workflows(
     assert [x["agent_task_id"] for x in links] == [agent_id]
     assert_error(bob_api.get(f"{API}/workflows/{wf}/links"), 404, "no_session")
     assert_error(api.get(f"{API}/workflows/{agent_id}"), 404, "no_session")
+
+
+def test_starting_a_subagent_creates_its_child_session(
+    api: APIClient, bob_api: APIClient, sid: str
+) -> None:
+    body = {
+        "owner_session_id": sid,
+        "agent_name": "general",
+        "prompt": "inspect the repository",
+        "cwd": "/work/repo/sub",
+        "name": "subagent",
+        "policy": {"tools": ["read"]},
+    }
+    made = api.post(f"{API}/agent-tasks", body, format="json")
+
+    assert made.status_code == 201, made.content
+    agent = made.json()
+    assert (agent["task"]["state"], agent["task"]["kind"], agent["depth"]) == ("queued", "agent", 1)
+    assert agent["policy"] == {"tools": ["read"]}
+    child = api.get(f"{API}/sessions/{agent['child_session_id']}")
+    assert child.status_code == 200, child.content
+    assert (child.json()["parent_session"], child.json()["name"]) == (sid, "subagent")
+    assert [a["task"]["id"] for a in api.get(f"{API}/agent-tasks?session={sid}").json()] == [
+        agent["task"]["id"]
+    ]
+    # Someone else's session is not there; bad input names the field.
+    assert_error(bob_api.post(f"{API}/agent-tasks", body, format="json"), 404, "no_session")
+    bad = api.post(f"{API}/agent-tasks", {**body, "prompt": ""}, format="json")
+    assert_error(bad, 400, "validation_error")
+    assert Task.objects.filter(kind="agent").count() == 1

@@ -49,6 +49,8 @@ from agentstore.tasks import (
     WorkflowRepository,
 )
 from agentstore.types.tasks import (
+    AgentTaskEntity,
+    ChildSessionRequest,
     TaskClaim,
     TaskEntity,
     TaskEventDraft,
@@ -466,7 +468,7 @@ class ToolTaskViewSet(_TaskBound):
 
 
 class AgentTaskViewSet(_TaskBound):
-    """Subagent tasks (each runs in its own child session); read-only over HTTP."""
+    """Subagent tasks, each running in its own child session of the owner session."""
 
     serializer_class = t.AgentTaskSerializer
     pagination_class = None
@@ -482,6 +484,40 @@ class AgentTaskViewSet(_TaskBound):
         owner = self.owner_session_or_404(_session_param(request))
         found = AgentTaskRepository().list_by_owner(owner)
         return Response(t.AgentTaskSerializer(found, many=True).data)
+
+    @extend_schema(
+        summary="Start a subagent: a queued agent task and its child session, atomically",
+        request=t.AgentTaskCreateInput,
+        responses={201: t.AgentTaskSerializer, **errors(400, 404)},
+        tags=["agent tasks"],
+    )
+    def create(self, request: Request) -> Response:
+        data = t.AgentTaskCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        owner = self.owner_session_or_404(v["owner_session_id"])
+        if v["parent_task_id"] and visible_task(request.user, v["parent_task_id"]) is None:
+            raise NoSession(f"no such task: {v['parent_task_id']}")
+        # The child session inherits the owner session's user (the store does it),
+        # so the caller sees the subagent's session too.
+        created = AgentTaskRepository().create_with_child_session(
+            AgentTaskEntity(
+                task=TaskEntity(
+                    kind="agent",
+                    owner_session_id=owner,
+                    parent_task_id=v["parent_task_id"],
+                    concurrency_key=v["concurrency_key"],
+                ),
+                agent_name=v["agent_name"],
+                prompt=v["prompt"],
+                model=v["model"],
+                provider=v["provider"],
+                depth=v["depth"],
+                policy_json=t.compact(v["policy"]),
+            ),
+            ChildSessionRequest(cwd=v["cwd"], name=v["name"], parent_session_id=owner),
+        )
+        return Response(t.AgentTaskSerializer(created).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Read an agent task",
