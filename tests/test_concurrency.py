@@ -11,19 +11,15 @@ the row count and inserts count + 1 under a unique key).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import threading
-from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
 
 from agentstore.db import atomic_write
 from agentstore.models import Document
-from tests.conftest import REPO_ROOT
+from tests.processes import run_together
 
 PROCESSES = 8
 WRITES = 500
@@ -31,44 +27,25 @@ WRITES = 500
 
 def run_writers(
     database_url: str, *, processes: int, writes: int, mode: str, strategy: str = "helper"
-) -> list[dict[str, object]]:
-    env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "project.settings"}
-    with tempfile.TemporaryDirectory() as tmp:
-        start_file = Path(tmp) / "go"
-        procs = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tests.workers.writer",
-                    "--worker",
-                    str(n),
-                    "--writes",
-                    str(writes),
-                    "--mode",
-                    mode,
-                    "--strategy",
-                    strategy,
-                    "--start-file",
-                    str(start_file),
-                ],
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+) -> list[dict[str, Any]]:
+    return run_together(
+        database_url,
+        [
+            [
+                "-m",
+                "tests.workers.writer",
+                "--worker",
+                str(n),
+                "--writes",
+                str(writes),
+                "--mode",
+                mode,
+                "--strategy",
+                strategy,
+            ]
             for n in range(processes)
-        ]
-        # Let every worker finish django.setup() and connect, then start them together.
-        threading.Event().wait(1.5)
-        start_file.touch()
-        results = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=300)
-            assert proc.returncode == 0, err
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+        ],
+    )
 
 
 @pytest.mark.slow

@@ -320,22 +320,27 @@ class TaskEventAdmin(ReadOnlyAdmin):
         return clip(obj.payload_json, 80)
 
 
-@admin.register(AgentTask)
-class AgentTaskAdmin(ReadOnlyAdmin):
-    list_display = ("task_link", "agent_name", "state", "child", "model", "depth", "prompt_preview")
+class _TaskDetailsAdmin(ReadOnlyAdmin):
+    """Shared columns of the admins of a task's detail rows (agent, tool, workflow)."""
+
     list_select_related = ("task",)
     list_filter = ("task__state",)
-    search_fields = ("=task__id", "=child_session__id", "^agent_name")
-    raw_id_fields = ("task", "child_session")
     ordering = ("-task__updated_at", "-task__id")
 
     @admin.display(description=_("task"))
-    def task_link(self, obj: AgentTask) -> str:
+    def task_link(self, obj: Any) -> str:
         return _task_link(obj.task_id)
 
     @admin.display(description=_("state"), ordering="task__state")
-    def state(self, obj: AgentTask) -> str:
-        return obj.task.state
+    def state(self, obj: Any) -> str:
+        return str(obj.task.state)
+
+
+@admin.register(AgentTask)
+class AgentTaskAdmin(_TaskDetailsAdmin):
+    list_display = ("task_link", "agent_name", "state", "child", "model", "depth", "prompt_preview")
+    search_fields = ("=task__id", "=child_session__id", "^agent_name")
+    raw_id_fields = ("task", "child_session")
 
     @admin.display(description=_("child session"))
     def child(self, obj: AgentTask) -> str:
@@ -347,21 +352,10 @@ class AgentTaskAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ToolTask)
-class ToolTaskAdmin(ReadOnlyAdmin):
+class ToolTaskAdmin(_TaskDetailsAdmin):
     list_display = ("task_link", "target_name", "state", "invocation_id", "owner", "outcome")
-    list_select_related = ("task",)
-    list_filter = ("task__state",)
     search_fields = ("=task__id", "=owner_session__id", "=invocation_id")
     raw_id_fields = ("task", "owner_session")
-    ordering = ("-task__updated_at", "-task__id")
-
-    @admin.display(description=_("task"))
-    def task_link(self, obj: ToolTask) -> str:
-        return _task_link(obj.task_id)
-
-    @admin.display(description=_("state"), ordering="task__state")
-    def state(self, obj: ToolTask) -> str:
-        return obj.task.state
 
     @admin.display(description=_("owner session"))
     def owner(self, obj: ToolTask) -> str:
@@ -373,22 +367,11 @@ class ToolTaskAdmin(ReadOnlyAdmin):
 
 
 @admin.register(WorkflowRun)
-class WorkflowRunAdmin(ReadOnlyAdmin):
+class WorkflowRunAdmin(_TaskDetailsAdmin):
     change_form_template = "admin/agentstore/workflowrun/change_form.html"
     list_display = ("task_link", "name", "state", "source_hash", "source_version")
-    list_select_related = ("task",)
-    list_filter = ("task__state",)
     search_fields = ("=task__id", "^name", "=source_hash")
     raw_id_fields = ("task",)
-    ordering = ("-task__updated_at", "-task__id")
-
-    @admin.display(description=_("task"))
-    def task_link(self, obj: WorkflowRun) -> str:
-        return _task_link(obj.task_id)
-
-    @admin.display(description=_("state"), ordering="task__state")
-    def state(self, obj: WorkflowRun) -> str:
-        return obj.task.state
 
     def change_view(
         self,

@@ -10,57 +10,27 @@ against PostgreSQL when the suite does.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
-import threading
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentstore.models import Session
 from agentstore.stores import LoopStore
-from tests.conftest import REPO_ROOT
+from tests.processes import run_together
 
 PROCESSES = 6
 STEPS = 12
 
 
-def run_appenders(database_url: str, *, processes: int, steps: int) -> list[dict[str, object]]:
-    env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "project.settings"}
-    with tempfile.TemporaryDirectory() as tmp:
-        start_file = Path(tmp) / "go"
-        procs = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tests.workers.loop_append",
-                    "--worker",
-                    str(n),
-                    "--steps",
-                    str(steps),
-                    "--start-file",
-                    str(start_file),
-                ],
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+def run_appenders(database_url: str, *, processes: int, steps: int) -> list[dict[str, Any]]:
+    return run_together(
+        database_url,
+        [
+            ["-m", "tests.workers.loop_append", "--worker", str(n), "--steps", str(steps)]
             for n in range(processes)
-        ]
-        # Let every worker finish django.setup() and connect, then start them together.
-        threading.Event().wait(1.5)
-        start_file.touch()
-        results = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+        ],
+        timeout=120,
+    )
 
 
 def assert_every_session_complete(results: list[dict[str, object]]) -> None:

@@ -7,16 +7,9 @@ one parent get exactly one winner, and the same with 8 OS processes on one file.
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
-import subprocess
-import sys
-import tempfile
 import threading
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +20,7 @@ from agentstore.db import read_snapshot
 from agentstore.models import Entry
 from agentstore.stores.tree import TreeStore
 from agentstore.types.tree import AppendCompactionInput, MessageEntity
-from tests.conftest import REPO_ROOT
+from tests.processes import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -166,35 +159,9 @@ def test_a_writer_waits_for_an_external_lock_then_succeeds() -> None:
 
 
 def run_workers(url: str, commands: list[list[str]]) -> list[dict[str, Any]]:
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "project.settings"}
-    with tempfile.TemporaryDirectory() as tmp:
-        start = Path(tmp) / "go"
-        procs = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tests.workers.tree_worker",
-                    *command,
-                    "--start-file",
-                    str(start),
-                ],
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for command in commands
-        ]
-        time.sleep(1.5)
-        start.touch()
-        results = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+    return run_together(
+        url, [["-m", "tests.workers.tree_worker", *command] for command in commands], timeout=120
+    )
 
 
 @pytest.mark.slow
