@@ -260,25 +260,8 @@ class LogStore(StoreBase):
 
             def tx() -> None:
                 dead.clear()
-                try:
-                    SessionRow.objects.using(self.using).create(
-                        id=sid,
-                        kind=LOG,
-                        header=session.header_line,
-                        created_at=created_at,
-                        updated_at=now,
-                        cwd=cwd if isinstance(cwd, str) else "",
-                        parent_session=parent,
-                        name=session.name()[:_MAX_NAME],
-                        superseded_by=session.superseded_by()[:_MAX_ID],
-                        incarnation=new_token(),
-                    )
-                except IntegrityError as exc:
-                    if is_unique_violation(exc):
-                        raise exceptions.SessionExists(f"session exists: {sid}") from exc
-                    raise
                 with connections[self.using].cursor() as cursor:
-                    insert_entries(cursor, sid, 1, session.entries, now)
+                    self._insert_session(cursor, session, created_at, now, cwd, parent)
                     taken = log_holds.claim(
                         cursor, sid, pid=self.pid, host=self.host, token=self.token, now=now
                     )
@@ -758,28 +741,46 @@ class LogStore(StoreBase):
         cwd = session.header.get("cwd")
 
         def tx() -> None:
-            try:
-                SessionRow.objects.using(self.using).create(
-                    id=sid,
-                    kind=LOG,
-                    header=session.header_line,
-                    created_at=created_at,
-                    updated_at=now,
-                    cwd=cwd if isinstance(cwd, str) else "",
-                    parent_session=str(session.header.get("parent_session") or "")[:_MAX_ID],
-                    name=session.name()[:_MAX_NAME],
-                    superseded_by=session.superseded_by()[:_MAX_ID],
-                    incarnation=new_token(),
-                )
-            except IntegrityError as exc:
-                if is_unique_violation(exc):
-                    raise exceptions.SessionExists(f"session exists: {sid}") from exc
-                raise
+            parent = str(session.header.get("parent_session") or "")[:_MAX_ID]
             with connections[self.using].cursor() as cursor:
-                insert_entries(cursor, sid, 1, session.entries, now)
+                self._insert_session(cursor, session, created_at, now, cwd, parent)
 
         self.write(tx)
         return session
+
+    def _insert_session(
+        self,
+        cursor: Any,
+        session: Session,
+        created_at: datetime,
+        now: datetime,
+        cwd: Any,
+        parent: str,
+    ) -> None:
+        """Insert a log session's row and its entry rows (seq 1..n); inside a write.
+
+        A UNIQUE failure on the id is ``SessionExists`` (another store created it
+        first); the entries of a fork's prefix are inserted too.
+        """
+        sid = session.id
+        try:
+            SessionRow.objects.using(self.using).create(
+                id=sid,
+                kind=LOG,
+                header=session.header_line,
+                created_at=created_at,
+                updated_at=now,
+                cwd=cwd if isinstance(cwd, str) else "",
+                parent_session=parent,
+                name=session.name()[:_MAX_NAME],
+                superseded_by=session.superseded_by()[:_MAX_ID],
+                incarnation=new_token(),
+            )
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                raise exceptions.SessionExists(f"session exists: {sid}") from exc
+            raise
+        insert_entries(cursor, sid, 1, session.entries, now)
 
     # -- refs -------------------------------------------------------------------
 
