@@ -32,6 +32,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    # Swagger UI's JavaScript and CSS served from this site, so the UI works offline.
+    "drf_spectacular_sidecar",
     "agentstore",
     "project",
 ]
@@ -110,6 +112,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "TaskStateEnum": "agentstore.api.task_serializers.STATE_CHOICES",
         "TerminalTaskStateEnum": "agentstore.api.task_serializers.TERMINAL_CHOICES",

@@ -7,6 +7,11 @@ from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+# The demo's admin names the product, not "Django administration".
+admin.site.site_header = "agentstore"
+admin.site.site_title = "agentstore"
+admin.site.index_title = "Inspect agent sessions, holds, refs and tasks"
+
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("admin/", admin.site.urls),

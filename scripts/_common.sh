@@ -8,20 +8,34 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 # ensure_venv DIR PYTHON [EXTRA_REQUIREMENT...]
 # Create DIR with PYTHON if missing and install agentstore (editable) with the
 # postgres extra and the test and lint groups, plus any extra requirements.
-# Reinstalls only when pyproject.toml or the requirements changed.
+# AGENTSTORE_VENV_PROFILE=demo installs only what the demo needs (the app and
+# the demo group); a later full install adds the rest to the same venv.
+# Reinstalls only when pyproject.toml, the profile or the requirements changed.
 ensure_venv() {
   local dir=$1 python=$2
   shift 2
+  local profile=${AGENTSTORE_VENV_PROFILE:-full}
   local stamp
-  stamp=$( (cat pyproject.toml; printf '%s\n' "$python" "$@") | sha256sum | cut -c1-16)
+  stamp=$( (cat pyproject.toml; printf '%s\n' "$python" "$profile" "$@") | sha256sum | cut -c1-16)
+  # A full venv already has everything the demo needs.
+  if [[ "$profile" == demo && -f "$dir/.agentstore-full" && -x "$dir/bin/python" ]] \
+    && [[ "$(cat "$dir/.agentstore-full")" == "$(sha256sum < pyproject.toml | cut -c1-16)" ]]; then
+    return 0
+  fi
   if [[ -x "$dir/bin/python" && -f "$dir/.agentstore-stamp" && "$(cat "$dir/.agentstore-stamp")" == "$stamp" ]]; then
     return 0
   fi
   step "installing into $dir ($("$python" --version 2>&1))"
   [[ -x "$dir/bin/python" ]] || "$python" -m venv "$dir"
   "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25.1"
-  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -e ".[postgres]" --group test --group lint "$@"
+  if [[ "$profile" == demo ]]; then
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+      -e ".[postgres]" --group demo "$@"
+  else
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+      -e ".[postgres]" --group test --group lint --group demo "$@"
+    (sha256sum < pyproject.toml | cut -c1-16) > "$dir/.agentstore-full"
+  fi
   echo "$stamp" > "$dir/.agentstore-stamp"
 }
 

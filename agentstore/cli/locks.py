@@ -18,17 +18,22 @@ from agentstore.cli import Context, Subcommand, fail, stamp, table
 __all__ = ["COMMANDS"]
 
 
-def _alive(pid: int, host: str) -> str:
-    """``yes``/``no`` for holders on this host, ``?`` for other hosts."""
+def _alive(pid: int, host: str) -> bool | None:
+    """Whether a holder on this host is alive; ``None`` (unknown) for other hosts."""
     if host != socket.gethostname():
-        return "?"
+        return None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return "no"
+        return False
     except PermissionError:
-        return "yes"
-    return "yes"
+        # The process exists but belongs to another user: alive.
+        return True
+    return True
+
+
+def _alive_text(alive: bool | None) -> str:
+    return "?" if alive is None else ("yes" if alive else "no")
 
 
 def _locks_arguments(parser: Any) -> None:
@@ -69,7 +74,7 @@ def _locks(name: str, ctx: Context) -> None:
                 r["host"],
                 stamp(r["since"]),
                 stamp(r["heartbeat"]),
-                r["alive"],
+                _alive_text(r["alive"]),
             ]
             for r in rows
         ],

@@ -82,6 +82,8 @@ def _export(name: str, ctx: Context) -> None:
 
 def import_text(text: str, *, owner: Any = None) -> tuple[str, int, list[tuple[int, str]]]:
     """Import one file's text; returns (session id, entries, skipped lines)."""
+    if not text.strip():
+        raise fail("the file is empty: not a session file")
     first = text.split("\n", 1)[0]
     try:
         header = json.loads(first)

@@ -41,7 +41,12 @@ def test_schema_and_swagger_ui_are_served(client: Any, db: None) -> None:
     schema = client.get(f"{API}/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert schema.status_code == 200
     assert "/api/v1/sessions" in schema.json()["paths"]
-    assert client.get(f"{API}/schema/swagger-ui/").status_code == 200
+    page = client.get(f"{API}/schema/swagger-ui/")
+    assert page.status_code == 200
+    # Served from this site (drf-spectacular-sidecar), so the UI works offline.
+    body = page.content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in body
+    assert "cdn.jsdelivr.net" not in body and "unpkg.com" not in body
 
 
 @pytest.fixture

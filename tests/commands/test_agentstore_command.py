@@ -212,7 +212,7 @@ def test_locks_and_break_lock() -> None:
     out, _ = run("locks")
     assert sid in out and str(os.getpid()) in out
     row = json.loads(run("locks", "--json")[0])
-    assert (row["session"], row["kind"], row["alive"]) == (sid, "tree", "yes")
+    assert (row["session"], row["kind"], row["alive"]) == (sid, "tree", True)
 
     _, err = run("break-lock", sid)
     assert f"pid {os.getpid()}" in err
@@ -272,6 +272,30 @@ def test_import_reports_failures_per_file(tmp_path: Path) -> None:
         )
     assert "already exists" in err.getvalue()
     fails("import", str(PI / "v2.jsonl"), "--owner", "nobody", code=2)
+
+
+def test_import_of_an_empty_file_says_it_is_empty(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(CommandError):
+        call_command(
+            "agentstore", "import", str(empty), stdout=StringIO(), stderr=(err := StringIO())
+        )
+    assert "empty.jsonl: the file is empty" in err.getvalue()
+    assert not Session.objects.exists()
+
+
+def test_version_names_agentstore_not_django() -> None:
+    from agentstore import __version__
+
+    out = subprocess.run(
+        [sys.executable, "manage.py", "agentstore", "--version"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == __version__
 
 
 def test_export_usage_errors() -> None:

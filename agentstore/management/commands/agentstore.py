@@ -33,6 +33,12 @@ class _Parser(CommandParser):
 class Command(BaseCommand):
     help = "Inspect and maintain agentstore data: sessions, holds, refs, tasks, files."
 
+    def get_version(self) -> str:
+        # ``--version`` names agentstore's version, not Django's (what a bug report needs).
+        from agentstore import __version__
+
+        return __version__
+
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         # Django builds a CommandParser; ours differs only in its usage errors.
