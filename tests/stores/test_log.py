@@ -444,6 +444,29 @@ def test_follow_branch_then_head(h: Harness) -> None:
     assert head.kind == "head" and head.leaf == got[0] and head.cursor
 
 
+def test_follow_side_branch_keeps_the_live_leaf(h: Harness) -> None:
+    # A line hung off a side branch moves neither the writer's leaf nor a live
+    # follower's; only a follower that starts (or resets) from the stored lines
+    # takes the read rule, which lands on the last line.
+    store = h.new(follow_interval=0.01)
+    sid, got = seeded(store, 2)
+    it = changes(store, sid)
+    next(it)
+    side = store.append(sid, user("side", parent=got[0]))
+    c = next(it)
+    assert c.kind == "appended" and c.entry_id == side
+    assert store.open(sid).leaf == got[-1]
+    assert c.leaf == got[-1] and c.session.leaf == got[-1]  # type: ignore[union-attr]
+    on = store.append(sid, user("on"))
+    c = next(it)
+    assert c.entry.parent == got[-1] and c.leaf == on  # type: ignore[union-attr]
+    it.close()
+    fresh = next(changes(store, sid))
+    assert fresh.kind == "snapshot" and fresh.leaf == on
+    store.append(sid, user("side 2", parent=side))
+    assert next(changes(store, sid)).leaf != on  # the read rule: the last line
+
+
 def test_follow_second_and_read_only_store(h: Harness) -> None:
     writer = h.new()
     sid, got = seeded(writer, 1)
