@@ -79,6 +79,7 @@ class PathSource(Protocol):
 
     def entry(self, entry_id: str) -> Entry | None: ...
 
+
 #: Instruction parts are joined with a blank line.
 PART_SEPARATOR = "\n\n"
 
@@ -426,7 +427,7 @@ def _canonical_reasoning(value: Any) -> Any:
 
 
 def _canonical_text(value: Any) -> Any:
-    """``{format[, verbosity]}``, the format defaulting to ``{"type": "text"}``; ``None`` if unset."""
+    """``{format[, verbosity]}``, format defaulting to ``{"type": "text"}``; ``None`` if unset."""
     if not isinstance(value, dict):
         return value or None
     fmt, verbosity = value.get("format"), value.get("verbosity")
@@ -580,9 +581,7 @@ def verify_response(session: PathSource, entry_id: str) -> None:
     assert e is not None  # request_context raised NoEntry otherwise
     recorded = e.data.get("request_hash")
     if not recorded:
-        raise exceptions.NoHash(
-            f"response {entry_id} recorded no request_hash", field=entry_id
-        )
+        raise exceptions.NoHash(f"response {entry_id} recorded no request_hash", field=entry_id)
     got = ctx.request_hash()
     if got != recorded:
         raise exceptions.HashMismatch(
