@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -692,6 +693,27 @@ def test_export_import_round_trip(h: Harness) -> None:
         store.open("bad")
     store.append("copy", user("more"))  # the imported session is an ordinary one
     assert store.lock_holder("copy") is not None
+
+
+def test_import_refuses_an_unresolved_migration(h: Harness) -> None:
+    legacy = Path(__file__).resolve().parent.parent / "data" / "agentsession" / "sessions" / "v0.4"
+    store = h.new()
+    with pytest.raises(exceptions.UnresolvedMigration):
+        store.import_jsonl((legacy / "extensions.jsonl").read_text(encoding="utf-8"))
+    assert list(store.list()) == []
+    # A legacy file the migration fully rewrites is stored as migrated.
+    imported = store.import_jsonl((legacy / "basic.jsonl").read_text(encoding="utf-8"))
+    assert store.export_jsonl(imported.id) == dumps(imported)
+
+
+def test_label_without_target_is_stored(h: Harness) -> None:
+    store = h.new()
+    s = store.create({})
+    store.append(s.id, user("a"))
+    label = store.append(s.id, {"type": "label", "label": "note"})
+    assert store.read(s.id).entry(label).data.get("target") is None  # type: ignore[union-attr]
+    with pytest.raises(exceptions.NoEntry):
+        store.append(s.id, {"type": "label", "label": "x", "target": "sha256:" + "0" * 64})
 
 
 # -- Kinds and read-only -----------------------------------------------------------
