@@ -414,3 +414,30 @@ def test_canonical_tool_shapes():
 def test_fixture_request_hashes_still_verify_with_canonical_tools():
     for name in ("basic", "runs", "omit", "handback", "parts", "queued"):
         agentsession.loads(read(name)).verify()
+
+
+# -- the durable leaf mark: what clears it ------------------------------------------
+
+
+def test_only_a_null_label_on_the_marked_entry_clears_the_mark():
+    s = ticking()
+    a = s.append(user("a")).id
+    b = s.append(user("b")).id
+    s.append(user("c"))
+
+    def label(target: str, value: str | None) -> str:
+        # Hung from a, off b's subtree, so no line extends the marked branch.
+        return s.append({"type": "label", "target": target, "label": value, "parent": a}).id
+
+    label(a, "leaf")
+    label(b, "leaf")
+    # A bookmark on the marked entry keeps the mark; a read resumes at b.
+    label(b, "bookmark")
+    assert agentsession.loads(agentsession.dumps(s)).leaf == b
+    # Clearing a, which is no longer marked, changes nothing either.
+    label(a, None)
+    assert agentsession.loads(agentsession.dumps(s)).leaf == b
+    # A null label on b clears the mark, and no earlier mark comes back: the
+    # leaf is the last line's.
+    cleared = label(b, None)
+    assert agentsession.loads(agentsession.dumps(s)).leaf == cleared

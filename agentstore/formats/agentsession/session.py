@@ -446,18 +446,22 @@ class Session:
         """The leaf the resume (read) rule gives for the entries as stored."""
         if not self._entries:
             return self.base
-        in_force: dict[str, tuple[Any, int]] = {}
+        # The mark in force: the last leaf label naming a target the leaf may
+        # rest on; a null label on the *marked* target clears it. Another
+        # label value on it (a bookmark) leaves the mark alone, as does a
+        # null label on some other entry — the reference's reading.
+        target, label_at = "", -1
         for i, e in enumerate(self._entries):
-            if e.type == "label" and isinstance(e.data.get("target"), str):
-                in_force[e.data["target"]] = (e.data.get("label"), i)
-        marked = [
-            (i, target)
-            for target, (value, i) in in_force.items()
-            if value == "leaf" and self._leaf_target_allowed(target)
-        ]
-        if not marked:
+            if e.type != "label":
+                continue
+            named = e.data.get("target")
+            value = e.data.get("label")
+            if value == "leaf" and self._leaf_target_allowed(named):
+                target, label_at = str(named), i
+            elif value is None and target and named == target:
+                target, label_at = "", -1
+        if not target:
             return self._settle(self._entries[-1].id)
-        label_at, target = max(marked)
         descendants = {target}
         newest = target
         for i in range(self._index[target] + 1, len(self._entries)):
