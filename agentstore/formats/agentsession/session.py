@@ -195,11 +195,12 @@ class Session:
         header_line = header_line.rstrip("\r\n")
         header = validate_header(canonical.parse(header_line))
         # (line number, text) of the non-blank lines; the header is line 1.
-        raw = [
-            (number, text)
-            for number, text in enumerate((line.rstrip("\r\n") for line in lines), start=2)
-            if text.strip()
-        ]
+        # isspace() stops at the first other character: no copy per line.
+        raw: list[tuple[int, str]] = []
+        for number, line in enumerate(lines, start=2):
+            text = line.rstrip("\r\n")
+            if text and not text.isspace():
+                raw.append((number, text))
         objects: list[tuple[dict[str, Any], str, int]] = []
         truncated, truncated_at = "", 0
         for index, (number, line) in enumerate(raw):
