@@ -441,3 +441,40 @@ def test_only_a_null_label_on_the_marked_entry_clears_the_mark():
     # leaf is the last line's.
     cleared = label(b, None)
     assert agentsession.loads(agentsession.dumps(s)).leaf == cleared
+
+
+# -- the package's import graph ----------------------------------------------------
+
+
+def test_the_format_modules_import_one_another_without_a_cycle():
+    import ast
+
+    package = Path(agentsession.__file__).resolve().parent
+    prefix = "agentstore.formats.agentsession"
+    graph: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        if path.stem == "__init__":
+            continue
+        deps: set[str] = set()
+        # Every import, function-level ones included.
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("django"), path.name
+                if node.module.startswith(prefix + "."):
+                    deps.add(node.module.rsplit(".", 1)[1])
+                elif node.module == prefix:
+                    deps.update(alias.name for alias in node.names)
+        graph[path.stem] = deps - {path.stem}
+    assert {"legacy", "context_hash", "compaction"} <= set(graph)
+    done: set[str] = set()
+    for start in graph:
+        # Iterative depth-first search for a path back to ``start``.
+        stack, seen = list(graph[start]), set()
+        while stack:
+            node = stack.pop()
+            assert node != start, f"import cycle through {start}"
+            if node in seen or node in done:
+                continue
+            seen.add(node)
+            stack.extend(graph.get(node, ()))
+        done.add(start)
