@@ -478,3 +478,15 @@ def test_the_format_modules_import_one_another_without_a_cycle():
             seen.add(node)
             stack.extend(graph.get(node, ()))
         done.add(start)
+
+
+def test_blank_lines_before_the_header_are_skipped_too():
+    text = read("basic")
+    session = agentsession.loads("\n\r\n" + text)
+    assert session.lines == agentsession.loads(text).lines
+    header, first, *rest = text.splitlines()
+    with pytest.raises(exceptions.ValidationError) as caught:
+        agentsession.loads("\n".join(["", header, first, "{cut", *rest]))
+    assert caught.value.field == "line 4"
+    with pytest.raises(exceptions.ValidationError):
+        agentsession.loads("\n \n")

@@ -30,9 +30,13 @@ def loads(text: str | bytes, *, tolerate_truncated: bool = True) -> Session:
         except UnicodeDecodeError as exc:
             raise exceptions.ValidationError("file is not valid UTF-8", field="file") from exc
     lines = text.split("\n")
-    if not lines or not lines[0].strip():
+    # Blank lines are skipped wherever they are, before the header too.
+    at = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if at is None:
         raise exceptions.ValidationError("file has no header line", field="header")
-    return Session.from_lines(lines[0], lines[1:], tolerate_truncated=tolerate_truncated)
+    return Session.from_lines(
+        lines[at], lines[at + 1 :], tolerate_truncated=tolerate_truncated, first_number=at + 2
+    )
 
 
 def dumps(session: Session) -> str:

@@ -177,6 +177,7 @@ class Session:
         lines: Iterable[str],
         *,
         tolerate_truncated: bool = True,
+        first_number: int = 2,
     ) -> Session:
         """Read a session from its header line and entry lines, in file order.
 
@@ -187,7 +188,8 @@ class Session:
         line that does not parse is dropped and kept in :attr:`truncated` (its
         line number in :attr:`truncated_at`) when ``tolerate_truncated``; blank
         lines are skipped, and line numbers in errors count them, as an editor
-        does. An entry body carrying the reserved ``content`` member is refused
+        does (``first_number`` is the number of the first of ``lines``). An
+        entry body carrying the reserved ``content`` member is refused
         (``ReservedMember``): it would sit outside the id's hash. Pre-0.5 files
         are migrated in memory (see :mod:`.legacy`). The leaf is the resume
         rule's.
@@ -197,7 +199,7 @@ class Session:
         # (line number, text) of the non-blank lines; the header is line 1.
         # isspace() stops at the first other character: no copy per line.
         raw: list[tuple[int, str]] = []
-        for number, line in enumerate(lines, start=2):
+        for number, line in enumerate(lines, start=first_number):
             text = line.rstrip("\r\n")
             if text and not text.isspace():
                 raw.append((number, text))
@@ -773,7 +775,7 @@ class Session:
         if not isinstance(obj, dict):
             raise exceptions.ValidationError("an entry must be a JSON object", field="line")
         before, leaf = len(self._entries), self._leaf
-        self._load_more([(obj, line.rstrip("\r\n"))])
+        self._load_more([(obj, line.rstrip("\r\n"))], resume=not live)
         if len(self._entries) == before:
             held = self.entry(str(obj.get("id")))
             assert held is not None
@@ -791,7 +793,7 @@ class Session:
                 self._leaf = leaf
         return added
 
-    def _load_more(self, objects: list[tuple[dict[str, Any], str]]) -> None:
+    def _load_more(self, objects: list[tuple[dict[str, Any], str]], *, resume: bool = True) -> None:
         # _load keeps prefix bookkeeping only while the base is not yet held,
         # so continuing a load is the same loop.
         base = self.base
@@ -814,7 +816,10 @@ class Session:
             if base:
                 self._check_base_rule(parent, "entry")
             self._add(Entry.from_object(obj, line))
-        self._leaf = self.resume_leaf()
+        if resume:
+            # A pass over the whole session: the live rule (extend_line's
+            # caller) sets the leaf from the one line instead.
+            self._leaf = self.resume_leaf()
 
     # -- forks ----------------------------------------------------------------
 
