@@ -238,6 +238,21 @@ def test_checkpoint_leaves_out_unresolved_parts():
     assert settings["instructions_parts"]  # the input is not changed
     resolved = {"instructions": "x", "instructions_parts": [{"id": "a", "text": "x"}]}
     assert agentsession.checkpoint(resolved) == resolved
+    # Tools, reasoning and text are written in their typed shapes, so the
+    # checkpoint replays to the request that was hashed.
+    loose = {
+        "tools": [{"type": "function", "name": "f", "acme:x": 1}],
+        "reasoning": {"effort": "low"},
+        "text": {},
+    }
+    assert agentsession.checkpoint(loose) == {
+        "tools": [{"type": "function", "name": "f", "description": "", "parameters": None}],
+        "reasoning": {"effort": "low", "summary": None},
+    }
+    assert agentsession.canonical_settings(loose) == agentsession.checkpoint(loose)
+    request = agentsession.canonical_request(loose, [])
+    replayed = agentsession.canonical_request(agentsession.checkpoint(loose), [])
+    assert request == replayed
 
 
 def test_summarise_branch_rebuilds_the_fixture_summary():

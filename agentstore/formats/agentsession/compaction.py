@@ -24,7 +24,8 @@ apply.
 except that instruction parts the path could not resolve (a part still named by
 ``hash`` alone) are left out, so the ``instructions`` string — the one the
 request was built from — stands alone and a later hash resolves against what the
-checkpoint holds.
+checkpoint holds. Tools, ``reasoning`` and ``text`` are written in their typed
+shapes (:func:`.context.canonical_settings`).
 """
 
 from __future__ import annotations
@@ -33,15 +34,20 @@ import copy
 from typing import Any
 
 from agentstore import exceptions
-from agentstore.formats.agentsession.context import Context
+from agentstore.formats.agentsession.context import Context, canonical_settings
 from agentstore.formats.agentsession.session import Session
 
 __all__ = ["checkpoint", "compact", "compact_from", "compact_keeping", "summarise_branch"]
 
 
 def checkpoint(settings: dict[str, Any]) -> dict[str, Any]:
-    """The ``config`` checkpoint for ``settings`` (a copy; see the module docstring)."""
-    out = copy.deepcopy(settings)
+    """The ``config`` checkpoint for ``settings`` (a copy; see the module docstring).
+
+    Tools, ``reasoning`` and ``text`` take their typed shapes
+    (:func:`.context.canonical_settings`), as the reference writes its typed
+    settings, so the checkpoint replays to the request that was hashed.
+    """
+    out = canonical_settings(settings)
     parts = out.get("instructions_parts")
     if isinstance(parts, list) and any(isinstance(p, dict) and "hash" in p for p in parts):
         del out["instructions_parts"]

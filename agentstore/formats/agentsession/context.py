@@ -58,6 +58,7 @@ __all__ = [
     "apply_config",
     "build_context",
     "canonical_request",
+    "canonical_settings",
     "canonical_tool",
     "clear_extra",
     "context_at",
@@ -439,32 +440,44 @@ def _canonical_text(value: Any) -> Any:
     return out
 
 
+def canonical_settings(settings: Settings) -> Settings:
+    """``settings`` with ``tools``, ``reasoning`` and ``text`` in their typed shapes.
+
+    ``tools`` go through :func:`canonical_tool`; ``reasoning`` is ``{effort,
+    summary}`` with ``null`` for an unset one and ``text`` is ``{format,
+    verbosity}`` with the format defaulting to ``{"type": "text"}`` — the shapes
+    the reference serialises its typed settings in — and either is left out
+    when unset. Everything else is kept. A copy; ``settings`` is unchanged.
+    """
+    out = copy.deepcopy(settings)
+    for name, shape in (("reasoning", _canonical_reasoning), ("text", _canonical_text)):
+        if name in out:
+            value = shape(out[name])
+            if value is None:
+                del out[name]
+            else:
+                out[name] = value
+    if out.get("tools"):
+        out["tools"] = [canonical_tool(t) for t in out["tools"]]
+    return out
+
+
 def canonical_request(settings: Settings, items: list[Any]) -> dict[str, Any]:
     """The canonical request the request hash is taken over.
 
     ``{model, instructions, reasoning, text, tools, input, store: false}`` with
     every ``extra`` member flattened in (a named member wins over an ``extra``
-    of the same name). Empty members are left out. ``tools`` go through
-    :func:`canonical_tool`; ``reasoning`` is ``{effort, summary}`` with
-    ``null`` for an unset one and ``text`` is ``{format, verbosity}`` with the
-    format defaulting to ``{"type": "text"}`` — the typed shapes the reference
-    serialises, so the same settings hash alike in both.
+    of the same name), the settings taken through :func:`canonical_settings`,
+    so the same settings hash alike here and in the reference. Empty members
+    are left out.
     """
+    typed = canonical_settings(settings)
     request: dict[str, Any] = {}
-    for extra_key, value in (settings.get("extra") or {}).items():
+    for extra_key, value in (typed.get("extra") or {}).items():
         request[extra_key] = value
-    if settings.get("model"):
-        request["model"] = settings["model"]
-    if settings.get("instructions"):
-        request["instructions"] = settings["instructions"]
-    reasoning = _canonical_reasoning(settings.get("reasoning"))
-    if reasoning is not None:
-        request["reasoning"] = reasoning
-    text = _canonical_text(settings.get("text"))
-    if text is not None:
-        request["text"] = text
-    if settings.get("tools"):
-        request["tools"] = [canonical_tool(t) for t in settings["tools"]]
+    for name in ("model", "instructions", "reasoning", "text", "tools"):
+        if typed.get(name):
+            request[name] = typed[name]
     request["input"] = items
     request["store"] = False
     return request
