@@ -505,3 +505,42 @@ def test_blank_lines_before_the_header_are_skipped_too():
     assert caught.value.field == "line 4"
     with pytest.raises(exceptions.ValidationError):
         agentsession.loads("\n \n")
+
+
+def test_legacy_reference_members_are_rewritten_per_type():
+    header = {
+        "type": "session",
+        "format": "agentsession/0.4",
+        "id": "legacy-1",
+        "created_at": "2026-09-17T12:00:00Z",
+        "payload": "openresponses/2026-04-24",
+    }
+    q = {
+        "type": "queued",
+        "id": "q1",
+        "parent": None,
+        "ts": "2026-09-17T12:00:00Z",
+        "kind": "steer",
+    }
+    item = {
+        **user("hi"),
+        "id": "i1",
+        "parent": "q1",
+        "ts": "2026-09-17T12:00:01Z",
+        "queued_from": "q1",
+    }
+    label = {"type": "label", "id": "l1", "parent": "i1", "ts": "2026-09-17T12:00:02Z"}
+    lines = [header, q, item, {**label, "target": "i1", "label": "keep"}]
+    session = agentsession.loads("\n".join(canonical.dumps(x).decode() for x in lines) + "\n")
+    by_legacy = {e.legacy_id: e for e in session}
+    assert by_legacy["i1"].data["queued_from"] == by_legacy["q1"].id
+    assert by_legacy["l1"].data["target"] == by_legacy["i1"].id
+    assert session.unresolved == [] and agentsession.dumps(session)
+    # A reference naming no earlier entry cannot be rewritten: it reads, but
+    # is not written back.
+    dangling = [header, q, {**label, "parent": "q1", "target": "gone", "label": "x"}]
+    text = "\n".join(canonical.dumps(x).decode() for x in dangling) + "\n"
+    dangling_session = agentsession.loads(text)
+    assert dangling_session.unresolved == ["l1"]
+    with pytest.raises(exceptions.UnresolvedMigration):
+        agentsession.dumps(dangling_session)
