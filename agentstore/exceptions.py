@@ -124,6 +124,24 @@ class HashMismatch(BadID):
     default_message = "hash mismatch"
 
 
+class NoHash(ValidationError):
+    """A ``response`` asked to verify recorded no ``request_hash`` (``field`` names the entry)."""
+
+    code = "no_hash"
+    default_message = "the response recorded no request hash"
+
+
+class UnresolvedMigration(ValidationError):
+    """A migrated pre-0.5 session holds an entry whose references could not be rewritten.
+
+    It reads, but writing it as a current file (``dumps``, an import, a fork's
+    prefix) would keep an old short id where the format puts a hash.
+    """
+
+    code = "unresolved_migration"
+    default_message = "migrated session holds entries that could not be rewritten"
+
+
 class BadConvergence(AgentStoreError):
     """A ``parents`` convergence reference breaks the format's rules."""
 

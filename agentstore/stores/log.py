@@ -727,10 +727,12 @@ class LogStore(StoreBase):
 
         Raises ``ReadOnly``, ``SessionExists``, and the format's errors for a bad
         file (``BadID``, ``NoEntry``, ``ValidationError``, …). Pre-0.5 files are
-        stored as migrated.
+        stored as migrated, unless the migration could not rewrite an entry's
+        references (``UnresolvedMigration``, as ``dumps`` refuses them).
         """
         self._writable()
         session = loads(text, tolerate_truncated=False)
+        session.check_writable()
         sid = session.id
         if len(sid) > _MAX_ID:
             raise exceptions.ValidationError(

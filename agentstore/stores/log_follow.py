@@ -7,9 +7,11 @@ How it works. The follower reads the session once (a *snapshot*) and then
 *tails* it by ``seq``: each poll is one cheap statement — the session's
 incarnation and ``MAX(seq)`` — and, only when rows arrived, one read snapshot
 fetching the rows above the follower's position. Each new line extends the
-follower's *own* session object with the read (file) leaf rule, and yields an
-``appended`` change, then a ``head`` change when a recorded leaf label moved
-the leaf. Nothing is held and nothing is written, so read-only stores follow.
+follower's *own* session object with the writer's live leaf rule (a line hung
+from the leaf becomes the leaf, one hung off a side branch leaves it alone; the
+read rule applies only to a snapshot or a reset, which read stored lines), and
+yields an ``appended`` change, then a ``head`` change when a recorded leaf label
+moved the leaf. Nothing is held and nothing is written, so read-only stores follow.
 
 * The **cursor** is ``"<last seq>:<incarnation>"``. The incarnation is a fresh
   token of every inserted session row, so a session deleted and created again
@@ -186,7 +188,10 @@ def steps(
         for row_seq, line in rows:
             before_leaf, before_len = session.leaf, len(session)
             try:
-                entry = session.extend_line(line)
+                # The live rule, as the writer's own session applied it: a
+                # line hung off a side branch leaves the leaf where it was
+                # (the read rule is for snapshots and resets only).
+                entry = session.extend_line(line, live=True)
             except exceptions.AgentStoreError:
                 entry = None
             if entry is None or len(session) != before_len + 1:

@@ -145,17 +145,20 @@ def test_canonical_request_and_hash_by_hand():
     }
     items = [{"type": "message", "role": "user", "content": "hi"}]
     request = canonical_request(settings, items)
+    # The function tool takes its typed shape: description "" and parameters
+    # null when absent (tool-schema canonicalisation).
     assert request == {
         "model": "gpt-5",
         "instructions": "Be brief.",
-        "tools": [{"type": "function", "name": "f"}],
+        "tools": [{"type": "function", "name": "f", "description": "", "parameters": None}],
         "input": items,
         "store": False,
         "temperature": 0.5,
     }
     expected = (
         b'{"input":[{"content":"hi","role":"user","type":"message"}],"instructions":"Be brief.",'
-        b'"model":"gpt-5","store":false,"temperature":0.5,"tools":[{"name":"f","type":"function"}]}'
+        b'"model":"gpt-5","store":false,"temperature":0.5,'
+        b'"tools":[{"description":"","name":"f","parameters":null,"type":"function"}]}'
     )
     assert canonical.dumps(request) == expected
     assert agentsession.request_hash(request) == "sha256:" + hashlib.sha256(expected).hexdigest()

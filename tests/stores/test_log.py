@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -444,6 +445,29 @@ def test_follow_branch_then_head(h: Harness) -> None:
     assert head.kind == "head" and head.leaf == got[0] and head.cursor
 
 
+def test_follow_side_branch_keeps_the_live_leaf(h: Harness) -> None:
+    # A line hung off a side branch moves neither the writer's leaf nor a live
+    # follower's; only a follower that starts (or resets) from the stored lines
+    # takes the read rule, which lands on the last line.
+    store = h.new(follow_interval=0.01)
+    sid, got = seeded(store, 2)
+    it = changes(store, sid)
+    next(it)
+    side = store.append(sid, user("side", parent=got[0]))
+    c = next(it)
+    assert c.kind == "appended" and c.entry_id == side
+    assert store.open(sid).leaf == got[-1]
+    assert c.leaf == got[-1] and c.session.leaf == got[-1]  # type: ignore[union-attr]
+    on = store.append(sid, user("on"))
+    c = next(it)
+    assert c.entry.parent == got[-1] and c.leaf == on  # type: ignore[union-attr]
+    it.close()
+    fresh = next(changes(store, sid))
+    assert fresh.kind == "snapshot" and fresh.leaf == on
+    store.append(sid, user("side 2", parent=side))
+    assert next(changes(store, sid)).leaf != on  # the read rule: the last line
+
+
 def test_follow_second_and_read_only_store(h: Harness) -> None:
     writer = h.new()
     sid, got = seeded(writer, 1)
@@ -669,6 +693,27 @@ def test_export_import_round_trip(h: Harness) -> None:
         store.open("bad")
     store.append("copy", user("more"))  # the imported session is an ordinary one
     assert store.lock_holder("copy") is not None
+
+
+def test_import_refuses_an_unresolved_migration(h: Harness) -> None:
+    legacy = Path(__file__).resolve().parent.parent / "data" / "agentsession" / "sessions" / "v0.4"
+    store = h.new()
+    with pytest.raises(exceptions.UnresolvedMigration):
+        store.import_jsonl((legacy / "extensions.jsonl").read_text(encoding="utf-8"))
+    assert list(store.list()) == []
+    # A legacy file the migration fully rewrites is stored as migrated.
+    imported = store.import_jsonl((legacy / "basic.jsonl").read_text(encoding="utf-8"))
+    assert store.export_jsonl(imported.id) == dumps(imported)
+
+
+def test_label_without_target_is_stored(h: Harness) -> None:
+    store = h.new()
+    s = store.create({})
+    store.append(s.id, user("a"))
+    label = store.append(s.id, {"type": "label", "label": "note"})
+    assert store.read(s.id).entry(label).data.get("target") is None  # type: ignore[union-attr]
+    with pytest.raises(exceptions.NoEntry):
+        store.append(s.id, {"type": "label", "label": "x", "target": "sha256:" + "0" * 64})
 
 
 # -- Kinds and read-only -----------------------------------------------------------

@@ -16,10 +16,14 @@ and usable on its own::
     again = agentsession.loads(text)   # verifies every id
     again.verify()                     # and every recorded request hash
 
-Modules: :mod:`.canonical` (RFC 8785 + I-JSON), :mod:`.header`, :mod:`.entry`
-(envelope, hashes, ``ts``), :mod:`.session` (tree, leaf rules, append rules,
-forks), :mod:`.context` (context building, request hash), :mod:`.jsonl`
-(whole files, legacy migration). ``docs/agentsession-format.md`` is the guide.
+Modules, each importing only those before it (no import cycle):
+:mod:`.canonical` (RFC 8785 + I-JSON), :mod:`.header`, :mod:`.entry` (envelope,
+hashes, ``ts``), :mod:`.legacy` (the pre-0.5 migration), :mod:`.context`
+(context building, the canonical request and request hash, ``extra`` helpers;
+functions take any object with ``path``/``entry``), :mod:`.session` (tree, leaf
+rules, append rules, forks), :mod:`.context_hash` (the RFC 0002 prefix-cache
+key), :mod:`.compaction` (compaction and branch-summary builders), :mod:`.jsonl`
+(whole files). ``docs/agentsession-format.md`` is the guide.
 """
 
 from __future__ import annotations
@@ -32,16 +36,32 @@ from agentstore.formats.agentsession.canonical import (
 )
 from agentstore.formats.agentsession.canonical import dumps as canonical_json
 from agentstore.formats.agentsession.canonical import parse as parse_json
+from agentstore.formats.agentsession.compaction import (
+    checkpoint,
+    compact,
+    compact_from,
+    compact_keeping,
+    summarise_branch,
+)
 from agentstore.formats.agentsession.context import (
     PART_SEPARATOR,
     Context,
+    PathSource,
     apply_config,
     build_context,
     canonical_request,
+    canonical_settings,
+    canonical_tool,
+    clear_extra,
+    extra_value,
     output_entries,
     request_context,
     request_hash,
+    set_extra,
+    verify_response,
 )
+from agentstore.formats.agentsession.context_hash import EMPTY as EMPTY_CONTEXT_HASH
+from agentstore.formats.agentsession.context_hash import context_hash, context_hashes
 from agentstore.formats.agentsession.entry import (
     ENVELOPE,
     Entry,
@@ -61,7 +81,8 @@ from agentstore.formats.agentsession.header import (
     format_version,
     validate_header,
 )
-from agentstore.formats.agentsession.jsonl import dumps, loads, migrate_legacy
+from agentstore.formats.agentsession.jsonl import dumps, loads
+from agentstore.formats.agentsession.legacy import migrate_legacy
 from agentstore.formats.agentsession.session import (
     AppendResult,
     Outcome,
@@ -73,6 +94,7 @@ __all__ = [
     "CURRENT_FORMAT",
     "CURRENT_MINOR",
     "CURRENT_PAYLOAD",
+    "EMPTY_CONTEXT_HASH",
     "ENVELOPE",
     "HASH_PREFIX",
     "PART_SEPARATOR",
@@ -80,18 +102,29 @@ __all__ = [
     "Context",
     "Entry",
     "Outcome",
+    "PathSource",
     "PendingAppend",
     "Session",
     "apply_config",
     "build_context",
     "canonical_json",
     "canonical_request",
+    "canonical_settings",
+    "canonical_tool",
     "check_ts",
+    "checkpoint",
+    "clear_extra",
+    "compact",
+    "compact_from",
+    "compact_keeping",
     "content_hash",
     "content_of",
+    "context_hash",
+    "context_hashes",
     "dumps",
     "entry_id",
     "envelope_of",
+    "extra_value",
     "fill_header",
     "format_ts",
     "format_version",
@@ -105,5 +138,8 @@ __all__ = [
     "parse_json",
     "request_context",
     "request_hash",
+    "set_extra",
+    "summarise_branch",
     "validate_header",
+    "verify_response",
 ]

@@ -24,40 +24,62 @@ Given a leaf:
    selected compaction. ``omit`` drops reasoning items another model produced
    (``other_models``) and listed entries (``items``); they are reported in
    ``Context.omitted``.
-5. The canonical request is ``{model, instructions, reasoning, text, tools,
-   input, store: false}`` with every ``extra`` member flattened in; its
-   *request hash* is ``sha256:`` over its RFC 8785 bytes.
+5. The canonical request (:func:`canonical_request`) is ``{model,
+   instructions, reasoning, text, tools, input, store: false}`` with every
+   ``extra`` member flattened in, tools, ``reasoning`` and ``text`` in the
+   payload profile's typed shape (:func:`canonical_tool`); its *request hash* is
+   ``sha256:`` over its RFC 8785 bytes.
 
 ``request_context(session, response_id)`` rebuilds the request a ``response``
 entry answered (its own output items taken off the path), and
 ``verify_response`` compares its hash with the recorded ``request_hash``.
+
+The functions that need a session take any object with ``path(id)`` and
+``entry(id)`` (:class:`PathSource`; a :class:`~.session.Session` is one), so this
+module does not import the session module and the session module can import
+it. :func:`set_extra`, :func:`clear_extra` and :func:`extra_value` are the typed
+helpers for passthrough request members.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar, overload
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import canonical
 from agentstore.formats.agentsession.entry import Entry
 
-if TYPE_CHECKING:
-    from agentstore.formats.agentsession.session import Session
-
 __all__ = [
     "PART_SEPARATOR",
     "Context",
+    "PathSource",
     "apply_config",
     "build_context",
     "canonical_request",
+    "canonical_settings",
+    "canonical_tool",
+    "clear_extra",
     "context_at",
+    "extra_value",
     "output_entries",
     "request_context",
     "request_hash",
+    "set_extra",
     "verify_response",
 ]
+
+T = TypeVar("T")
+
+
+class PathSource(Protocol):
+    """What the context functions need of a session: its entries by id and paths."""
+
+    def path(self, entry_id: str) -> list[Entry]: ...
+
+    def entry(self, entry_id: str) -> Entry | None: ...
+
 
 #: Instruction parts are joined with a blank line.
 PART_SEPARATOR = "\n\n"
@@ -284,7 +306,7 @@ def _contributes(e: Entry) -> Any:
     return None
 
 
-def build_context(path: list[Entry], session: Session | None = None) -> Context:
+def build_context(path: list[Entry], session: PathSource | None = None) -> Context:
     """Run the context algorithm over a root-first path of entries."""
     settings: Settings = {}
     # (entry, item, from the compaction, model in force where the entry sits)
@@ -361,7 +383,7 @@ def build_context(path: list[Entry], session: Session | None = None) -> Context:
     )
 
 
-def context_at(session: Session, entry_id: str) -> Context:
+def context_at(session: PathSource, entry_id: str) -> Context:
     """The context at ``entry_id`` (empty for ``""``); ``NoEntry`` if unknown."""
     if not entry_id:
         return Context()
@@ -371,23 +393,154 @@ def context_at(session: Session, entry_id: str) -> Context:
     return build_context(path, session)
 
 
+def canonical_tool(tool: Any) -> Any:
+    """A tool in the payload profile's typed shape, the form the request hash covers.
+
+    A ``function`` tool is exactly ``{type, name, description, parameters[,
+    strict]}``: ``description`` is ``""`` and ``parameters`` ``null`` when absent,
+    ``strict`` appears only when it is a boolean, and members the profile does
+    not define are dropped (the reference decodes the tool into its typed form
+    before hashing, so they never reached its hash). A tool of any other type is
+    kept exactly as written (a tool without ``type`` too), as the reference keeps
+    an unknown tool's raw bytes.
+    """
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        return tool
+    out: dict[str, Any] = {
+        "type": "function",
+        "name": tool.get("name") if isinstance(tool.get("name"), str) else "",
+        "description": tool.get("description") if isinstance(tool.get("description"), str) else "",
+        "parameters": tool.get("parameters"),
+    }
+    if isinstance(tool.get("strict"), bool):
+        out["strict"] = tool["strict"]
+    return out
+
+
+def _canonical_reasoning(value: Any) -> Any:
+    """``{effort, summary}`` with ``null`` for an unset member; ``None`` when both are unset."""
+    if not isinstance(value, dict):
+        return value or None
+    effort, summary = value.get("effort") or None, value.get("summary") or None
+    if effort is None and summary is None:
+        return None
+    return {"effort": effort, "summary": summary}
+
+
+def _canonical_text(value: Any) -> Any:
+    """``{format[, verbosity]}``, format defaulting to ``{"type": "text"}``; ``None`` if unset."""
+    if not isinstance(value, dict):
+        return value or None
+    fmt, verbosity = value.get("format"), value.get("verbosity")
+    if not fmt and not verbosity:
+        return None
+    out: dict[str, Any] = {"format": fmt or {"type": "text"}}
+    if verbosity:
+        out["verbosity"] = verbosity
+    return out
+
+
+def canonical_settings(settings: Settings) -> Settings:
+    """``settings`` with ``tools``, ``reasoning`` and ``text`` in their typed shapes.
+
+    ``tools`` go through :func:`canonical_tool`; ``reasoning`` is ``{effort,
+    summary}`` with ``null`` for an unset one and ``text`` is ``{format,
+    verbosity}`` with the format defaulting to ``{"type": "text"}`` — the shapes
+    the reference serialises its typed settings in — and either is left out
+    when unset. Everything else is kept. A copy; ``settings`` is unchanged.
+    """
+    out = copy.deepcopy(settings)
+    for name, shape in (("reasoning", _canonical_reasoning), ("text", _canonical_text)):
+        if name in out:
+            value = shape(out[name])
+            if value is None:
+                del out[name]
+            else:
+                out[name] = value
+    if out.get("tools"):
+        out["tools"] = [canonical_tool(t) for t in out["tools"]]
+    return out
+
+
 def canonical_request(settings: Settings, items: list[Any]) -> dict[str, Any]:
-    """``{model, instructions, reasoning, text, tools, input, store: false}`` + extra."""
+    """The canonical request the request hash is taken over.
+
+    ``{model, instructions, reasoning, text, tools, input, store: false}`` with
+    every ``extra`` member flattened in (a named member wins over an ``extra``
+    of the same name), the settings taken through :func:`canonical_settings`,
+    so the same settings hash alike here and in the reference. Empty members
+    are left out.
+    """
+    typed = canonical_settings(settings)
     request: dict[str, Any] = {}
-    for extra_key, value in (settings.get("extra") or {}).items():
+    for extra_key, value in (typed.get("extra") or {}).items():
         request[extra_key] = value
-    if settings.get("model"):
-        request["model"] = settings["model"]
-    if settings.get("instructions"):
-        request["instructions"] = settings["instructions"]
-    for key in ("reasoning", "text"):
-        if settings.get(key):
-            request[key] = settings[key]
-    if settings.get("tools"):
-        request["tools"] = settings["tools"]
+    for name in ("model", "instructions", "reasoning", "text", "tools"):
+        if typed.get(name):
+            request[name] = typed[name]
     request["input"] = items
     request["store"] = False
     return request
+
+
+# -- passthrough request members ("extra") -------------------------------------
+
+
+def set_extra(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """Record the passthrough request member ``key`` on a ``config`` delta; return it.
+
+    ``value`` must be a JSON value (``ValidationError`` otherwise) and not
+    ``None``: a ``null`` in a delta means "remove", which :func:`clear_extra`
+    says. Replaces an earlier value of the same key in this delta.
+    """
+    if value is None:
+        raise exceptions.ValidationError(
+            f"extra {key!r}: None would remove the member; use clear_extra", field=f"extra.{key}"
+        )
+    canonical.dumps(value)  # a JSON value, or ValidationError
+    extra = config.get("extra")
+    config["extra"] = {**(extra if isinstance(extra, dict) else {}), key: copy.deepcopy(value)}
+    return config
+
+
+def clear_extra(config: dict[str, Any], key: str) -> dict[str, Any]:
+    """Record the removal of ``key`` on a ``config`` delta (``null`` deletes on replay)."""
+    extra = config.get("extra")
+    config["extra"] = {**(extra if isinstance(extra, dict) else {}), key: None}
+    return config
+
+
+@overload
+def extra_value(settings: Settings, key: str) -> Any: ...
+
+
+@overload
+def extra_value(settings: Settings, key: str, kind: type[T]) -> T | None: ...
+
+
+def extra_value(settings: Settings, key: str, kind: type[Any] | None = None) -> Any:
+    """The passthrough member ``key`` in force in ``settings`` (``Context.settings``), or ``None``.
+
+    With ``kind`` (``float``, ``int``, ``str``, ``bool``, ``dict``, ``list``)
+    the value must be of that JSON type or ``ValidationError`` is raised; an
+    integer is accepted for ``float`` and returned as a float.
+    """
+    extra = settings.get("extra")
+    if not isinstance(extra, dict) or key not in extra:
+        return None
+    value = extra[key]
+    if kind is None:
+        return copy.deepcopy(value)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise exceptions.ValidationError(
+            f"extra {key!r} is {type(value).__name__}, not {kind.__name__}",
+            field=f"extra.{key}",
+        )
+    return copy.deepcopy(value)
 
 
 def request_hash(request: dict[str, Any]) -> str:
@@ -416,7 +569,7 @@ def output_entries(path: list[Entry], response: Entry) -> list[Entry]:
     return found
 
 
-def request_context(session: Session, entry_id: str) -> Context:
+def request_context(session: PathSource, entry_id: str) -> Context:
     """The context of the request that produced the ``response`` entry ``entry_id``."""
     e = session.entry(entry_id)
     if e is None:
@@ -430,15 +583,18 @@ def request_context(session: Session, entry_id: str) -> Context:
     return build_context([x for x in path if x.id not in output], session)
 
 
-def verify_response(session: Session, entry_id: str) -> None:
-    """Check a response's ``request_hash``; ``HashMismatch`` if it does not verify."""
-    e = session.entry(entry_id)
-    if e is None:
-        raise exceptions.NoEntry(f"no such entry: {entry_id}")
-    recorded = e.data.get("request_hash")
+def verify_response(session: PathSource, entry_id: str) -> None:
+    """Check one response's ``request_hash``; ``HashMismatch`` if it does not verify.
+
+    A response that recorded no hash cannot be verified: ``NoHash`` names it
+    (whole-session ``Session.verify`` skips such responses instead).
+    """
     ctx = request_context(session, entry_id)
+    e = session.entry(entry_id)
+    assert e is not None  # request_context raised NoEntry otherwise
+    recorded = e.data.get("request_hash")
     if not recorded:
-        return
+        raise exceptions.NoHash(f"response {entry_id} recorded no request_hash", field=entry_id)
     got = ctx.request_hash()
     if got != recorded:
         raise exceptions.HashMismatch(

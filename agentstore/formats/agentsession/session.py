@@ -39,10 +39,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import canonical
+from agentstore.formats.agentsession.context import Context, context_at, verify_response
 from agentstore.formats.agentsession.entry import (
     ENVELOPE,
     Entry,
@@ -56,17 +57,12 @@ from agentstore.formats.agentsession.header import (
     format_version,
     validate_header,
 )
-
-if TYPE_CHECKING:
-    from agentstore.formats.agentsession.context import Context
+from agentstore.formats.agentsession.legacy import migrate_legacy
 
 __all__ = ["AppendResult", "Outcome", "PendingAppend", "Session"]
 
 #: Verdicts a ``decision`` entry may carry.
 VERDICTS = frozenset({"proceed", "reject", "hold", "answer"})
-#: Members that name another entry of the same session by id; the legacy
-#: migration rewrites them from old short ids to the new hash ids.
-REFERENCE_MEMBERS = ("first_kept", "target", "of", "from")
 
 
 class Outcome(StrEnum):
@@ -111,6 +107,18 @@ class AppendResult:
         return self.outcome is not Outcome.HELD
 
 
+def _check_reserved(obj: dict[str, Any], where: str) -> None:
+    """Refuse a read line whose body carries ``content``, as an append does.
+
+    The id hashes the *computed* content hash under that name, so a body member
+    ``content`` would sit outside every hash: changing it would keep the id.
+    """
+    if "content" in obj:
+        raise exceptions.ReservedMember(
+            f"{where}: entry.content is reserved for the content hash", field=where
+        )
+
+
 def _now_ts() -> str:
     ns = time.time_ns()
     secs, nanos = divmod(ns, 1_000_000_000)
@@ -143,10 +151,15 @@ class Session:
         self._prefix: set[str] = set()
         #: The cut final line dropped on read, or "" (``Session.Truncated``).
         self.truncated: str = ""
+        #: Its 1-based line number in the file (the header is line 1), or 0.
+        self.truncated_at: int = 0
         #: Ids of lines that repeated an earlier line on read (held once).
         self.duplicates: list[str] = []
         #: True when the session was migrated in memory from a pre-0.5 file.
         self.migrated: bool = False
+        #: Old ids of migrated entries whose references could not be rewritten
+        #: (see :mod:`.legacy`); such a session reads but is never written.
+        self.unresolved: list[str] = []
         #: Optional ``ts`` source for appends without ``ts`` (tests inject it).
         self.clock: Callable[[], str] | None = None
 
@@ -164,6 +177,7 @@ class Session:
         lines: Iterable[str],
         *,
         tolerate_truncated: bool = True,
+        first_number: int = 2,
     ) -> Session:
         """Read a session from its header line and entry lines, in file order.
 
@@ -171,23 +185,32 @@ class Session:
         members (``BadID`` on mismatch or a missing id); a parent must come
         earlier (``NoEntry``); ``parents`` must obey the convergence rules
         (``BadConvergence``); a fork obeys the base rule (``BaseRule``). A final
-        line that does not parse is dropped and kept in :attr:`truncated` when
-        ``tolerate_truncated``. Pre-0.5 files are migrated in memory (see
-        :mod:`.jsonl`). The leaf is the resume rule's.
+        line that does not parse is dropped and kept in :attr:`truncated` (its
+        line number in :attr:`truncated_at`) when ``tolerate_truncated``; blank
+        lines are skipped, and line numbers in errors count them, as an editor
+        does (``first_number`` is the number of the first of ``lines``). An
+        entry body carrying the reserved ``content`` member is refused
+        (``ReservedMember``): it would sit outside the id's hash. Pre-0.5 files
+        are migrated in memory (see :mod:`.legacy`). The leaf is the resume
+        rule's.
         """
         header_line = header_line.rstrip("\r\n")
         header = validate_header(canonical.parse(header_line))
-        raw = [line.rstrip("\r\n") for line in lines]
-        while raw and not raw[-1].strip():
-            raw.pop()
-        objects: list[tuple[dict[str, Any], str]] = []
-        truncated = ""
-        for number, line in enumerate(raw, start=2):
+        # (line number, text) of the non-blank lines; the header is line 1.
+        # isspace() stops at the first other character: no copy per line.
+        raw: list[tuple[int, str]] = []
+        for number, line in enumerate(lines, start=first_number):
+            text = line.rstrip("\r\n")
+            if text and not text.isspace():
+                raw.append((number, text))
+        objects: list[tuple[dict[str, Any], str, int]] = []
+        truncated, truncated_at = "", 0
+        for index, (number, line) in enumerate(raw):
             try:
                 obj = canonical.parse(line)
             except exceptions.ValidationError as exc:
-                if tolerate_truncated and number == len(raw) + 1:
-                    truncated = line
+                if tolerate_truncated and index == len(raw) - 1:
+                    truncated, truncated_at = line, number
                     break
                 raise exceptions.ValidationError(
                     f"line {number}: {exc.message}", field=f"line {number}"
@@ -196,24 +219,28 @@ class Session:
                 raise exceptions.ValidationError(
                     f"line {number}: an entry must be a JSON object", field=f"line {number}"
                 )
-            objects.append((obj, line))
+            objects.append((obj, line, number))
         _major, minor = format_version(header["format"])
         if minor < 5:
-            from agentstore.formats.agentsession.jsonl import migrate_legacy
-
-            header, header_line, objects = migrate_legacy(header, objects)
-            session = cls(header, header_line=header_line)
+            migration = migrate_legacy(header, objects)
+            session = cls(migration.header, header_line=migration.header_line)
             session.migrated = True
+            session.unresolved = migration.unresolved
+            # Migrated lines are ours; the numbers still point into the file.
+            objects = [
+                (obj, line, number)
+                for (obj, line), (_o, _l, number) in zip(migration.objects, objects, strict=True)
+            ]
         else:
             session = cls(header, header_line=header_line)
-        session.truncated = truncated
+        session.truncated, session.truncated_at = truncated, truncated_at
         session._load(objects)
         return session
 
-    def _load(self, objects: list[tuple[dict[str, Any], str]]) -> None:
+    def _load(self, objects: list[tuple[dict[str, Any], str, int]]) -> None:
         base = self.base
         in_prefix = bool(base)
-        for number, (obj, line) in enumerate(objects, start=2):
+        for obj, line, number in objects:
             where = f"line {number}"
             etype = obj.get("type")
             if not isinstance(etype, str) or not etype:
@@ -221,6 +248,7 @@ class Session:
             given = obj.get("id")
             if not isinstance(given, str) or not given:
                 raise exceptions.BadID(f"{where}: entry has no id")
+            _check_reserved(obj, where)
             check_ts(obj.get("ts"), f"{where}: entry.ts")
             computed = entry_id(obj)
             if computed != given:
@@ -333,6 +361,14 @@ class Session:
         out.reverse()
         return out
 
+    def leaves(self) -> list[str]:
+        """The ids of the entries no entry hangs from (the branch tips), in file order.
+
+        A fork's prefix entries have the next prefix entry or an own entry as a
+        child, so only the base can be a leaf among them.
+        """
+        return [e.id for e in self._entries if not self._children.get(e.id)]
+
     def is_prefix(self, entry_id: str) -> bool:
         """True for a fork's copied prefix entry (base included)."""
         return entry_id in self._prefix
@@ -347,6 +383,7 @@ class Session:
         other._call_ids = set(self._call_ids)
         other._prefix = set(self._prefix)
         other.duplicates = list(self.duplicates)
+        other.unresolved = list(self.unresolved)
         return other
 
     # -- labels, name, successor ---------------------------------------------
@@ -412,18 +449,22 @@ class Session:
         """The leaf the resume (read) rule gives for the entries as stored."""
         if not self._entries:
             return self.base
-        in_force: dict[str, tuple[Any, int]] = {}
+        # The mark in force: the last leaf label naming a target the leaf may
+        # rest on; a null label on the *marked* target clears it. Another
+        # label value on it (a bookmark) leaves the mark alone, as does a
+        # null label on some other entry — the reference's reading.
+        target, label_at = "", -1
         for i, e in enumerate(self._entries):
-            if e.type == "label" and isinstance(e.data.get("target"), str):
-                in_force[e.data["target"]] = (e.data.get("label"), i)
-        marked = [
-            (i, target)
-            for target, (value, i) in in_force.items()
-            if value == "leaf" and self._leaf_target_allowed(target)
-        ]
-        if not marked:
+            if e.type != "label":
+                continue
+            named = e.data.get("target")
+            value = e.data.get("label")
+            if value == "leaf" and self._leaf_target_allowed(named):
+                target, label_at = str(named), i
+            elif value is None and target and named == target:
+                target, label_at = "", -1
+        if not target:
             return self._settle(self._entries[-1].id)
-        label_at, target = max(marked)
         descendants = {target}
         newest = target
         for i in range(self._index[target] + 1, len(self._entries)):
@@ -470,11 +511,15 @@ class Session:
             session = ref.get("session", "")
             if not isinstance(session, str):
                 raise exceptions.BadConvergence(f"{where}: parents session must be a string")
+            if session == self.id:
+                # Naming this session is the same as leaving it out: one entry
+                # named both ways is named twice.
+                session = ""
             key = (session, ref["entry"])
             if key in seen:
                 raise exceptions.BadConvergence(f"{where}: parents repeats {ref['entry']}")
             seen.add(key)
-            if not session or session == self.id:
+            if not session:
                 if ref["entry"] == parent:
                     raise exceptions.BadConvergence(f"{where}: parents must not name the parent")
                 if ref["entry"] not in self._index:
@@ -513,8 +558,13 @@ class Session:
                         f"compaction first_kept {kept!r} is not on the path before it"
                     )
         elif etype == "label":
+            # A label without a target labels nothing and is kept as given
+            # (the reference store accepts it); only a target that names no
+            # entry of the session is refused.
             target = obj.get("target")
-            if not isinstance(target, str) or target not in self._index:
+            if target not in (None, "") and (
+                not isinstance(target, str) or target not in self._index
+            ):
                 raise exceptions.NoEntry(f"label target {target!r} is not in the session")
             value = obj.get("label")
             if value is not None and not isinstance(value, str):
@@ -710,25 +760,40 @@ class Session:
         """Validate, hash and add ``entry``; return the id, exact line and outcome."""
         return self.commit(self.prepare(entry))
 
-    def extend_line(self, line: str) -> Entry:
-        """Add one stored line as read (the resume rule applies, not the live one).
+    def extend_line(self, line: str, *, live: bool = False) -> Entry:
+        """Add one stored line; return its entry (the held one for a repeated line).
 
-        Used by followers and stores that replay rows: the line is verified like
-        :meth:`from_lines` does and the leaf recomputed by the resume rule.
-        Returns the entry (the held one for a repeated line).
+        The line is verified like :meth:`from_lines` does. By default the leaf is
+        then recomputed by the resume (read) rule, as if the session had been
+        read with the line in it. With ``live=True`` the live rule of
+        :meth:`commit` applies instead: a line hung from the leaf becomes the
+        leaf, a leaf label moves it to an allowed target, and a line hung
+        anywhere else (a side branch) leaves it where it was — what a follower
+        tailing a writer wants, since the writer's own leaf did not move either.
         """
         obj = canonical.parse(line.rstrip("\r\n"))
         if not isinstance(obj, dict):
             raise exceptions.ValidationError("an entry must be a JSON object", field="line")
-        before = len(self._entries)
-        self._load_more([(obj, line.rstrip("\r\n"))])
+        before, leaf = len(self._entries), self._leaf
+        self._load_more([(obj, line.rstrip("\r\n"))], resume=not live)
         if len(self._entries) == before:
             held = self.entry(str(obj.get("id")))
             assert held is not None
+            if live:
+                self._leaf = leaf
             return held
-        return self._entries[-1]
+        added = self._entries[-1]
+        if live:
+            if added.is_leaf_label:
+                target = added.data.get("target")
+                self._leaf = str(target) if self._leaf_target_allowed(target) else leaf
+            elif added.parent == (leaf or None):
+                self._leaf = added.id
+            else:
+                self._leaf = leaf
+        return added
 
-    def _load_more(self, objects: list[tuple[dict[str, Any], str]]) -> None:
+    def _load_more(self, objects: list[tuple[dict[str, Any], str]], *, resume: bool = True) -> None:
         # _load keeps prefix bookkeeping only while the base is not yet held,
         # so continuing a load is the same loop.
         base = self.base
@@ -738,6 +803,7 @@ class Session:
             given = obj.get("id")
             if not isinstance(given, str) or not given:
                 raise exceptions.BadID("entry has no id")
+            _check_reserved(obj, "line")
             check_ts(obj.get("ts"))
             if entry_id(obj) != given:
                 raise exceptions.BadID(f"id {given} does not match its content")
@@ -750,7 +816,10 @@ class Session:
             if base:
                 self._check_base_rule(parent, "entry")
             self._add(Entry.from_object(obj, line))
-        self._leaf = self.resume_leaf()
+        if resume:
+            # A pass over the whole session: the live rule (extend_line's
+            # caller) sets the leaf from the one line instead.
+            self._leaf = self.resume_leaf()
 
     # -- forks ----------------------------------------------------------------
 
@@ -786,7 +855,12 @@ class Session:
             )
         prefix = origin.path(base)
         on_path = {e.id for e in prefix}
+        lost = set(origin.unresolved) if origin.migrated else set()
         for e in prefix:
+            if e.legacy_id and e.legacy_id in lost:
+                raise exceptions.UnresolvedMigration(
+                    f"prefix entry {e.id} (was {e.legacy_id}) could not be migrated"
+                )
             for ref in e.parents:
                 session = ref.get("session", "")
                 if (not session or session == origin.id) and ref.get("entry") not in on_path:
@@ -811,8 +885,6 @@ class Session:
 
     def context_at(self, entry_id: str) -> Context:
         """The context a model call appended after ``entry_id`` would receive."""
-        from agentstore.formats.agentsession.context import context_at
-
         return context_at(self, entry_id)
 
     def context(self) -> Context:
@@ -824,17 +896,29 @@ class Session:
 
         Raises ``BadID`` for an entry whose id does not match its line, and
         ``HashMismatch`` for a ``response`` whose ``request_hash`` the rebuilt
-        request does not match.
+        request does not match. A response that recorded no hash is skipped,
+        as the reference does (:func:`.context.verify_response` on that one
+        entry raises ``NoHash``).
         """
-        from agentstore.formats.agentsession.context import verify_response
-
         for e in self._entries:
             obj = canonical.parse(e.line)
             if entry_id(obj) != e.id:
                 raise exceptions.BadID(f"entry {e.id} does not match its line")
         for e in self._entries:
-            if e.type == "response":
+            if e.type == "response" and e.data.get("request_hash"):
                 verify_response(self, e.id)
+
+    def check_writable(self) -> None:
+        """``UnresolvedMigration`` when the session must not be written as a current file.
+
+        That is a migrated pre-0.5 session holding an entry whose references the
+        migration could not rewrite (:attr:`unresolved`, see :mod:`.legacy`).
+        """
+        if self.migrated and self.unresolved:
+            raise exceptions.UnresolvedMigration(
+                f"migrated session {self.id} holds {len(self.unresolved)} entries the "
+                f"migration could not rewrite ({', '.join(self.unresolved[:5])})"
+            )
 
     def check_records(self, entry_id: str = "") -> list[str]:
         """Report, never raise, record-keeping problems on the path to ``entry_id``.
