@@ -84,6 +84,11 @@ def import_text(text: str, *, owner: Any = None) -> tuple[str, int, list[tuple[i
     """Import one file's text; returns (session id, entries, skipped lines)."""
     if not text.strip():
         raise fail("the file is empty: not a session file")
+    # Blank lines before the header are skipped, as the agentsession reader skips them.
+    lines = text.splitlines(keepends=True)
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    text = "".join(lines)
     first = text.split("\n", 1)[0]
     try:
         header = json.loads(first)

@@ -274,6 +274,13 @@ def test_import_reports_failures_per_file(tmp_path: Path) -> None:
     fails("import", str(PI / "v2.jsonl"), "--owner", "nobody", code=2)
 
 
+def test_import_skips_blank_lines_before_the_header(tmp_path: Path) -> None:
+    padded = tmp_path / "padded.jsonl"
+    padded.write_text("\n  \n" + (PI / "v3.jsonl").read_text())
+    _, err = run("import", str(padded))
+    assert "imported" in err and "(12 entries)" in err
+
+
 def test_import_of_an_empty_file_says_it_is_empty(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n")
