@@ -46,6 +46,11 @@ DEFAULTS: dict[str, Any] = {
     # Seconds after which a follow stream ends with a "reconnect" event;
     # EventSource resumes with Last-Event-ID. 0: streams never end on their own.
     "FOLLOW_MAX_SECONDS": 300.0,
+    # The longest branch (entries from the root) for which the API's /context
+    # and the admin's context view build a whole context; longer answers 400
+    # too_large (docs/api.md, "Bounded answers"). A compacted session's branch
+    # is still walked to its root, so this bounds the work, not the result.
+    "MAX_CONTEXT_BRANCH": 10_000,
 }
 
 

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 __all__ = [
+    "EntryCursor",
     "SeqCursor",
     "SessionPagination",
     "StepCursorPagination",
@@ -113,4 +114,53 @@ class SeqCursor:
         url = self.request.build_absolute_uri()
         url = remove_query_param(url, "after")
         url = replace_query_param(url, "cursor", self.encode(position_of(rows[-1])))
+        return rows, url
+
+
+class _EntryCursorQuery(serializers.Serializer[Any]):
+    cursor = serializers.CharField(required=False, max_length=512)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+
+
+class EntryCursor:
+    """``cursor``/``limit`` for listings ordered by something other than ``seq``.
+
+    The depth-first tree and the messages in append order (timestamp, then
+    ``seq``) page after *the last entry seen*: the opaque ``cursor`` of a ``next``
+    link names that entry's id, and the store reads what follows it. Like
+    :class:`SeqCursor` it asks the store for one item more than the page.
+    """
+
+    default_limit = 100
+
+    def __init__(self, request: Request) -> None:
+        query = _EntryCursorQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        values = query.validated_data
+        self.request = request
+        self.limit: int = values.get("limit", self.default_limit)
+        self.after: str = self._decode(values["cursor"]) if "cursor" in values else ""
+
+    @staticmethod
+    def encode(entry_id: str) -> str:
+        return base64.urlsafe_b64encode(f"e={entry_id}".encode()).decode().rstrip("=")
+
+    @staticmethod
+    def _decode(cursor: str) -> str:
+        try:
+            text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            text = ""
+        key, _, entry_id = text.partition("=")
+        if key != "e" or not entry_id:
+            raise serializers.ValidationError({"cursor": ["Invalid cursor."]})
+        return entry_id
+
+    def page(self, items: Sequence[Any], entry_id_of: Any) -> tuple[list[Any], str | None]:
+        """Trim ``items`` (fetched with ``limit + 1``) to a page and build the ``next`` link."""
+        rows = list(items[: self.limit])
+        if len(items) <= self.limit or not rows:
+            return rows, None
+        url = self.request.build_absolute_uri()
+        url = replace_query_param(url, "cursor", self.encode(entry_id_of(rows[-1])))
         return rows, url

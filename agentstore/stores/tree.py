@@ -57,6 +57,7 @@ from agentstore.types.tree import (
     SessionEntity,
     SessionMessageEntity,
     TreeNodeEntity,
+    TreeRowEntity,
 )
 from agentstore.validation import (
     require_aware,
@@ -139,14 +140,16 @@ def _context_select_list(cursor: CursorWrapper) -> str:
     return _CONTEXT_COLUMNS
 
 
-def _ancestors_cte(cursor: CursorWrapper) -> str:
+def _ancestors_cte(cursor: CursorWrapper, *, bounded: bool = False) -> str:
     """``WITH RECURSIVE chain(pk, parent_id, depth)``: an entry and its ancestors.
 
     Parameters: session, entry id, session, session. The depth cap (the
     session's highest seq bounds any simple path) keeps a corrupt parent cycle
-    from looping. On PostgreSQL the step is a LATERAL lookup: planned as a plain
-    join, a fresh table's stale statistics can make it rescan the session's
-    entries once per level (seconds for a 10,000-entry branch instead of ~50 ms).
+    from looping. ``bounded``: the last parameter is the deepest ``depth`` to
+    reach instead (a page of the path: ``limit - 1``). On PostgreSQL the step
+    is a LATERAL lookup: planned as a plain join, a fresh table's stale
+    statistics can make it rescan the session's entries once per level
+    (seconds for a 10,000-entry branch instead of ~50 ms).
     """
     if cursor.db.vendor == "postgresql":
         step = (
@@ -159,11 +162,11 @@ def _ancestors_cte(cursor: CursorWrapper) -> str:
             f" SELECT e.id, e.parent_id, chain.depth + 1 FROM chain JOIN {_ENTRY} e"
             " ON e.session_id = %s AND e.entry_id = chain.parent_id"
         )
+    cap = "%s" if bounded else f"(SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY} WHERE session_id = %s)"
     return (
         "WITH RECURSIVE chain(pk, parent_id, depth) AS ("
         f" SELECT id, parent_id, 0 FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s"
-        " UNION ALL" + step + f" WHERE chain.depth < (SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY}"
-        " WHERE session_id = %s))"
+        " UNION ALL" + step + f" WHERE chain.depth < {cap})"
     )
 
 
@@ -943,23 +946,44 @@ class TreeStore(StoreBase):
             where, params = "e.session_id = %s AND e.parent_id = %s", [session_id, parent_id]
         return list(self._cursor_read(lambda c: self._select_entries(c, where, params)))
 
-    def branch(self, session_id: str, entry_id: str = "") -> list[EntryEntity]:
+    def branch(self, session_id: str, entry_id: str = "", limit: int = 0) -> list[EntryEntity]:
         """The path from the root to ``entry_id`` (``""``: the most recent childless entry).
 
+        ``limit > 0`` returns only the last ``limit`` entries of that path (still
+        root-first), reading no more than that: the page of a long branch that
+        ends at ``entry_id``; the page above it ends at the first one's parent.
         Raises ``NoEntry`` when an explicit ``entry_id`` is not in the session.
         """
+        limit = _require_count(limit, "limit")
 
         def query(cursor: CursorWrapper) -> list[EntryEntity]:
-            return self._build_entries(
-                cursor, self._branch_rows(cursor, session_id, entry_id, _select_list(cursor)), True
-            )
+            rows = self._branch_rows(cursor, session_id, entry_id, _select_list(cursor), limit)
+            return self._build_entries(cursor, rows, True)
 
         return list(self._cursor_read(query))
 
+    def branch_length(self, session_id: str, entry_id: str = "", at_most: int = 0) -> int:
+        """How many entries the path root → ``entry_id`` has, counting no further than ``at_most``.
+
+        A bounded question for callers that refuse to build huge results (the
+        API's ``/context``): ``at_most + 1`` means "longer than ``at_most``".
+        ``at_most <= 0`` counts the whole path. Raises ``NoEntry`` like :meth:`branch`.
+        """
+        at_most = _require_count(at_most, "at_most")
+
+        def query(cursor: CursorWrapper) -> int:
+            limit = at_most + 1 if at_most > 0 else 0
+            return len(self._branch_rows(cursor, session_id, entry_id, "e.id", limit))
+
+        return int(self._cursor_read(query))
+
     def _branch_rows(
-        self, cursor: CursorWrapper, session_id: str, entry_id: str, columns: str
+        self, cursor: CursorWrapper, session_id: str, entry_id: str, columns: str, limit: int = 0
     ) -> list[Sequence[Any]]:
-        """The selected rows of the path root → ``entry_id`` (``""``: the latest leaf)."""
+        """The selected rows of the path root → ``entry_id`` (``""``: the latest leaf).
+
+        ``limit > 0``: only the ``limit`` rows nearest ``entry_id``.
+        """
         if not entry_id:
             cursor.execute(
                 f"SELECT e.entry_id FROM {_ENTRY} e WHERE e.session_id = %s AND NOT EXISTS "
@@ -974,10 +998,12 @@ class TreeStore(StoreBase):
         # Walk parent links upwards inside the session. The depth cap (the
         # session's highest seq bounds any simple path) and the visited set
         # below keep a corrupt parent cycle from looping.
+        bounded = limit > 0
         cursor.execute(
-            _ancestors_cte(cursor) + f" SELECT chain.depth, chain.pk, {columns} FROM chain"
+            _ancestors_cte(cursor, bounded=bounded)
+            + f" SELECT chain.depth, chain.pk, {columns} FROM chain"
             f" JOIN {_ENTRY} e ON e.id = chain.pk",
-            [session_id, entry_id, session_id, session_id],
+            [session_id, entry_id, session_id, limit - 1 if bounded else session_id],
         )
         rows = cursor.fetchall()
         if not rows:
@@ -996,6 +1022,59 @@ class TreeStore(StoreBase):
             path.append(row[2:])
         path.reverse()
         return path
+
+    def tree_page(
+        self, session_id: str, after_entry_id: str = "", limit: int = 100
+    ) -> list[TreeRowEntity]:
+        """A page of the forest listed flat, depth first (the order :meth:`tree` nests).
+
+        Rows come after ``after_entry_id`` (``""``: from the first root), at most
+        ``limit``. Only the page's entries are read in full; the order
+        comes from a narrow read of ids and parents, walked without recursion,
+        so a 100,000-deep chain costs one pass and no stack. Raises ``NoEntry``
+        when ``after_entry_id`` is not listed in the session's tree.
+        """
+        limit = _require_count(limit, "limit")
+        if limit < 1:
+            raise exceptions.ValidationError("limit must be positive", field="limit")
+
+        def query(cursor: CursorWrapper) -> list[TreeRowEntity]:
+            cursor.execute(
+                f"SELECT e.entry_id, e.parent_id FROM {_ENTRY} e WHERE e.session_id = %s "
+                "ORDER BY e.created_at, e.seq",
+                [session_id],
+            )
+            order, children = _depth_first(cursor.fetchall())
+            start = 0
+            if after_entry_id:
+                position = next(
+                    (i for i, (eid, _) in enumerate(order) if eid == after_entry_id), None
+                )
+                if position is None:
+                    raise exceptions.NoEntry(
+                        f'entry "{after_entry_id}" not found in the tree of session "{session_id}"'
+                    )
+                start = position + 1
+            page = order[start : start + limit]
+            if not page:
+                return []
+            marks = ", ".join(["%s"] * len(page))
+            found = {
+                entry.id: entry
+                for entry in self._select_entries(
+                    cursor,
+                    f"e.session_id = %s AND e.entry_id IN ({marks})",
+                    [session_id, *(eid for eid, _ in page)],
+                    order="",
+                )
+            }
+            return [
+                TreeRowEntity(entry=found[eid], depth=depth, child_count=children.get(eid, 0))
+                for eid, depth in page
+                if eid in found
+            ]
+
+        return list(self._cursor_read(query))
 
     def tree(self, session_id: str) -> list[TreeNodeEntity]:
         """The session as a forest: roots in append order, each with its descendants."""
@@ -1058,6 +1137,55 @@ class TreeStore(StoreBase):
         return self._messages(
             "e.session_id = %s AND e.role <> '' AND e.display = %s", [session_id, True]
         )
+
+    def messages_page(
+        self,
+        session_id: str,
+        after_entry_id: str = "",
+        limit: int = 100,
+        *,
+        displayed_only: bool = False,
+    ) -> list[SessionMessageEntity]:
+        """A page of :meth:`messages` (``displayed_only``: of :meth:`transcript_messages`).
+
+        The messages after the one of entry ``after_entry_id`` (``""``: from the
+        first) in the same append order, at most ``limit``: one range scan of the
+        ``(session, created_at, seq)`` index whatever the session's size. Raises
+        ``NoEntry`` when ``after_entry_id`` is not in the session (deleted since).
+        """
+        limit = _require_count(limit, "limit")
+        if limit < 1:
+            raise exceptions.ValidationError("limit must be positive", field="limit")
+        where = "e.session_id = %s AND e.role <> ''"
+        params: list[Any] = [session_id]
+        if displayed_only:
+            where += " AND e.display = %s"
+            params.append(True)
+
+        def query(cursor: CursorWrapper) -> list[EntryEntity]:
+            sql_where, sql_params = where, list(params)
+            if after_entry_id:
+                created = (
+                    "CAST(created_at AS TEXT)" if cursor.db.vendor == "sqlite" else "created_at"
+                )
+                cursor.execute(
+                    f"SELECT {created}, seq FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s",
+                    [session_id, after_entry_id],
+                )
+                key = cursor.fetchone()
+                if key is None:
+                    raise exceptions.NoEntry(
+                        f'entry "{after_entry_id}" not found in session "{session_id}"'
+                    )
+                # (created_at, seq) > key, spelled with a plain lower bound
+                # first so both backends' planners start the index range there.
+                sql_where += " AND e.created_at >= %s AND (e.created_at > %s OR e.seq > %s)"
+                sql_params += [key[0], key[0], key[1]]
+            return self._select_entries(
+                cursor, sql_where, sql_params, order=f"e.created_at, e.seq LIMIT {int(limit)}"
+            )
+
+        return [_message_from_entry(entry) for entry in self._cursor_read(query)]
 
     def message_for_entry(self, session_id: str, entry_id: str) -> SessionMessageEntity | None:
         """The message an entry carries, or ``None`` (unknown entry or no message)."""
@@ -1131,6 +1259,46 @@ class TreeStore(StoreBase):
                     cursor.execute(f"DELETE FROM {_ENTRY} WHERE id IN ({marks})", chunk)
 
         self.write(write)
+
+
+# -- walks ---------------------------------------------------------------------------
+
+
+def _require_count(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise exceptions.ValidationError(f"{field} must be an integer", field=field)
+    return value
+
+
+def _depth_first(
+    rows: Sequence[Sequence[Any]],
+) -> tuple[list[tuple[str, int]], dict[str, int]]:
+    """Pre-order ``(entry_id, depth)`` of ``(entry_id, parent_id)`` rows in append order.
+
+    The same forest :meth:`TreeStore.tree` nests — roots are the entries without
+    a parent, siblings in append order, an entry whose parent is not in the
+    session is not listed — walked with an explicit stack, never recursion; the
+    visited set keeps a corrupt parent cycle out. Also returns child counts.
+    """
+    by_parent: dict[str, list[str]] = defaultdict(list)
+    for entry_id, parent_id in rows:
+        by_parent[parent_id or ""].append(entry_id)
+    order: list[tuple[str, int]] = []
+    visited: set[str] = set()
+    stack = [(root, 0) for root in reversed(by_parent.get("", []))]
+    while stack:
+        entry_id, depth = stack.pop()
+        if entry_id in visited:
+            continue
+        visited.add(entry_id)
+        order.append((entry_id, depth))
+        stack.extend(
+            (child, depth + 1)
+            for child in reversed(by_parent.get(entry_id, []))
+            if child not in visited
+        )
+    children = {parent: len(kids) for parent, kids in by_parent.items() if parent}
+    return order, children
 
 
 # -- row mapping ---------------------------------------------------------------------
