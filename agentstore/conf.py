@@ -50,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     # and the admin's context view build a whole context; longer answers 400
     # too_large (docs/api.md, "Bounded answers"). A compacted session's branch
     # is still walked to its root, so this bounds the work, not the result.
-    "MAX_CONTEXT_BRANCH": 10_000,
+    "MAX_CONTEXT_BRANCH": 2_000,
 }
 
 

@@ -139,28 +139,43 @@ class EntryCursor:
         values = query.validated_data
         self.request = request
         self.limit: int = values.get("limit", self.default_limit)
-        self.after: str = self._decode(values["cursor"]) if "cursor" in values else ""
+        #: The last entry seen ("" on the first page) and, for the tree, its depth.
+        self.after: str = ""
+        self.depth: int | None = None
+        if "cursor" in values:
+            self.after, self.depth = self._decode(values["cursor"])
 
     @staticmethod
-    def encode(entry_id: str) -> str:
-        return base64.urlsafe_b64encode(f"e={entry_id}".encode()).decode().rstrip("=")
+    def encode(entry_id: str, depth: int | None = None) -> str:
+        text = f"e={entry_id}" if depth is None else f"d={depth};e={entry_id}"
+        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
     @staticmethod
-    def _decode(cursor: str) -> str:
+    def _decode(cursor: str) -> tuple[str, int | None]:
         try:
             text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         except (binascii.Error, UnicodeDecodeError, ValueError):
             text = ""
+        depth: int | None = None
+        if text.startswith("d="):
+            head, _, text = text.partition(";")
+            try:
+                depth = int(head[2:])
+            except ValueError:
+                depth = -1
         key, _, entry_id = text.partition("=")
-        if key != "e" or not entry_id:
+        if key != "e" or not entry_id or (depth is not None and not 0 <= depth <= MAX_POSITION):
             raise serializers.ValidationError({"cursor": ["Invalid cursor."]})
-        return entry_id
+        return entry_id, depth
 
-    def page(self, items: Sequence[Any], entry_id_of: Any) -> tuple[list[Any], str | None]:
+    def page(
+        self, items: Sequence[Any], entry_id_of: Any, depth_of: Any = None
+    ) -> tuple[list[Any], str | None]:
         """Trim ``items`` (fetched with ``limit + 1``) to a page and build the ``next`` link."""
         rows = list(items[: self.limit])
         if len(items) <= self.limit or not rows:
             return rows, None
-        url = self.request.build_absolute_uri()
-        url = replace_query_param(url, "cursor", self.encode(entry_id_of(rows[-1])))
+        last = rows[-1]
+        cursor = self.encode(entry_id_of(last), depth_of(last) if depth_of else None)
+        url = replace_query_param(self.request.build_absolute_uri(), "cursor", cursor)
         return rows, url

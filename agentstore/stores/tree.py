@@ -1024,54 +1024,72 @@ class TreeStore(StoreBase):
         return path
 
     def tree_page(
-        self, session_id: str, after_entry_id: str = "", limit: int = 100
+        self,
+        session_id: str,
+        after_entry_id: str = "",
+        limit: int = 100,
+        *,
+        after_depth: int | None = None,
     ) -> list[TreeRowEntity]:
         """A page of the forest listed flat, depth first (the order :meth:`tree` nests).
 
         Rows come after ``after_entry_id`` (``""``: from the first root), at most
-        ``limit``. Only the page's entries are read in full; the order
-        comes from a narrow read of ids and parents, walked without recursion,
-        so a 100,000-deep chain costs one pass and no stack. Raises ``NoEntry``
-        when ``after_entry_id`` is not listed in the session's tree.
+        ``limit``. The walk goes from that entry to the next one in pre-order
+        with indexed lookups (first child; else the next sibling of the entry or
+        of its nearest ancestor that has one), so a page costs about ``limit``
+        index probes and the memory of ``limit`` entries however big the
+        session is. ``after_depth`` is the depth of ``after_entry_id`` when the
+        caller knows it (the API's cursor carries it); otherwise it is counted.
+        Raises ``NoEntry`` when ``after_entry_id`` is not in the session.
         """
         limit = _require_count(limit, "limit")
         if limit < 1:
             raise exceptions.ValidationError("limit must be positive", field="limit")
 
         def query(cursor: CursorWrapper) -> list[TreeRowEntity]:
-            cursor.execute(
-                f"SELECT e.entry_id, e.parent_id FROM {_ENTRY} e WHERE e.session_id = %s "
-                "ORDER BY e.created_at, e.seq",
-                [session_id],
-            )
-            order, children = _depth_first(cursor.fetchall())
-            start = 0
+            walk = _TreeWalk(cursor, session_id)
             if after_entry_id:
-                position = next(
-                    (i for i, (eid, _) in enumerate(order) if eid == after_entry_id), None
-                )
-                if position is None:
+                current = walk.key(after_entry_id)
+                if current is None:
                     raise exceptions.NoEntry(
-                        f'entry "{after_entry_id}" not found in the tree of session "{session_id}"'
+                        f'entry "{after_entry_id}" not found in session "{session_id}"'
                     )
-                start = position + 1
-            page = order[start : start + limit]
-            if not page:
+                if after_depth is None:
+                    depth = len(self._branch_rows(cursor, session_id, after_entry_id, "e.id")) - 1
+                else:
+                    depth = after_depth
+                found = walk.after(current, depth)
+            else:
+                found = walk.first_root()
+            keys: list[tuple[_Key, int]] = []
+            while found is not None and len(keys) < limit:
+                keys.append(found)
+                found = walk.after(*found)
+            if not keys:
                 return []
-            marks = ", ".join(["%s"] * len(page))
-            found = {
+            ids = [key[0] for key, _ in keys]
+            marks = ", ".join(["%s"] * len(ids))
+            entries = {
                 entry.id: entry
                 for entry in self._select_entries(
                     cursor,
                     f"e.session_id = %s AND e.entry_id IN ({marks})",
-                    [session_id, *(eid for eid, _ in page)],
+                    [session_id, *ids],
                     order="",
                 )
             }
+            cursor.execute(
+                f"SELECT parent_id, COUNT(*) FROM {_ENTRY} WHERE session_id = %s "
+                f"AND parent_id IN ({marks}) GROUP BY parent_id",
+                [session_id, *ids],
+            )
+            children = dict(cursor.fetchall())
             return [
-                TreeRowEntity(entry=found[eid], depth=depth, child_count=children.get(eid, 0))
-                for eid, depth in page
-                if eid in found
+                TreeRowEntity(
+                    entry=entries[key[0]], depth=depth, child_count=int(children.get(key[0], 0))
+                )
+                for key, depth in keys
+                if key[0] in entries
             ]
 
         return list(self._cursor_read(query))
@@ -1263,42 +1281,100 @@ class TreeStore(StoreBase):
 
 # -- walks ---------------------------------------------------------------------------
 
+#: ``(entry_id, parent_id, created_at, seq)``: where an entry sits in the tree.
+_Key = tuple[str, str | None, Any, int]
+#: Levels climbed one indexed query at a time before one recursive query takes over.
+_CLIMB_STEPS = 16
+
+
+class _TreeWalk:
+    """Pre-order steps through a session's forest, each a few indexed queries.
+
+    Siblings are in append order ``(created_at, seq)``, roots are the entries
+    without a parent — the forest :meth:`TreeStore.tree` nests, so an entry
+    whose parent is not in the session is never reached (as there). Nothing
+    recurses in Python: climbing out of a finished subtree is a loop, and past
+    ``_CLIMB_STEPS`` levels one recursive SQL query finds the nearest ancestor
+    with a later sibling.
+    """
+
+    def __init__(self, cursor: CursorWrapper, session_id: str) -> None:
+        self.cursor = cursor
+        self.session_id = session_id
+        self.columns = self._columns("")
+
+    def _columns(self, alias: str) -> str:
+        created = f"{alias}created_at"
+        if self.cursor.db.vendor == "sqlite":
+            created = f"CAST({created} AS TEXT)"  # compared as stored, never converted
+        return f"{alias}entry_id, {alias}parent_id, {created}, {alias}seq"
+
+    def _one(self, where: str, params: list[Any], order: bool = True) -> _Key | None:
+        sql = f"SELECT {self.columns} FROM {_ENTRY} WHERE session_id = %s AND {where}"
+        if order:
+            sql += " ORDER BY created_at, seq LIMIT 1"
+        self.cursor.execute(sql, [self.session_id, *params])
+        row = self.cursor.fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3])
+
+    def key(self, entry_id: str) -> _Key | None:
+        return self._one("entry_id = %s", [entry_id], order=False)
+
+    def first_root(self) -> tuple[_Key, int] | None:
+        root = self._one("parent_id IS NULL", [])
+        return None if root is None else (root, 0)
+
+    def _next_sibling(self, key: _Key) -> _Key | None:
+        _, parent, created, seq = key
+        same_parent = "parent_id IS NULL" if parent is None else "parent_id = %s"
+        params: list[Any] = [] if parent is None else [parent]
+        return self._one(
+            f"{same_parent} AND created_at >= %s AND (created_at > %s OR seq > %s)",
+            [*params, created, created, seq],
+        )
+
+    def after(self, key: _Key, depth: int) -> tuple[_Key, int] | None:
+        """The entry after ``key`` (at ``depth``) in pre-order, with its depth."""
+        child = self._one("parent_id = %s", [key[0]])
+        if child is not None:
+            return child, depth + 1
+        node: _Key | None = key
+        for _ in range(_CLIMB_STEPS):
+            if node is None:
+                return None
+            sibling = self._next_sibling(node)
+            if sibling is not None:
+                return sibling, depth
+            if node[1] is None:
+                return None  # a root without a later root: the forest is done
+            node = self.key(node[1])
+            depth -= 1
+        return None if node is None else self._climb(node, depth)
+
+    def _climb(self, node: _Key, depth: int) -> tuple[_Key, int] | None:
+        """The nearest later sibling of ``node`` or an ancestor, in one recursive query."""
+        nulls_equal = "IS" if self.cursor.db.vendor == "sqlite" else "IS NOT DISTINCT FROM"
+        self.cursor.execute(
+            _ancestors_cte(self.cursor)
+            + f" SELECT chain.depth, {self._columns('s.')} FROM chain"
+            f" JOIN {_ENTRY} a ON a.id = chain.pk JOIN {_ENTRY} s"
+            f" ON s.session_id = a.session_id AND s.parent_id {nulls_equal} a.parent_id"
+            " AND s.created_at >= a.created_at"
+            " AND (s.created_at > a.created_at OR s.seq > a.seq)"
+            " ORDER BY chain.depth, s.created_at, s.seq LIMIT 1",
+            [self.session_id, node[0], self.session_id, self.session_id],
+        )
+        row = self.cursor.fetchone()
+        if row is None:
+            return None
+        return (row[1], row[2], row[3], row[4]), depth - int(row[0])
+
+
 
 def _require_count(value: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise exceptions.ValidationError(f"{field} must be an integer", field=field)
     return value
-
-
-def _depth_first(
-    rows: Sequence[Sequence[Any]],
-) -> tuple[list[tuple[str, int]], dict[str, int]]:
-    """Pre-order ``(entry_id, depth)`` of ``(entry_id, parent_id)`` rows in append order.
-
-    The same forest :meth:`TreeStore.tree` nests — roots are the entries without
-    a parent, siblings in append order, an entry whose parent is not in the
-    session is not listed — walked with an explicit stack, never recursion; the
-    visited set keeps a corrupt parent cycle out. Also returns child counts.
-    """
-    by_parent: dict[str, list[str]] = defaultdict(list)
-    for entry_id, parent_id in rows:
-        by_parent[parent_id or ""].append(entry_id)
-    order: list[tuple[str, int]] = []
-    visited: set[str] = set()
-    stack = [(root, 0) for root in reversed(by_parent.get("", []))]
-    while stack:
-        entry_id, depth = stack.pop()
-        if entry_id in visited:
-            continue
-        visited.add(entry_id)
-        order.append((entry_id, depth))
-        stack.extend(
-            (child, depth + 1)
-            for child in reversed(by_parent.get(entry_id, []))
-            if child not in visited
-        )
-    children = {parent: len(kids) for parent, kids in by_parent.items() if parent}
-    return order, children
 
 
 # -- row mapping ---------------------------------------------------------------------

@@ -66,7 +66,7 @@ def test_every_session_page_of_a_100000_entry_session_is_one_page(admin: Client)
 
     # The context view says the branch is too long instead of building it.
     context = page(admin, "context", sid)
-    assert 'class="errornote"' in context and "MAX_CONTEXT_BRANCH=10000" in context
+    assert 'class="errornote"' in context and "MAX_CONTEXT_BRANCH=2000" in context
     # An entry with a shorter branch is still explained.
     short = page(admin, "context", sid, entry="e50")
     assert short.count("model-facing message on the branch") == 50
@@ -100,7 +100,11 @@ def test_steps_view_reads_one_page(admin: Client) -> None:
             for i in range(450)
         ]
     )
-    html = page(admin, "steps", sid)
+    with CaptureQueriesContext(connection) as queries:
+        html = page(admin, "steps", sid)
     assert "step 199<" in html and "step 200<" not in html
+    # The page reads its rows, not the whole trace.
+    reads = [q["sql"] for q in queries if 'FROM "agentstore_step"' in q["sql"]]
+    assert reads and all("LIMIT" in sql for sql in reads)
     html = page(admin, "steps", sid, page=3)
     assert "step 449<" in html and "step 399<" not in html

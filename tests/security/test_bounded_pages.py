@@ -102,4 +102,4 @@ def test_reads_of_a_100000_entry_session_are_pages(api: Any) -> None:
     last = api.get(f"{API}/sessions/{sid}/messages?limit=1000").json()
     assert last["results"][-1]["entry_id"] == "e1000"
     error = assert_error(api.get(f"{API}/sessions/{sid}/context"), 400, "too_large")
-    assert error["details"]["limit"] == 10_000
+    assert error["details"]["limit"] == 2_000

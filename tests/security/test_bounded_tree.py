@@ -54,10 +54,15 @@ def test_tree_pages_are_the_nested_tree_flattened() -> None:
     b = store.append_message(sid, root.id, msg(role="assistant", content="b"))
     store.append_message(sid, a.id, msg(role="user", content="a2"))
     store.append_message(sid, b.id, msg(role="user", content="b2"))
+    # A chain deeper than the walk climbs one query at a time, so leaving it
+    # for b's subtree takes the recursive query.
+    parent = a.id
+    for i in range(40):
+        parent = store.append_message(sid, parent, msg(role="user", content=f"deep {i}")).id
     store.append_message(sid, None, msg(role="user", content="second root"))
     expected = _flatten(store.tree(sid))
-    assert len(expected) == 6
-    for limit in (1, 2, 4, 100):
+    assert len(expected) == 46
+    for limit in (1, 2, 4, 7, 100):
         assert _all_tree_pages(store, sid, limit) == expected
     for limit in (1, 2, 3):
         assert store.branch(sid, b.id, limit) == store.branch(sid, b.id)[-limit:]

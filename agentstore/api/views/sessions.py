@@ -270,8 +270,10 @@ class SessionViewSet(
     def tree(self, request: Request, pk: str) -> Response:
         session = self.session_or_404()
         cursor = EntryCursor(request)
-        found = TreeStore().tree_page(session.id, cursor.after, cursor.limit + 1)
-        rows, next_url = cursor.page(found, lambda row: row.entry.id)
+        found = TreeStore().tree_page(
+            session.id, cursor.after, cursor.limit + 1, after_depth=cursor.depth
+        )
+        rows, next_url = cursor.page(found, lambda row: row.entry.id, lambda row: row.depth)
         return Response({"next": next_url, "results": s.TreeRowSerializer(rows, many=True).data})
 
     @extend_schema(
@@ -299,7 +301,7 @@ class SessionViewSet(
     @extend_schema(
         summary="What the model would see at an entry",
         description="Built for branches of at most `MAX_CONTEXT_BRANCH` entries (default "
-        "10,000); a longer branch answers 400 `too_large`: read it with `/branch` pages.",
+        "2,000); a longer branch answers 400 `too_large`: read it with `/branch` pages.",
         parameters=[_AT],
         responses={200: s.ContextSerializer, **errors(400, 404)},
         tags=["entries"],
