@@ -29,7 +29,6 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -145,6 +144,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--page", type=int, default=500, help="the big page asked of tree/branch/messages"
+    )
+    parser.add_argument(
+        "--arenas",
+        type=int,
+        default=0,
+        help="set MALLOC_ARENA_MAX for the worker (glibc; 0: leave the default)",
+    )
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-bounded-")
@@ -158,6 +166,8 @@ def main() -> None:
 
     port = free_port()
     env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0"}
+    if args.arenas:
+        env["MALLOC_ARENA_MAX"] = str(args.arenas)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -205,15 +215,16 @@ def main() -> None:
             return statistics.median(times)
 
         tail = f"e{args.entries}"
+        big = args.page
         endpoints = [
             ("entries", "/entries", 100),
             ("entries ?limit=1000", "/entries?limit=1000", 1000),
             ("tree", "/tree", 100),
-            ("tree ?limit=1000", "/tree?limit=1000", 1000),
+            (f"tree ?limit={big}", f"/tree?limit={big}", big),
             ("branch", "/branch", 100),
-            ("branch ?limit=1000", f"/branch?entry_id={tail}&limit=1000", 1000),
+            (f"branch ?limit={big}", f"/branch?entry_id={tail}&limit={big}", big),
             ("messages", "/messages", 100),
-            ("transcript ?limit=1000", "/transcript?limit=1000", 1000),
+            (f"transcript ?limit={big}", f"/transcript?limit={big}", big),
             ("context (too_large)", "/context", 0),
             ("context at e2000 (cap)", "/context?entry_id=e2000", 2000),
             ("entry", f"/entries/{tail}", 1),

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 __all__ = [
+    "MAX_ENTRY_PAGE",
     "EntryCursor",
     "SeqCursor",
     "SessionPagination",
@@ -117,9 +118,14 @@ class SeqCursor:
         return rows, url
 
 
+#: Largest page of the tree, branch and message listings: their rows are
+#: heavier to build than a plain entry page (measured in bench/bounded_reads.py).
+MAX_ENTRY_PAGE = 500
+
+
 class _EntryCursorQuery(serializers.Serializer[Any]):
     cursor = serializers.CharField(required=False, max_length=512)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ENTRY_PAGE)
 
 
 class EntryCursor:

@@ -483,6 +483,15 @@ class TreeRowSerializer(serializers.Serializer[Any]):
     child_count = serializers.IntegerField(help_text="How many entries have this one as parent.")
     entry = EntrySerializer()
 
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        # The entry's fast path (see EntrySerializer): DRF's generic nesting
+        # deep-copies every field per row, which dominated a 1,000-row page.
+        return {
+            "depth": instance.depth,
+            "child_count": instance.child_count,
+            "entry": entry_payload(instance.entry),
+        }
+
 
 class TreePageSerializer(serializers.Serializer[Any]):
     next = serializers.URLField(allow_null=True, help_text="The next page, or null at the end.")

@@ -1355,8 +1355,7 @@ class _TreeWalk:
         """The nearest later sibling of ``node`` or an ancestor, in one recursive query."""
         nulls_equal = "IS" if self.cursor.db.vendor == "sqlite" else "IS NOT DISTINCT FROM"
         self.cursor.execute(
-            _ancestors_cte(self.cursor)
-            + f" SELECT chain.depth, {self._columns('s.')} FROM chain"
+            _ancestors_cte(self.cursor) + f" SELECT chain.depth, {self._columns('s.')} FROM chain"
             f" JOIN {_ENTRY} a ON a.id = chain.pk JOIN {_ENTRY} s"
             f" ON s.session_id = a.session_id AND s.parent_id {nulls_equal} a.parent_id"
             " AND s.created_at >= a.created_at"
@@ -1368,7 +1367,6 @@ class _TreeWalk:
         if row is None:
             return None
         return (row[1], row[2], row[3], row[4]), depth - int(row[0])
-
 
 
 def _require_count(value: Any, field: str) -> int:

@@ -99,7 +99,8 @@ def test_reads_of_a_100000_entry_session_are_pages(api: Any) -> None:
         body = response.json()
         assert len(body["results"]) == 100, reader
         assert body["next"], reader
-    last = api.get(f"{API}/sessions/{sid}/messages?limit=1000").json()
-    assert last["results"][-1]["entry_id"] == "e1000"
+    last = api.get(f"{API}/sessions/{sid}/messages?limit=500").json()
+    assert last["results"][-1]["entry_id"] == "e500"
+    assert_error(api.get(f"{API}/sessions/{sid}/messages?limit=501"), 400, "validation_error")
     error = assert_error(api.get(f"{API}/sessions/{sid}/context"), 400, "too_large")
     assert error["details"]["limit"] == 2_000

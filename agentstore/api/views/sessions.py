@@ -32,7 +32,7 @@ from rest_framework.utils.urls import replace_query_param
 
 from agentstore.api import serializers as s
 from agentstore.api.filters import SessionFilter
-from agentstore.api.pagination import EntryCursor, SeqCursor, SessionPagination
+from agentstore.api.pagination import MAX_ENTRY_PAGE, EntryCursor, SeqCursor, SessionPagination
 from agentstore.api.services import create_loop_session
 from agentstore.api.views.base import ENTRY_ID, AgentstoreViewSet, errors
 from agentstore.api.views.loop import LoopActions
@@ -68,7 +68,9 @@ class _EntryQuery(serializers.Serializer[Any]):
 
 
 class _BranchQuery(_EntryQuery):
-    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=1000)
+    limit = serializers.IntegerField(
+        required=False, default=100, min_value=1, max_value=MAX_ENTRY_PAGE
+    )
 
 
 def require_context_size(store: TreeStore, session_id: str, leaf_id: str) -> None:
@@ -80,7 +82,8 @@ def require_context_size(store: TreeStore, session_id: str, leaf_id: str) -> Non
     if bound > 0 and store.branch_length(session_id, leaf_id, at_most=bound) > bound:
         raise TooLarge(
             f"the branch to entry {leaf_id!r} is longer than MAX_CONTEXT_BRANCH={bound} entries; "
-            f"read it in pages with /sessions/{session_id}/branch?entry_id={leaf_id}&limit=1000",
+            f"read it in pages with /sessions/{session_id}/branch?entry_id={leaf_id}"
+            f"&limit={MAX_ENTRY_PAGE}",
             limit=bound,
         )
 
