@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 import pytest
+from django.db import connections
 from django.test import override_settings
 
 from tests.api.conftest import API, append_message, assert_error, create_session
@@ -83,8 +84,11 @@ def _drain(response: Any, give_up: float = 30.0) -> list[bytes]:
     chunks: list[bytes] = []
 
     def read() -> None:
-        chunks.extend(response.streaming_content)
-        response.close()
+        try:
+            chunks.extend(response.streaming_content)
+            response.close()
+        finally:
+            connections.close_all()  # this thread's own connection
 
     thread = threading.Thread(target=read, daemon=True)
     thread.start()
