@@ -160,7 +160,7 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         filter_backends=[],
         renderer_classes=[JSONRenderer, EventStreamRenderer],
     )
-    def follow(self, request: Request, pk: str) -> StreamingHttpResponse:
+    def follow(self, request: Request, pk: str) -> StreamingHttpResponse | Response:
         session = self.session_or_404()
         raw: dict[str, Any] = {}
         if "after" in request.query_params:
@@ -179,7 +179,7 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
             # An error is JSON even to a client that asked for an event stream.
             request.accepted_renderer = JSONRenderer()
             request.accepted_media_type = JSONRenderer.media_type
-            return error_response(  # type: ignore[return-value]
+            return error_response(
                 exc.status,
                 exc.code,
                 exc.message,

@@ -55,6 +55,9 @@ _CURSOR = OpenApiParameter(
     "cursor", str, description="The opaque cursor of a `next` link.", required=False
 )
 _LIMIT = OpenApiParameter("limit", int, description="Page size (1–1000, default 100).")
+_PAGE_LIMIT = OpenApiParameter(
+    "limit", int, description=f"Page size (1–{MAX_ENTRY_PAGE}, default 100).", required=False
+)
 _AT = OpenApiParameter(
     "entry_id",
     str,
@@ -265,7 +268,7 @@ class SessionViewSet(
         description="Each row is an entry with its `depth` (0: a root) and `child_count`, in "
         "depth-first order (siblings in append order): nest them by `entry.parent_id`. Page "
         "with the `next` link.",
-        parameters=[_CURSOR, _LIMIT],
+        parameters=[_CURSOR, _PAGE_LIMIT],
         responses={200: s.TreePageSerializer, **errors(400, 404)},
         tags=["entries"],
     )
@@ -284,7 +287,7 @@ class SessionViewSet(
         description="`results` are the last `limit` entries of the path root → `entry_id`, "
         "root-first. When the path goes on above them, `next` asks for the part that ends at "
         "the first result's parent: prepend each further page.",
-        parameters=[_AT, _LIMIT],
+        parameters=[_AT, _PAGE_LIMIT],
         responses={200: s.BranchPageSerializer, **errors(400, 404)},
         tags=["entries"],
     )
@@ -324,7 +327,7 @@ class SessionViewSet(
 
     @extend_schema(
         summary="Every message of the session, all branches, in append order, paged",
-        parameters=[_CURSOR, _LIMIT],
+        parameters=[_CURSOR, _PAGE_LIMIT],
         responses={200: s.MessagePageSerializer, **errors(400, 404)},
         tags=["entries"],
     )
@@ -334,7 +337,7 @@ class SessionViewSet(
 
     @extend_schema(
         summary="The displayed messages of the session, in append order, paged",
-        parameters=[_CURSOR, _LIMIT],
+        parameters=[_CURSOR, _PAGE_LIMIT],
         responses={200: s.MessagePageSerializer, **errors(400, 404)},
         tags=["entries"],
     )
