@@ -594,14 +594,16 @@ def context_view(
             return None
         entry_id = latest[-1].id
     bound = int(agentstore_settings.MAX_CONTEXT_BRANCH)
-    if bound > 0 and store.branch_length(session_id, entry_id, at_most=bound) > bound:
+    # Read at most one entry past the bound: a branch that fits is the whole
+    # branch (one walk serves both the check and the explanation).
+    branch = store.branch(session_id, entry_id, bound + 1 if bound > 0 else 0)
+    if bound > 0 and len(branch) > bound:
         raise TooLarge(
             f"the branch to entry {entry_id} is longer than MAX_CONTEXT_BRANCH={bound} "
             "entries: too long to explain here; read it on the entries list or with the "
             "API's /branch pages",
             limit=bound,
         )
-    branch = store.branch(session_id, entry_id)
     context = store.build_context(session_id, entry_id)
     last_compaction = max((i for i, e in enumerate(branch) if e.type == "compaction"), default=-1)
     kept_from = -1
