@@ -33,6 +33,24 @@ DEFAULTS: dict[str, Any] = {
     "SQLITE_WRITE_LOCK": True,
     # Suffix of that lock file, appended to the database path.
     "SQLITE_LOCK_SUFFIX": ".agentstore-lock",
+    # Seconds a writer waits for that lock file before the store raises
+    # DatabaseBusy (the API answers 503 database_busy). A holder only keeps it
+    # for one short transaction, so waiting longer means it is frozen or stuck
+    # (docs/operations.md, "Writer queue deadline"). 0 waits forever.
+    "WRITE_QUEUE_TIMEOUT": 30.0,
+    # Live follow (GET /sessions/{id}/follow) caps, per server process: under
+    # WSGI each follower holds a worker thread for as long as it follows
+    # (docs/operations.md, "Following live: ASGI and caps"). 0: no cap.
+    "FOLLOW_MAX_PER_USER": 4,
+    "FOLLOW_MAX_PER_PROCESS": 16,
+    # Seconds after which a follow stream ends with a "reconnect" event;
+    # EventSource resumes with Last-Event-ID. 0: streams never end on their own.
+    "FOLLOW_MAX_SECONDS": 300.0,
+    # The longest branch (entries from the root) for which the API's /context
+    # and the admin's context view build a whole context; longer answers 400
+    # too_large (docs/api.md, "Bounded answers"). A compacted session's branch
+    # is still walked to its root, so this bounds the work, not the result.
+    "MAX_CONTEXT_BRANCH": 2_000,
 }
 
 

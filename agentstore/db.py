@@ -82,7 +82,9 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     whole ``fn`` is re-run when the database answers SQLITE_BUSY, at most
     ``WRITE_ATTEMPTS`` times, so ``fn`` must generate nothing that has to stay
     stable across attempts (make ids and timestamps before calling). After the
-    last busy attempt :class:`~agentstore.exceptions.DatabaseBusy` is raised.
+    last busy attempt :class:`~agentstore.exceptions.DatabaseBusy` is raised,
+    and at once when the SQLite writer queue is not granted within
+    ``WRITE_QUEUE_TIMEOUT`` seconds.
     """
     connection = connections[using]
     if connection.vendor != "sqlite" or connection.in_atomic_block:
@@ -97,6 +99,10 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
         try:
             with _sqlite_writer_slot(connection), transaction.atomic(using=using, durable=True):
                 return fn()
+        except DatabaseBusy:
+            # The writer queue's deadline passed: waiting again would only
+            # multiply the caller's wait (docs/operations.md, "Writer queue deadline").
+            raise
         except DatabaseError as exc:
             if not is_busy_error(exc):
                 raise
@@ -260,8 +266,13 @@ class _LockFile:
         self.pid = os.getpid()
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
+    def detach(self) -> int:
+        """Hand the descriptor to someone else (it is no longer closed here)."""
+        fd, self.fd = self.fd, -1
+        return fd
+
     def __del__(self) -> None:
-        if os.getpid() == self.pid:
+        if os.getpid() == self.pid and self.fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
 
@@ -290,20 +301,90 @@ def _lock_file(path: str) -> _LockFile | None:
 
 @contextlib.contextmanager
 def _sqlite_writer_slot(connection: BaseDatabaseWrapper) -> Iterator[None]:
-    """Hold the database's writer lock file for the duration of the block."""
+    """Hold the database's writer lock file for the duration of the block.
+
+    Waits at most ``WRITE_QUEUE_TIMEOUT`` seconds for it, then raises
+    :class:`~agentstore.exceptions.DatabaseBusy`: a holder that is frozen
+    (``SIGSTOP``, a debugger) must not stall every other writer forever.
+    """
     path = sqlite_lock_path(connection)
     lock = _lock_file(path) if path else None
     if lock is None:
         yield
         return
-    # Blocking on purpose: the kernel wakes a sleeping waiter when the holder
-    # releases, which is what makes the queue fair. The holder only ever keeps
-    # it for one short transaction (see the module docstring).
-    fcntl.flock(lock.fd, fcntl.LOCK_EX)
+    timeout = float(agentstore_settings.WRITE_QUEUE_TIMEOUT or 0)
+    if not _acquire(lock, timeout):
+        # The abandoned wait owns the old descriptor now (it releases and closes
+        # it when the kernel finally grants it): this thread opens a fresh one.
+        _local.files.pop(path, None)
+        logger.warning("writer queue %s not granted within %.3fs", path, timeout)
+        raise DatabaseBusy(
+            f"database {connection.alias!r} is busy: the writer queue ({path}) was not "
+            f"granted within WRITE_QUEUE_TIMEOUT={timeout:g}s (another process holds it)",
+        )
     try:
         yield
     finally:
         fcntl.flock(lock.fd, fcntl.LOCK_UN)
+
+
+class _QueueWait:
+    """A blocking ``flock`` in a helper thread, so the caller can stop waiting.
+
+    Blocking (rather than polling ``LOCK_NB``) is what keeps the queue fair:
+    the kernel grants the lock to a sleeping waiter when it is released. The
+    wait itself cannot be cancelled, so a caller that gives up *abandons* it:
+    the helper keeps waiting, and releases and closes the descriptor as soon as
+    the kernel grants it, so an abandoned wait never holds the queue.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.granted = threading.Event()
+        self.abandoned = False
+        self.mutex = threading.Lock()
+        self.thread = threading.Thread(
+            target=self._run, name="agentstore-writer-queue", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError:  # pragma: no cover - the descriptor went away
+            return
+        with self.mutex:
+            if not self.abandoned:
+                self.granted.set()
+                return
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the lock was granted within ``timeout`` (if not, the wait is abandoned)."""
+        if self.granted.wait(timeout):
+            return True
+        with self.mutex:
+            if self.granted.is_set():
+                return True
+            self.abandoned = True
+            return False
+
+
+def _acquire(lock: _LockFile, timeout: float) -> bool:
+    """Take ``lock`` exclusively, waiting at most ``timeout`` seconds (≤ 0: forever)."""
+    try:
+        fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        pass
+    if timeout <= 0:
+        fcntl.flock(lock.fd, fcntl.LOCK_EX)
+        return True
+    if _QueueWait(lock.fd).wait(timeout):
+        return True
+    lock.detach()  # the abandoned wait closes it
+    return False
 
 
 def _reset_after_fork() -> None:

@@ -53,6 +53,21 @@ class ValidationError(AgentStoreError, ValueError):
         self.field = field
 
 
+class TooLarge(AgentStoreError):
+    """The answer asked for is bigger than a surface builds in one go; ask for pages.
+
+    ``limit`` is the bound that was hit; the message says how to page (the API
+    answers 400 ``too_large``, docs/api.md "Bounded answers").
+    """
+
+    code = "too_large"
+    default_message = "the answer is too large; read it in pages"
+
+    def __init__(self, message: str | None = None, *, limit: int = 0) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 # -- sessions, entries and holds ---------------------------------------------
 
 

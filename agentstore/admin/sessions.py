@@ -2,9 +2,9 @@
 
     /admin/agentstore/session/                      changelist (no COUNT, no facets)
     /admin/agentstore/session/<id>/change/          header facts, hold, refs, children, tasks
-    /admin/agentstore/session/<id>/tree/            the entry tree, server-rendered
+    /admin/agentstore/session/<id>/tree/?before=    the entry tree, a window of entries
     /admin/agentstore/session/<id>/context/?entry=  what the model would see there, and why
-    /admin/agentstore/session/<id>/transcript/      displayed messages (TreeStore)
+    /admin/agentstore/session/<id>/transcript/?after=  displayed messages, a page (TreeStore)
     /admin/agentstore/session/<id>/steps/           the loop step trace (LoopStore)
     /admin/agentstore/session/<id>/grants/          approvals, with "revoke" (LoopStore)
     /admin/agentstore/session/<id>/break-lock/      POST: break the hold (LogStore.break_lock)
@@ -29,13 +29,14 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from agentstore import exceptions
-from agentstore.admin.mixins import ReadOnlyAdmin, clip, render_page
+from agentstore.admin.mixins import CappedCountPaginator, ReadOnlyAdmin, clip, render_page
 from agentstore.models import Session
 from agentstore.models.sessions import SessionKind
 from agentstore.selectors.admin_views import (
     context_view,
     session_overview,
     session_tree,
+    steps_of,
     tree_rows,
 )
 from agentstore.selectors.holds import break_hold, hold_of
@@ -57,6 +58,15 @@ def delete_session(session_id: str, kind: str) -> None:
         LogStore().delete(session_id)
     else:
         TreeStore().delete_session(session_id)
+
+
+def _positive(value: str | None) -> int:
+    """A positive integer query value, or 0 (absent or not a positive integer)."""
+    try:
+        number = int(value or 0)
+    except ValueError:
+        return 0
+    return max(number, 0)
 
 
 def break_lock(session_id: str) -> str:
@@ -230,7 +240,8 @@ class SessionAdmin(ReadOnlyAdmin):
 
     def tree_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         session = self._session(request, object_id)
-        tree = session_tree(session.pk)
+        # A big session is drawn one window of entries at a time (?before=seq).
+        tree = session_tree(session.pk, before=_positive(request.GET.get("before")))
         return render_page(
             self,
             request,
@@ -253,7 +264,7 @@ class SessionAdmin(ReadOnlyAdmin):
         error = ""
         try:
             view = context_view(session.pk, entry_id)
-        except (exceptions.NoEntry, exceptions.ValidationError) as exc:
+        except (exceptions.NoEntry, exceptions.ValidationError, exceptions.TooLarge) as exc:
             error = str(exc)
         # A context without compaction can hold every message of a 10,000-entry
         # branch: the explanation table is paged, the "left out" list capped.
@@ -273,21 +284,31 @@ class SessionAdmin(ReadOnlyAdmin):
 
     def transcript_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         session = self._session(request, object_id)
-        messages_ = TreeStore().transcript_messages(session.pk)
-        page = Paginator(messages_, PAGE_SIZE).get_page(request.GET.get("page"))
+        # Paged after the last message seen (?after=<entry id>): one index range
+        # per page, where a page number would read every message before it.
+        after = request.GET.get("after", "").strip()
+        error = ""
+        try:
+            found = TreeStore().messages_page(session.pk, after, PAGE_SIZE + 1, displayed_only=True)
+        except exceptions.NoEntry as exc:
+            found, error = [], str(exc)
         return render_page(
             self,
             request,
             "admin/agentstore/session/transcript.html",
             title=f"Transcript of {session}",
             obj=session,
-            page=page,
+            messages_page=found[:PAGE_SIZE],
+            next_after=found[PAGE_SIZE - 1].entry_id if len(found) > PAGE_SIZE else "",
+            after=after,
+            error=error,
         )
 
     def steps_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         session = self._session(request, object_id)
-        steps = LoopStore().steps(session.pk)
-        page = Paginator(steps, PAGE_SIZE).get_page(request.GET.get("page"))
+        page = CappedCountPaginator(steps_of(session.pk), PAGE_SIZE).get_page(
+            request.GET.get("page")
+        )
         return render_page(
             self,
             request,

@@ -46,6 +46,7 @@ STATUS_BY_ERROR: tuple[tuple[type[errors.AgentStoreError], int], ...] = (
     (errors.NoEntry, status.HTTP_404_NOT_FOUND),
     (errors.NoRef, status.HTTP_404_NOT_FOUND),
     (errors.ValidationError, status.HTTP_400_BAD_REQUEST),
+    (errors.TooLarge, status.HTTP_400_BAD_REQUEST),
     (errors.BadID, status.HTTP_400_BAD_REQUEST),
     (errors.BadConvergence, status.HTTP_400_BAD_REQUEST),
     (errors.CallIDEmpty, status.HTTP_400_BAD_REQUEST),
@@ -107,7 +108,7 @@ def _domain_details(exc: errors.AgentStoreError) -> dict[str, Any]:
     field = getattr(exc, "field", "")
     if field:
         details["field"] = field
-    for name in ("winner_entry_id", "current", "name", "target"):
+    for name in ("winner_entry_id", "current", "name", "target", "limit"):
         value = getattr(exc, name, None)
         if value not in (None, ""):
             details[name] = _plain(value)

@@ -21,6 +21,8 @@ from rest_framework.request import Request
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 __all__ = [
+    "MAX_ENTRY_PAGE",
+    "EntryCursor",
     "SeqCursor",
     "SessionPagination",
     "StepCursorPagination",
@@ -113,4 +115,73 @@ class SeqCursor:
         url = self.request.build_absolute_uri()
         url = remove_query_param(url, "after")
         url = replace_query_param(url, "cursor", self.encode(position_of(rows[-1])))
+        return rows, url
+
+
+#: Largest page of the tree, branch and message listings: their rows are
+#: heavier to build than a plain entry page (measured in bench/bounded_reads.py).
+MAX_ENTRY_PAGE = 500
+
+
+class _EntryCursorQuery(serializers.Serializer[Any]):
+    cursor = serializers.CharField(required=False, max_length=512)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ENTRY_PAGE)
+
+
+class EntryCursor:
+    """``cursor``/``limit`` for listings ordered by something other than ``seq``.
+
+    The depth-first tree and the messages in append order (timestamp, then
+    ``seq``) page after *the last entry seen*: the opaque ``cursor`` of a ``next``
+    link names that entry's id, and the store reads what follows it. Like
+    :class:`SeqCursor` it asks the store for one item more than the page.
+    """
+
+    default_limit = 100
+
+    def __init__(self, request: Request) -> None:
+        query = _EntryCursorQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        values = query.validated_data
+        self.request = request
+        self.limit: int = values.get("limit", self.default_limit)
+        #: The last entry seen ("" on the first page) and, for the tree, its depth.
+        self.after: str = ""
+        self.depth: int | None = None
+        if "cursor" in values:
+            self.after, self.depth = self._decode(values["cursor"])
+
+    @staticmethod
+    def encode(entry_id: str, depth: int | None = None) -> str:
+        text = f"e={entry_id}" if depth is None else f"d={depth};e={entry_id}"
+        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+    @staticmethod
+    def _decode(cursor: str) -> tuple[str, int | None]:
+        try:
+            text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            text = ""
+        depth: int | None = None
+        if text.startswith("d="):
+            head, _, text = text.partition(";")
+            try:
+                depth = int(head[2:])
+            except ValueError:
+                depth = -1
+        key, _, entry_id = text.partition("=")
+        if key != "e" or not entry_id or (depth is not None and not 0 <= depth <= MAX_POSITION):
+            raise serializers.ValidationError({"cursor": ["Invalid cursor."]})
+        return entry_id, depth
+
+    def page(
+        self, items: Sequence[Any], entry_id_of: Any, depth_of: Any = None
+    ) -> tuple[list[Any], str | None]:
+        """Trim ``items`` (fetched with ``limit + 1``) to a page and build the ``next`` link."""
+        rows = list(items[: self.limit])
+        if len(items) <= self.limit or not rows:
+            return rows, None
+        last = rows[-1]
+        cursor = self.encode(entry_id_of(last), depth_of(last) if depth_of else None)
+        url = replace_query_param(self.request.build_absolute_uri(), "cursor", cursor)
         return rows, url

@@ -476,14 +476,35 @@ class EntryPageSerializer(serializers.Serializer[Any]):
     results = EntrySerializer(many=True)
 
 
-class TreeNodeSerializer(serializers.Serializer[Any]):
-    entry = EntrySerializer()
-    children = serializers.SerializerMethodField()
+class TreeRowSerializer(serializers.Serializer[Any]):
+    """One entry of the tree, listed flat depth-first (no nesting: chains can be 100,000 deep)."""
 
-    @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/TreeNode"}})
-    def get_children(self, obj: Any) -> list[dict[str, Any]]:
-        """The entry's children, as tree nodes, in append order."""
-        return [TreeNodeSerializer(child).data for child in obj.children]
+    depth = serializers.IntegerField(help_text="0 for a root, its parent's depth + 1 otherwise.")
+    child_count = serializers.IntegerField(help_text="How many entries have this one as parent.")
+    entry = EntrySerializer()
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        # The entry's fast path (see EntrySerializer): DRF's generic nesting
+        # deep-copies every field per row, which dominated a 1,000-row page.
+        return {
+            "depth": instance.depth,
+            "child_count": instance.child_count,
+            "entry": entry_payload(instance.entry),
+        }
+
+
+class TreePageSerializer(serializers.Serializer[Any]):
+    next = serializers.URLField(allow_null=True, help_text="The next page, or null at the end.")
+    results = TreeRowSerializer(many=True)
+
+
+class BranchPageSerializer(serializers.Serializer[Any]):
+    next = serializers.URLField(
+        allow_null=True,
+        help_text="The part of the path above these entries (towards the root), or null when "
+        "the first result is a root.",
+    )
+    results = EntrySerializer(many=True)
 
 
 class SessionMessageSerializer(serializers.Serializer[Any]):
@@ -497,6 +518,11 @@ class SessionMessageSerializer(serializers.Serializer[Any]):
     provider = serializers.CharField()
     model = serializers.CharField()
     parts = MessagePartOutput(many=True)
+
+
+class MessagePageSerializer(serializers.Serializer[Any]):
+    next = serializers.URLField(allow_null=True, help_text="The next page, or null at the end.")
+    results = SessionMessageSerializer(many=True)
 
 
 class UsageOutput(serializers.Serializer[Any]):

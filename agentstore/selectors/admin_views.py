@@ -34,7 +34,9 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Case, Count, Q, TextField, Value, When
 from django.db.models.functions import Cast, Substr
 
+from agentstore.conf import agentstore_settings
 from agentstore.db import read_only
+from agentstore.exceptions import TooLarge
 from agentstore.models import Entry, Grant, Holder, Ref, Session, Step, Task
 from agentstore.models.tasks import LEASED_STATES, TaskState
 from agentstore.selectors.holds import HoldInfo, hold_of
@@ -55,6 +57,7 @@ __all__ = [
     "expired_leases",
     "session_overview",
     "session_tree",
+    "steps_of",
     "tree_rows",
 ]
 
@@ -202,6 +205,7 @@ class TreeNode:
     is_leaf: bool = False
     on_leaf_path: bool = False
     orphan: bool = False
+    cut: bool = False  # the parent is above the drawn window
     first_kept_seq: int = 0  # where a compaction's kept range starts (0: not in the session)
 
     @property
@@ -223,12 +227,18 @@ class TreeNode:
             or self.is_leaf
             or self.is_branch_point
             or self.orphan
+            or self.cut
         )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionTree:
-    """A session's entries nested as a forest, plus where the latest leaf is."""
+    """A session's entries nested as a forest, plus where the latest leaf is.
+
+    A big session is drawn one *window* of ``seq`` at a time (``first_seq`` to
+    ``last_seq``); ``older_before`` is the ``before`` of the window above it
+    (0: this window starts at the first entry).
+    """
 
     session_id: str
     roots: tuple[TreeNode, ...]
@@ -236,6 +246,10 @@ class SessionTree:
     leaf_id: str
     branch_points: int
     compactions: int
+    first_seq: int = 0
+    last_seq: int = 0
+    older_before: int = 0
+    latest: bool = True
 
 
 def _decode(line: str) -> dict[str, Any]:
@@ -246,8 +260,27 @@ def _decode(line: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def session_tree(session_id: str, *, using: str = DEFAULT_DB_ALIAS) -> SessionTree:
-    """Read the session's entries in one query and nest them.
+#: Entries one tree page draws: a bigger session is drawn in windows of ``seq``.
+TREE_WINDOW = 2_000
+
+
+def session_tree(
+    session_id: str,
+    *,
+    before: int = 0,
+    window: int = TREE_WINDOW,
+    using: str = DEFAULT_DB_ALIAS,
+) -> SessionTree:
+    """Read a window of the session's entries in one query and nest them.
+
+    The window is the ``window`` entries with the highest ``seq`` below
+    ``before`` (0: the latest ones), so a page costs the same on a 100,000-entry
+    session as on a small one. A parent always has a lower ``seq`` than its
+    children, so the latest window holds every child of its entries: its leaf
+    and labels are exact. An entry whose parent lies above the window is drawn
+    as a root marked ``cut`` (the ``orphan`` flag stays for a parent that is
+    not in the session at all). In an older window, later children and labels
+    are not seen, so no leaf is marked.
 
     Siblings are ordered like ``TreeStore.tree`` orders them (timestamp, then
     ``seq``); the latest leaf is ``TreeStore.branch(sid, "")``'s: the most recent
@@ -260,39 +293,40 @@ def session_tree(session_id: str, *, using: str = DEFAULT_DB_ALIAS) -> SessionTr
     # of a 10,000-row read (the TreeStore reads its branches the same way).
     created: Any = Cast("created_at", TextField()) if vendor == "sqlite" else "created_at"
     to_datetime = _sqlite_datetime if vendor == "sqlite" else _same
-    rows = (
-        Entry.objects.using(using)
-        .filter(session_id=session_id)
-        .order_by("seq")
-        .values_list(
-            "pk",
-            "seq",
-            "entry_id",
-            "parent_id",
-            "type",
-            created,
-            "role",
-            "custom_type",
-            "provider",
-            "model",
-            "display",
-            "model_facing",
-            "tool_name",
-            "token_estimate",
-            "compaction_first_kept_entry_id",
-            "compaction_tokens_before",
-            "branch_from_entry_id",
-            Case(
-                When(~Q(summary=""), then=Substr("summary", 1, PREVIEW_CHARS)),
-                default=Substr("content", 1, PREVIEW_CHARS),
-                output_field=TextField(),
-            ),
-            Case(
-                When(type__in=_LINE_TYPES, then="line"),
-                default=Value(""),
-                output_field=TextField(),
-            ),
-        )
+    in_session = Entry.objects.using(using).filter(session_id=session_id)
+    newest = in_session.filter(seq__lt=before) if before > 0 else in_session
+    # The window's lower edge: one probe of the (session, seq) index.
+    edge = newest.order_by("-seq").values_list("seq", flat=True)[window : window + 1]
+    low = edge[0] if edge else 0
+    window_rows = newest.filter(seq__gt=low)
+    rows = window_rows.order_by("seq").values_list(
+        "pk",
+        "seq",
+        "entry_id",
+        "parent_id",
+        "type",
+        created,
+        "role",
+        "custom_type",
+        "provider",
+        "model",
+        "display",
+        "model_facing",
+        "tool_name",
+        "token_estimate",
+        "compaction_first_kept_entry_id",
+        "compaction_tokens_before",
+        "branch_from_entry_id",
+        Case(
+            When(~Q(summary=""), then=Substr("summary", 1, PREVIEW_CHARS)),
+            default=Substr("content", 1, PREVIEW_CHARS),
+            output_field=TextField(),
+        ),
+        Case(
+            When(type__in=_LINE_TYPES, then="line"),
+            default=Value(""),
+            output_field=TextField(),
+        ),
     )
     nodes: dict[str, TreeNode] = {}
     ordered: list[TreeNode] = []
@@ -320,7 +354,18 @@ def session_tree(session_id: str, *, using: str = DEFAULT_DB_ALIAS) -> SessionTr
         )
         nodes[node.id] = node
         ordered.append(node)
-    return _nest(session_id, nodes, ordered)
+    latest = before <= 0
+    if not latest and ordered:
+        # Is anything newer than this window? (When not, it is the latest one.)
+        latest = not in_session.filter(seq__gt=ordered[-1].seq).exists()
+    tree = _nest(session_id, nodes, ordered, cut=low > 0, mark_leaf=latest)
+    return replace(
+        tree,
+        first_seq=ordered[0].seq if ordered else 0,
+        last_seq=ordered[-1].seq if ordered else 0,
+        older_before=(low + 1) if low > 0 else 0,
+        latest=latest,
+    )
 
 
 def _sqlite_datetime(value: str) -> datetime:
@@ -331,7 +376,14 @@ def _same(value: datetime) -> datetime:
     return value
 
 
-def _nest(session_id: str, nodes: dict[str, TreeNode], ordered: list[TreeNode]) -> SessionTree:
+def _nest(
+    session_id: str,
+    nodes: dict[str, TreeNode],
+    ordered: list[TreeNode],
+    *,
+    cut: bool = False,
+    mark_leaf: bool = True,
+) -> SessionTree:
     roots: list[TreeNode] = []
     labels: dict[str, str] = {}
     by_time = sorted(ordered, key=lambda n: (n.created_at, n.seq))
@@ -339,8 +391,13 @@ def _nest(session_id: str, nodes: dict[str, TreeNode], ordered: list[TreeNode]) 
         parent = nodes.get(node.parent_id) if node.parent_id is not None else None
         if parent is None or parent is node:
             # A parent id that names no entry of the session draws as a root,
-            # flagged, rather than vanishing from the picture.
-            node.orphan = node.parent_id is not None
+            # flagged, rather than vanishing from the picture. In a window that
+            # does not start at the first entry, the parent may simply be above
+            # the window: that is a cut, not an orphan.
+            if cut and node.parent_id is not None and parent is None:
+                node.cut = True
+            else:
+                node.orphan = node.parent_id is not None
             roots.append(node)
         else:
             parent.children.append(node)
@@ -356,7 +413,7 @@ def _nest(session_id: str, nodes: dict[str, TreeNode], ordered: list[TreeNode]) 
             node.first_kept_seq = nodes[node.first_kept].seq
         if node.id in labels:
             node.label = labels[node.id]
-        if not node.children:
+        if not node.children and mark_leaf:
             leaf = node  # by_time is ascending: the last childless one wins
     if leaf is not None:
         leaf.is_leaf = True
@@ -531,10 +588,22 @@ def context_view(
     store's ``NoEntry`` for an entry id that is not in the session.
     """
     store = store or TreeStore()
-    branch = store.branch(session_id, entry_id)
-    if not branch:
-        return None
-    entry_id = branch[-1].id
+    if not entry_id:
+        latest = store.branch(session_id, "", 1)
+        if not latest:
+            return None
+        entry_id = latest[-1].id
+    bound = int(agentstore_settings.MAX_CONTEXT_BRANCH)
+    # Read at most one entry past the bound: a branch that fits is the whole
+    # branch (one walk serves both the check and the explanation).
+    branch = store.branch(session_id, entry_id, bound + 1 if bound > 0 else 0)
+    if bound > 0 and len(branch) > bound:
+        raise TooLarge(
+            f"the branch to entry {entry_id} is longer than MAX_CONTEXT_BRANCH={bound} "
+            "entries: too long to explain here; read it on the entries list or with the "
+            "API's /branch pages",
+            limit=bound,
+        )
     context = store.build_context(session_id, entry_id)
     last_compaction = max((i for i, e in enumerate(branch) if e.type == "compaction"), default=-1)
     kept_from = -1
@@ -546,8 +615,13 @@ def context_view(
     anchor = context.usage_anchor
     used: set[int] = set()
     lines: list[ContextLine] = []
+    # Context messages follow the branch's order (the compaction summary aside),
+    # so each search starts after the last match: linear, not quadratic.
+    start = 0
     for index, message in enumerate(context.messages):
-        position, reason = _attribute(branch, message, used, last_compaction, kept_from)
+        position, reason = _attribute(branch, message, used, last_compaction, kept_from, start)
+        if position >= 0 and position != last_compaction:
+            start = position + 1
         entry = branch[position] if position >= 0 else None
         if position >= 0:
             used.add(position)
@@ -581,6 +655,7 @@ def _attribute(
     used: set[int],
     last_compaction: int,
     kept_from: int,
+    start: int = 0,
 ) -> tuple[int, str]:
     if message.role == "compactionSummary" and last_compaction >= 0:
         compaction = branch[last_compaction]
@@ -589,7 +664,27 @@ def _attribute(
         )
         return last_compaction, f"summary of compaction (replaces everything before it{kept})"
     wanted_type = "branch_summary" if message.role == "branchSummary" else None
-    for i, entry in enumerate(branch):
+    found = _find(branch, message, used, wanted_type, start)
+    if found < 0 and start > 0:
+        found = _find(branch, message, used, wanted_type, 0)  # out of order: look again
+    if found < 0:
+        return -1, "not traced to a branch entry"
+    if last_compaction >= 0 and kept_from <= found < last_compaction:
+        return found, "kept by the compaction (retained tail)"
+    if wanted_type is not None:
+        return found, "branch summary (always sent)"
+    return found, "model-facing message on the branch"
+
+
+def _find(
+    branch: Sequence[EntryEntity],
+    message: MessageEntity,
+    used: set[int],
+    wanted_type: str | None,
+    start: int,
+) -> int:
+    for i in range(start, len(branch)):
+        entry = branch[i]
         if i in used:
             continue
         if wanted_type is not None:
@@ -602,12 +697,8 @@ def _attribute(
             and entry.created_at == message.timestamp
         ):
             continue
-        if last_compaction >= 0 and kept_from <= i < last_compaction:
-            return i, "kept by the compaction (retained tail)"
-        if wanted_type is not None:
-            return i, "branch summary (always sent)"
-        return i, "model-facing message on the branch"
-    return -1, "not traced to a branch entry"
+        return i
+    return -1
 
 
 def _why_left_out(entry: EntryEntity, position: int, last_compaction: int, kept_from: int) -> str:
@@ -626,6 +717,19 @@ def _why_left_out(entry: EntryEntity, position: int, last_compaction: int, kept_
     if entry.type == "thinking_level_change":
         return f"sets the thinking level: {entry.data.get('thinking_level', '')}"
     return f"{entry.type} entries send nothing to the model"
+
+
+# -- loop steps ----------------------------------------------------------------------
+
+
+def steps_of(session_id: str, *, using: str = DEFAULT_DB_ALIAS) -> Any:
+    """A loop session's steps in insertion order, as a lazy queryset for a paginator.
+
+    ``LoopStore.steps`` reads every step at once (its contract); the admin pages
+    through this instead, so a page costs the same whatever the trace's length.
+    The rows have the ``RunStep`` field names the template reads.
+    """
+    return Step.objects.using(using).filter(session_id=session_id).order_by("id")
 
 
 # -- tasks ---------------------------------------------------------------------------

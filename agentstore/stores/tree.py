@@ -57,6 +57,7 @@ from agentstore.types.tree import (
     SessionEntity,
     SessionMessageEntity,
     TreeNodeEntity,
+    TreeRowEntity,
 )
 from agentstore.validation import (
     require_aware,
@@ -139,14 +140,16 @@ def _context_select_list(cursor: CursorWrapper) -> str:
     return _CONTEXT_COLUMNS
 
 
-def _ancestors_cte(cursor: CursorWrapper) -> str:
+def _ancestors_cte(cursor: CursorWrapper, *, bounded: bool = False) -> str:
     """``WITH RECURSIVE chain(pk, parent_id, depth)``: an entry and its ancestors.
 
     Parameters: session, entry id, session, session. The depth cap (the
     session's highest seq bounds any simple path) keeps a corrupt parent cycle
-    from looping. On PostgreSQL the step is a LATERAL lookup: planned as a plain
-    join, a fresh table's stale statistics can make it rescan the session's
-    entries once per level (seconds for a 10,000-entry branch instead of ~50 ms).
+    from looping. ``bounded``: the last parameter is the deepest ``depth`` to
+    reach instead (a page of the path: ``limit - 1``). On PostgreSQL the step
+    is a LATERAL lookup: planned as a plain join, a fresh table's stale
+    statistics can make it rescan the session's entries once per level
+    (seconds for a 10,000-entry branch instead of ~50 ms).
     """
     if cursor.db.vendor == "postgresql":
         step = (
@@ -159,11 +162,11 @@ def _ancestors_cte(cursor: CursorWrapper) -> str:
             f" SELECT e.id, e.parent_id, chain.depth + 1 FROM chain JOIN {_ENTRY} e"
             " ON e.session_id = %s AND e.entry_id = chain.parent_id"
         )
+    cap = "%s" if bounded else f"(SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY} WHERE session_id = %s)"
     return (
         "WITH RECURSIVE chain(pk, parent_id, depth) AS ("
         f" SELECT id, parent_id, 0 FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s"
-        " UNION ALL" + step + f" WHERE chain.depth < (SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY}"
-        " WHERE session_id = %s))"
+        " UNION ALL" + step + f" WHERE chain.depth < {cap})"
     )
 
 
@@ -943,23 +946,44 @@ class TreeStore(StoreBase):
             where, params = "e.session_id = %s AND e.parent_id = %s", [session_id, parent_id]
         return list(self._cursor_read(lambda c: self._select_entries(c, where, params)))
 
-    def branch(self, session_id: str, entry_id: str = "") -> list[EntryEntity]:
+    def branch(self, session_id: str, entry_id: str = "", limit: int = 0) -> list[EntryEntity]:
         """The path from the root to ``entry_id`` (``""``: the most recent childless entry).
 
+        ``limit > 0`` returns only the last ``limit`` entries of that path (still
+        root-first), reading no more than that: the page of a long branch that
+        ends at ``entry_id``; the page above it ends at the first one's parent.
         Raises ``NoEntry`` when an explicit ``entry_id`` is not in the session.
         """
+        limit = _require_count(limit, "limit")
 
         def query(cursor: CursorWrapper) -> list[EntryEntity]:
-            return self._build_entries(
-                cursor, self._branch_rows(cursor, session_id, entry_id, _select_list(cursor)), True
-            )
+            rows = self._branch_rows(cursor, session_id, entry_id, _select_list(cursor), limit)
+            return self._build_entries(cursor, rows, True)
 
         return list(self._cursor_read(query))
 
+    def branch_length(self, session_id: str, entry_id: str = "", at_most: int = 0) -> int:
+        """How many entries the path root → ``entry_id`` has, counting no further than ``at_most``.
+
+        A bounded question for callers that refuse to build huge results (the
+        API's ``/context``): ``at_most + 1`` means "longer than ``at_most``".
+        ``at_most <= 0`` counts the whole path. Raises ``NoEntry`` like :meth:`branch`.
+        """
+        at_most = _require_count(at_most, "at_most")
+
+        def query(cursor: CursorWrapper) -> int:
+            limit = at_most + 1 if at_most > 0 else 0
+            return len(self._branch_rows(cursor, session_id, entry_id, "e.id", limit))
+
+        return int(self._cursor_read(query))
+
     def _branch_rows(
-        self, cursor: CursorWrapper, session_id: str, entry_id: str, columns: str
+        self, cursor: CursorWrapper, session_id: str, entry_id: str, columns: str, limit: int = 0
     ) -> list[Sequence[Any]]:
-        """The selected rows of the path root → ``entry_id`` (``""``: the latest leaf)."""
+        """The selected rows of the path root → ``entry_id`` (``""``: the latest leaf).
+
+        ``limit > 0``: only the ``limit`` rows nearest ``entry_id``.
+        """
         if not entry_id:
             cursor.execute(
                 f"SELECT e.entry_id FROM {_ENTRY} e WHERE e.session_id = %s AND NOT EXISTS "
@@ -974,10 +998,12 @@ class TreeStore(StoreBase):
         # Walk parent links upwards inside the session. The depth cap (the
         # session's highest seq bounds any simple path) and the visited set
         # below keep a corrupt parent cycle from looping.
+        bounded = limit > 0
         cursor.execute(
-            _ancestors_cte(cursor) + f" SELECT chain.depth, chain.pk, {columns} FROM chain"
+            _ancestors_cte(cursor, bounded=bounded)
+            + f" SELECT chain.depth, chain.pk, {columns} FROM chain"
             f" JOIN {_ENTRY} e ON e.id = chain.pk",
-            [session_id, entry_id, session_id, session_id],
+            [session_id, entry_id, session_id, limit - 1 if bounded else session_id],
         )
         rows = cursor.fetchall()
         if not rows:
@@ -996,6 +1022,77 @@ class TreeStore(StoreBase):
             path.append(row[2:])
         path.reverse()
         return path
+
+    def tree_page(
+        self,
+        session_id: str,
+        after_entry_id: str = "",
+        limit: int = 100,
+        *,
+        after_depth: int | None = None,
+    ) -> list[TreeRowEntity]:
+        """A page of the forest listed flat, depth first (the order :meth:`tree` nests).
+
+        Rows come after ``after_entry_id`` (``""``: from the first root), at most
+        ``limit``. The walk goes from that entry to the next one in pre-order
+        with indexed lookups (first child; else the next sibling of the entry or
+        of its nearest ancestor that has one), so a page costs about ``limit``
+        index probes and the memory of ``limit`` entries however big the
+        session is. ``after_depth`` is the depth of ``after_entry_id`` when the
+        caller knows it (the API's cursor carries it); otherwise it is counted.
+        Raises ``NoEntry`` when ``after_entry_id`` is not in the session.
+        """
+        limit = _require_count(limit, "limit")
+        if limit < 1:
+            raise exceptions.ValidationError("limit must be positive", field="limit")
+
+        def query(cursor: CursorWrapper) -> list[TreeRowEntity]:
+            walk = _TreeWalk(cursor, session_id)
+            if after_entry_id:
+                current = walk.key(after_entry_id)
+                if current is None:
+                    raise exceptions.NoEntry(
+                        f'entry "{after_entry_id}" not found in session "{session_id}"'
+                    )
+                if after_depth is None:
+                    depth = len(self._branch_rows(cursor, session_id, after_entry_id, "e.id")) - 1
+                else:
+                    depth = after_depth
+                found = walk.after(current, depth)
+            else:
+                found = walk.first_root()
+            keys: list[tuple[_Key, int]] = []
+            while found is not None and len(keys) < limit:
+                keys.append(found)
+                found = walk.after(*found)
+            if not keys:
+                return []
+            ids = [key[0] for key, _ in keys]
+            marks = ", ".join(["%s"] * len(ids))
+            entries = {
+                entry.id: entry
+                for entry in self._select_entries(
+                    cursor,
+                    f"e.session_id = %s AND e.entry_id IN ({marks})",
+                    [session_id, *ids],
+                    order="",
+                )
+            }
+            cursor.execute(
+                f"SELECT parent_id, COUNT(*) FROM {_ENTRY} WHERE session_id = %s "
+                f"AND parent_id IN ({marks}) GROUP BY parent_id",
+                [session_id, *ids],
+            )
+            children = dict(cursor.fetchall())
+            return [
+                TreeRowEntity(
+                    entry=entries[key[0]], depth=depth, child_count=int(children.get(key[0], 0))
+                )
+                for key, depth in keys
+                if key[0] in entries
+            ]
+
+        return list(self._cursor_read(query))
 
     def tree(self, session_id: str) -> list[TreeNodeEntity]:
         """The session as a forest: roots in append order, each with its descendants."""
@@ -1058,6 +1155,55 @@ class TreeStore(StoreBase):
         return self._messages(
             "e.session_id = %s AND e.role <> '' AND e.display = %s", [session_id, True]
         )
+
+    def messages_page(
+        self,
+        session_id: str,
+        after_entry_id: str = "",
+        limit: int = 100,
+        *,
+        displayed_only: bool = False,
+    ) -> list[SessionMessageEntity]:
+        """A page of :meth:`messages` (``displayed_only``: of :meth:`transcript_messages`).
+
+        The messages after the one of entry ``after_entry_id`` (``""``: from the
+        first) in the same append order, at most ``limit``: one range scan of the
+        ``(session, created_at, seq)`` index whatever the session's size. Raises
+        ``NoEntry`` when ``after_entry_id`` is not in the session (deleted since).
+        """
+        limit = _require_count(limit, "limit")
+        if limit < 1:
+            raise exceptions.ValidationError("limit must be positive", field="limit")
+        where = "e.session_id = %s AND e.role <> ''"
+        params: list[Any] = [session_id]
+        if displayed_only:
+            where += " AND e.display = %s"
+            params.append(True)
+
+        def query(cursor: CursorWrapper) -> list[EntryEntity]:
+            sql_where, sql_params = where, list(params)
+            if after_entry_id:
+                created = (
+                    "CAST(created_at AS TEXT)" if cursor.db.vendor == "sqlite" else "created_at"
+                )
+                cursor.execute(
+                    f"SELECT {created}, seq FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s",
+                    [session_id, after_entry_id],
+                )
+                key = cursor.fetchone()
+                if key is None:
+                    raise exceptions.NoEntry(
+                        f'entry "{after_entry_id}" not found in session "{session_id}"'
+                    )
+                # (created_at, seq) > key, spelled with a plain lower bound
+                # first so both backends' planners start the index range there.
+                sql_where += " AND e.created_at >= %s AND (e.created_at > %s OR e.seq > %s)"
+                sql_params += [key[0], key[0], key[1]]
+            return self._select_entries(
+                cursor, sql_where, sql_params, order=f"e.created_at, e.seq LIMIT {int(limit)}"
+            )
+
+        return [_message_from_entry(entry) for entry in self._cursor_read(query)]
 
     def message_for_entry(self, session_id: str, entry_id: str) -> SessionMessageEntity | None:
         """The message an entry carries, or ``None`` (unknown entry or no message)."""
@@ -1131,6 +1277,102 @@ class TreeStore(StoreBase):
                     cursor.execute(f"DELETE FROM {_ENTRY} WHERE id IN ({marks})", chunk)
 
         self.write(write)
+
+
+# -- walks ---------------------------------------------------------------------------
+
+#: ``(entry_id, parent_id, created_at, seq)``: where an entry sits in the tree.
+_Key = tuple[str, str | None, Any, int]
+#: Levels climbed one indexed query at a time before one recursive query takes over.
+_CLIMB_STEPS = 16
+
+
+class _TreeWalk:
+    """Pre-order steps through a session's forest, each a few indexed queries.
+
+    Siblings are in append order ``(created_at, seq)``, roots are the entries
+    without a parent — the forest :meth:`TreeStore.tree` nests, so an entry
+    whose parent is not in the session is never reached (as there). Nothing
+    recurses in Python: climbing out of a finished subtree is a loop, and past
+    ``_CLIMB_STEPS`` levels one recursive SQL query finds the nearest ancestor
+    with a later sibling.
+    """
+
+    def __init__(self, cursor: CursorWrapper, session_id: str) -> None:
+        self.cursor = cursor
+        self.session_id = session_id
+        self.columns = self._columns("")
+
+    def _columns(self, alias: str) -> str:
+        created = f"{alias}created_at"
+        if self.cursor.db.vendor == "sqlite":
+            created = f"CAST({created} AS TEXT)"  # compared as stored, never converted
+        return f"{alias}entry_id, {alias}parent_id, {created}, {alias}seq"
+
+    def _one(self, where: str, params: list[Any], order: bool = True) -> _Key | None:
+        sql = f"SELECT {self.columns} FROM {_ENTRY} WHERE session_id = %s AND {where}"
+        if order:
+            sql += " ORDER BY created_at, seq LIMIT 1"
+        self.cursor.execute(sql, [self.session_id, *params])
+        row = self.cursor.fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3])
+
+    def key(self, entry_id: str) -> _Key | None:
+        return self._one("entry_id = %s", [entry_id], order=False)
+
+    def first_root(self) -> tuple[_Key, int] | None:
+        root = self._one("parent_id IS NULL", [])
+        return None if root is None else (root, 0)
+
+    def _next_sibling(self, key: _Key) -> _Key | None:
+        _, parent, created, seq = key
+        same_parent = "parent_id IS NULL" if parent is None else "parent_id = %s"
+        params: list[Any] = [] if parent is None else [parent]
+        return self._one(
+            f"{same_parent} AND created_at >= %s AND (created_at > %s OR seq > %s)",
+            [*params, created, created, seq],
+        )
+
+    def after(self, key: _Key, depth: int) -> tuple[_Key, int] | None:
+        """The entry after ``key`` (at ``depth``) in pre-order, with its depth."""
+        child = self._one("parent_id = %s", [key[0]])
+        if child is not None:
+            return child, depth + 1
+        node: _Key | None = key
+        for _ in range(_CLIMB_STEPS):
+            if node is None:
+                return None
+            sibling = self._next_sibling(node)
+            if sibling is not None:
+                return sibling, depth
+            if node[1] is None:
+                return None  # a root without a later root: the forest is done
+            node = self.key(node[1])
+            depth -= 1
+        return None if node is None else self._climb(node, depth)
+
+    def _climb(self, node: _Key, depth: int) -> tuple[_Key, int] | None:
+        """The nearest later sibling of ``node`` or an ancestor, in one recursive query."""
+        nulls_equal = "IS" if self.cursor.db.vendor == "sqlite" else "IS NOT DISTINCT FROM"
+        self.cursor.execute(
+            _ancestors_cte(self.cursor) + f" SELECT chain.depth, {self._columns('s.')} FROM chain"
+            f" JOIN {_ENTRY} a ON a.id = chain.pk JOIN {_ENTRY} s"
+            f" ON s.session_id = a.session_id AND s.parent_id {nulls_equal} a.parent_id"
+            " AND s.created_at >= a.created_at"
+            " AND (s.created_at > a.created_at OR s.seq > a.seq)"
+            " ORDER BY chain.depth, s.created_at, s.seq LIMIT 1",
+            [self.session_id, node[0], self.session_id, self.session_id],
+        )
+        row = self.cursor.fetchone()
+        if row is None:
+            return None
+        return (row[1], row[2], row[3], row[4]), depth - int(row[0])
+
+
+def _require_count(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise exceptions.ValidationError(f"{field} must be an integer", field=field)
+    return value
 
 
 # -- row mapping ---------------------------------------------------------------------

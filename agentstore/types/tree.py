@@ -32,6 +32,7 @@ __all__ = [
     "SessionEntity",
     "SessionMessageEntity",
     "TreeNodeEntity",
+    "TreeRowEntity",
 ]
 
 
@@ -164,6 +165,19 @@ class TreeNodeEntity:
 
     entry: EntryEntity
     children: tuple[TreeNodeEntity, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TreeRowEntity:
+    """One entry of the tree listed flat, depth first: how deep it sits and how many children.
+
+    ``TreeStore.tree_page`` lists the forest this way so a page is bounded and a
+    100,000-deep chain needs no nesting (docs/tree-store.md, "Reading a big tree").
+    """
+
+    entry: EntryEntity
+    depth: int
+    child_count: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -189,11 +189,15 @@ def test_tree_branch_context_messages_transcript(api: APIClient, sid: str) -> No
     assert hidden.status_code == 201
 
     tree = api.get(f"{API}/sessions/{sid}/tree").json()
-    assert [node["entry"]["id"] for node in tree] == [u]
-    assert [child["entry"]["id"] for child in tree[0]["children"]] == [a1, a2]
+    assert tree["next"] is None
+    rows = [(row["entry"]["id"], row["depth"], row["child_count"]) for row in tree["results"]]
+    hidden_id = hidden.json()["id"]
+    change_id = change.json()["id"]
+    assert rows == [(u, 0, 2), (a1, 1, 1), (hidden_id, 2, 0), (a2, 1, 1), (change_id, 2, 0)]
 
     branch = api.get(f"{API}/sessions/{sid}/branch?entry_id={a1}").json()
-    assert [e["id"] for e in branch] == [u, a1]
+    assert [e["id"] for e in branch["results"]] == [u, a1]
+    assert branch["next"] is None
     assert_error(api.get(f"{API}/sessions/{sid}/branch?entry_id=nope"), 404, "no_entry")
 
     context = api.get(f"{API}/sessions/{sid}/context?entry_id={a2}").json()
@@ -205,9 +209,12 @@ def test_tree_branch_context_messages_transcript(api: APIClient, sid: str) -> No
     assert [m["content"] for m in latest["messages"]] == ["question", "answer one"]
     assert_error(api.get(f"{API}/sessions/{sid}/context?entry_id=nope"), 404, "no_entry")
 
-    messages = [m["content"] for m in api.get(f"{API}/sessions/{sid}/messages").json()]
+    page = api.get(f"{API}/sessions/{sid}/messages").json()
+    assert page["next"] is None
+    messages = [m["content"] for m in page["results"]]
     assert messages == ["question", "answer one", "answer two", "secret"]
-    transcript = [m["content"] for m in api.get(f"{API}/sessions/{sid}/transcript").json()]
+    page = api.get(f"{API}/sessions/{sid}/transcript").json()
+    transcript = [m["content"] for m in page["results"]]
     assert transcript == ["question", "answer one", "answer two"]
 
 

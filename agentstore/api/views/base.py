@@ -35,6 +35,8 @@ _ERROR_TEXT = {
     404: "No such resource, or not yours.",
     409: "Conflict with the current state; `details` says what won.",
     423: "The session is held by another writer.",
+    429: "Too many live followers for you on this server process; close one.",
+    503: "Busy: the database writer queue or this process's follower capacity; retry.",
 }
 
 

@@ -26,8 +26,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstore.api import serializers as s
+from agentstore.api.exceptions import error_response
 from agentstore.api.pagination import MAX_POSITION
-from agentstore.api.sse import EventStreamRenderer, FollowStream
+from agentstore.api.sse import (
+    EventStreamRenderer,
+    FollowLimitReached,
+    FollowResponse,
+    FollowStream,
+    take_follow_slot,
+)
 from agentstore.api.views.base import AgentstoreViewSetMixin, errors
 from agentstore.selectors.holds import break_hold, hold_of
 from agentstore.stores import DocumentStore
@@ -138,9 +145,11 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
             (200, "text/event-stream"): OpenApiResponse(
                 OpenApiTypes.STR,
                 description="`id: <seq>` / `event: entry` / `data: <entry JSON>` events, "
-                "`: keep-alive` comments, and `event: deleted` when the session goes.",
+                "`: keep-alive` comments, `event: deleted` when the session goes, and "
+                "`event: reconnect` (with `id: <last seq>`) when the stream reaches "
+                "`FOLLOW_MAX_SECONDS`: reconnect with `Last-Event-ID`.",
             ),
-            **errors(400, 404),
+            **errors(400, 404, 429, 503),
         },
         tags=["entries"],
     )
@@ -151,7 +160,7 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         filter_backends=[],
         renderer_classes=[JSONRenderer, EventStreamRenderer],
     )
-    def follow(self, request: Request, pk: str) -> StreamingHttpResponse:
+    def follow(self, request: Request, pk: str) -> StreamingHttpResponse | Response:
         session = self.session_or_404()
         raw: dict[str, Any] = {}
         if "after" in request.query_params:
@@ -164,9 +173,22 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         # Last-Event-ID wins: it is what a reconnecting EventSource sends, and it
         # is newer than the ?after= of the URL it reconnects to.
         after = values.get("last_event_id", values.get("after", 0))
-        stream = FollowStream(session.id, after)
+        try:
+            slot = take_follow_slot(str(request.user.pk))
+        except FollowLimitReached as exc:
+            # An error is JSON even to a client that asked for an event stream.
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+            return error_response(
+                exc.status,
+                exc.code,
+                exc.message,
+                {"limit": exc.limit},
+                headers={"Retry-After": "5"},
+            )
+        stream = FollowStream(session.id, after, slot=slot)
         content: Any = stream.__aiter__() if _is_asgi(request) else iter(stream)
-        response = StreamingHttpResponse(content, content_type="text/event-stream")
+        response = FollowResponse(content, slot, content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response

@@ -7,7 +7,8 @@
     POST   /sessions/{id}/rename              record a session_info entry and rename
     GET    /sessions/{id}/entries             entries by seq (?after= / ?cursor= / ?limit=)
     GET    /sessions/{id}/entries/{entry_id}  one entry (DELETE: the entry and its subtree)
-    GET    /sessions/{id}/tree | branch | context | messages | transcript
+    GET    /sessions/{id}/tree | branch | messages | transcript   (paged)
+    GET    /sessions/{id}/context             (bounded: MAX_CONTEXT_BRANCH)
     POST   /sessions/{id}/append/{kind}       message, custom, custom-message, model-change,
                                               thinking-level-change, branch-summary, label,
                                               session-info, compaction
@@ -27,15 +28,17 @@ from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
 
 from agentstore.api import serializers as s
 from agentstore.api.filters import SessionFilter
-from agentstore.api.pagination import SeqCursor, SessionPagination
+from agentstore.api.pagination import MAX_ENTRY_PAGE, EntryCursor, SeqCursor, SessionPagination
 from agentstore.api.services import create_loop_session
 from agentstore.api.views.base import ENTRY_ID, AgentstoreViewSet, errors
 from agentstore.api.views.loop import LoopActions
 from agentstore.api.views.session_extras import SessionExtrasActions
-from agentstore.exceptions import NoEntry
+from agentstore.conf import agentstore_settings
+from agentstore.exceptions import NoEntry, TooLarge
 from agentstore.models.sessions import SessionKind, SessionQuerySet
 from agentstore.selectors.sessions import sessions_visible_to
 from agentstore.stores import LogStore, LoopStore, TreeStore
@@ -52,6 +55,9 @@ _CURSOR = OpenApiParameter(
     "cursor", str, description="The opaque cursor of a `next` link.", required=False
 )
 _LIMIT = OpenApiParameter("limit", int, description="Page size (1–1000, default 100).")
+_PAGE_LIMIT = OpenApiParameter(
+    "limit", int, description=f"Page size (1–{MAX_ENTRY_PAGE}, default 100).", required=False
+)
 _AT = OpenApiParameter(
     "entry_id",
     str,
@@ -62,6 +68,27 @@ _AT = OpenApiParameter(
 
 class _EntryQuery(serializers.Serializer[Any]):
     entry_id = serializers.CharField(required=False, allow_blank=True, default="", max_length=128)
+
+
+class _BranchQuery(_EntryQuery):
+    limit = serializers.IntegerField(
+        required=False, default=100, min_value=1, max_value=MAX_ENTRY_PAGE
+    )
+
+
+def require_context_size(store: TreeStore, session_id: str, leaf_id: str) -> None:
+    """Refuse (``TooLarge``) to build a context over a branch longer than ``MAX_CONTEXT_BRANCH``.
+
+    The count stops one past the bound, so asking costs at most that many rows.
+    """
+    bound = int(agentstore_settings.MAX_CONTEXT_BRANCH)
+    if bound > 0 and store.branch_length(session_id, leaf_id, at_most=bound) > bound:
+        raise TooLarge(
+            f"the branch to entry {leaf_id!r} is longer than MAX_CONTEXT_BRANCH={bound} entries; "
+            f"read it in pages with /sessions/{session_id}/branch?entry_id={leaf_id}"
+            f"&limit={MAX_ENTRY_PAGE}",
+            limit=bound,
+        )
 
 
 def _entry_query(request: Request) -> str:
@@ -174,8 +201,8 @@ class SessionViewSet(
         store = TreeStore()
         parent = data.validated_data["parent_id"]
         if parent is None and "parent_id" not in request.data:
-            branch = store.branch(session.id, "")
-            parent = branch[-1].id if branch else None
+            latest = store.branch(session.id, "", 1)
+            parent = latest[-1].id if latest else None
         return _appended(store.append_session_info(session.id, parent, data.validated_data["name"]))
 
     # -- reading the tree -------------------------------------------------------------
@@ -237,30 +264,50 @@ class SessionViewSet(
         return Response(s.EntrySerializer(found).data)
 
     @extend_schema(
-        summary="The session as a forest of entries",
-        responses={200: s.TreeNodeSerializer(many=True), **errors(404)},
+        summary="The session's entry forest, depth first, one page at a time",
+        description="Each row is an entry with its `depth` (0: a root) and `child_count`, in "
+        "depth-first order (siblings in append order): nest them by `entry.parent_id`. Page "
+        "with the `next` link.",
+        parameters=[_CURSOR, _PAGE_LIMIT],
+        responses={200: s.TreePageSerializer, **errors(400, 404)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def tree(self, request: Request, pk: str) -> Response:
         session = self.session_or_404()
-        nodes = TreeStore().tree(session.id)
-        return Response(s.TreeNodeSerializer(nodes, many=True).data)
+        cursor = EntryCursor(request)
+        found = TreeStore().tree_page(
+            session.id, cursor.after, cursor.limit + 1, after_depth=cursor.depth
+        )
+        rows, next_url = cursor.page(found, lambda row: row.entry.id, lambda row: row.depth)
+        return Response({"next": next_url, "results": s.TreeRowSerializer(rows, many=True).data})
 
     @extend_schema(
-        summary="The path from the root to an entry",
-        parameters=[_AT],
-        responses={200: s.EntrySerializer(many=True), **errors(400, 404)},
+        summary="The path from the root to an entry, one page at a time (entry end first)",
+        description="`results` are the last `limit` entries of the path root → `entry_id`, "
+        "root-first. When the path goes on above them, `next` asks for the part that ends at "
+        "the first result's parent: prepend each further page.",
+        parameters=[_AT, _PAGE_LIMIT],
+        responses={200: s.BranchPageSerializer, **errors(400, 404)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def branch(self, request: Request, pk: str) -> Response:
         session = self.session_or_404()
-        entries = TreeStore().branch(session.id, _entry_query(request))
-        return Response(s.EntrySerializer(entries, many=True).data)
+        query = _BranchQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        limit = query.validated_data["limit"]
+        entries = TreeStore().branch(session.id, query.validated_data["entry_id"], limit)
+        next_url = None
+        if entries and entries[0].parent_id is not None:
+            url = request.build_absolute_uri()
+            next_url = replace_query_param(url, "entry_id", entries[0].parent_id)
+        return Response({"next": next_url, "results": s.EntrySerializer(entries, many=True).data})
 
     @extend_schema(
         summary="What the model would see at an entry",
+        description="Built for branches of at most `MAX_CONTEXT_BRANCH` entries (default "
+        "2,000); a longer branch answers 400 `too_large`: read it with `/branch` pages.",
         parameters=[_AT],
         responses={200: s.ContextSerializer, **errors(400, 404)},
         tags=["entries"],
@@ -271,33 +318,43 @@ class SessionViewSet(
         store = TreeStore()
         leaf = _entry_query(request)
         if not leaf:
-            branch = store.branch(session.id, "")
-            if not branch:
+            latest = store.branch(session.id, "", 1)
+            if not latest:
                 return Response(s.ContextSerializer(SessionContextEntity()).data)
-            leaf = branch[-1].id
+            leaf = latest[-1].id
+        require_context_size(store, session.id, leaf)
         return Response(s.ContextSerializer(store.build_context(session.id, leaf)).data)
 
     @extend_schema(
-        summary="Every message of the session, all branches, in append order",
-        responses={200: s.SessionMessageSerializer(many=True), **errors(404)},
+        summary="Every message of the session, all branches, in append order, paged",
+        parameters=[_CURSOR, _PAGE_LIMIT],
+        responses={200: s.MessagePageSerializer, **errors(400, 404)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def messages(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
-        found = TreeStore().messages(session.id)
-        return Response(s.SessionMessageSerializer(found, many=True).data)
+        return self._message_page(request, displayed_only=False)
 
     @extend_schema(
-        summary="The displayed messages of the session, in append order",
-        responses={200: s.SessionMessageSerializer(many=True), **errors(404)},
+        summary="The displayed messages of the session, in append order, paged",
+        parameters=[_CURSOR, _PAGE_LIMIT],
+        responses={200: s.MessagePageSerializer, **errors(400, 404)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def transcript(self, request: Request, pk: str) -> Response:
+        return self._message_page(request, displayed_only=True)
+
+    def _message_page(self, request: Request, *, displayed_only: bool) -> Response:
         session = self.session_or_404()
-        found = TreeStore().transcript_messages(session.id)
-        return Response(s.SessionMessageSerializer(found, many=True).data)
+        cursor = EntryCursor(request)
+        found = TreeStore().messages_page(
+            session.id, cursor.after, cursor.limit + 1, displayed_only=displayed_only
+        )
+        rows, next_url = cursor.page(found, lambda message: message.entry_id)
+        return Response(
+            {"next": next_url, "results": s.SessionMessageSerializer(rows, many=True).data}
+        )
 
     # -- appends ------------------------------------------------------------------------
 
