@@ -142,7 +142,7 @@ class WorkflowRepository(SharesTasks):
                 ValidationError("workflow run is required", field="workflow_run"),
                 "nil_workflow_run",
             )
-        task = self.tasks._validated_task(
+        task = self.tasks.validated_task(
             TaskEntity(
                 kind=WORKFLOW_KIND,
                 owner_session_id=run.task.owner_session_id,
@@ -160,7 +160,7 @@ class WorkflowRepository(SharesTasks):
         task_id, event_id, now = new_id(), new_id(), self.now()
 
         def insert() -> None:
-            self.tasks._insert_task(task, task_id, event_id, now)
+            self.tasks.insert_task(task, task_id, event_id, now)
             WorkflowRun.objects.using(self.using).create(
                 task_id=task_id,
                 name=run.name,
@@ -349,11 +349,11 @@ class WorkflowRepository(SharesTasks):
 
     def _lock_workflow(self, workflow_id: str) -> str:
         """Return the workflow's owner; lock its task row on PostgreSQL (serialises sequences)."""
-        cursor = self.tasks._cursor()
+        cursor = self.tasks.cursor()
         cursor.execute(
             f"SELECT t.owner_session_id FROM {Task._meta.db_table} t "
             f"JOIN {WorkflowRun._meta.db_table} w ON w.task_id = t.id "
-            f"WHERE t.id = %s{' FOR UPDATE OF t' if self.tasks._vendor != 'sqlite' else ''}",
+            f"WHERE t.id = %s{' FOR UPDATE OF t' if self.tasks.vendor != 'sqlite' else ''}",
             [workflow_id],
         )
         row = cursor.fetchone()

@@ -1,4 +1,4 @@
-"""LogStore against agentsession's ``storetest`` catalogue (B9.1), on SQLite and PostgreSQL.
+"""LogStore against agentsession's ``storetest`` catalogue (docs/log-store.md), on SQLite and PostgreSQL.
 
 Each group is the Go test of the same name; ``Harness`` gives the storetest
 options (``new``, ``reopen``, ``second`` — another store, another token —

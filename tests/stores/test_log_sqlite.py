@@ -1,4 +1,4 @@
-"""LogStore against agentsession's ``sqlite`` package tests (B9.3) that translate to Django.
+"""LogStore against agentsession's ``sqlite`` package tests (docs/log-store.md) that translate to Django.
 
 Left out on purpose: the schema-migration tests (``TestMigrateAddsName``,
 ``TestForeignTable``, ``TestRefTablesOnAnOldDatabase``,

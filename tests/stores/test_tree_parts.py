@@ -1,4 +1,4 @@
-"""Message parts: ordered text and image parts, hydration, limits (librecode §3.4)."""
+"""Message parts: ordered text and image parts, hydration, limits (docs/tree-store.md, "Messages and parts")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TreeStore sessions: create, get, latest, list, children, delete (librecode §3.1)."""
+"""TreeStore sessions: create, get, latest, list, children, delete (docs/tree-store.md, "Sessions")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lease fencing (librecode task_lease_test.go and §6.5): who may renew, append and finish."""
+"""Lease fencing (librecode task_lease_test.go; docs/tasks.md, "Leases and fencing"): who may renew, append and finish."""
 
 from __future__ import annotations
 
