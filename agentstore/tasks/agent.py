@@ -138,7 +138,9 @@ class AgentTaskRepository(SharesTasks):
         )
         return prepared, clean
 
-    def _insert(
+    # -- the internal API WorkflowRepository composes (inside its write) --------
+
+    def insert_rows(
         self,
         agent: AgentTaskEntity,
         task_id: str,
@@ -146,7 +148,12 @@ class AgentTaskRepository(SharesTasks):
         now: datetime,
         child: ChildSessionRequest | None,
     ) -> None:
-        """Insert (child session,) task, agent row and event; inside a write."""
+        """Insert (child session,) task, agent row and event; inside a write.
+
+        Part of the internal API (docs/tasks.md, "Composite repositories"):
+        ``WorkflowRepository`` inserts an agent task and its link in one
+        transaction through it.
+        """
         if child is not None:
             sessions = SessionStore(using=self.using, clock=self.clock)
             with connections[self.using].cursor() as cursor:
@@ -190,8 +197,8 @@ class AgentTaskRepository(SharesTasks):
         """
         agent = self.prepare(agent_task)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda: self._insert(agent, task_id, event_id, now, None))
-        return self._must_get(task_id)
+        self.write(lambda: self.insert_rows(agent, task_id, event_id, now, None))
+        return self.must_get(task_id)
 
     def create_with_child_session(
         self, agent_task: AgentTaskEntity | None, child_request: ChildSessionRequest | None
@@ -203,8 +210,8 @@ class AgentTaskRepository(SharesTasks):
         """
         agent, child = self.prepare_child(agent_task, child_request)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda: self._insert(agent, task_id, event_id, now, child))
-        return self._must_get(task_id)
+        self.write(lambda: self.insert_rows(agent, task_id, event_id, now, child))
+        return self.must_get(task_id)
 
     def finish(self, finish: TaskFinish | None, usage_json: str) -> bool:
         """Settle the task (as ``TaskRepository.finish``) and record usage in the same transaction.
@@ -230,7 +237,12 @@ class AgentTaskRepository(SharesTasks):
             AgentTask.objects.using(self.using).select_related("task").filter(task__kind=AGENT_KIND)
         )
 
-    def _must_get(self, task_id: str) -> AgentTaskEntity:
+    def exists(self, task_id: str) -> bool:
+        """Tell whether ``task_id`` is an agent task."""
+        return bool(self._rows().filter(task_id=task_id).exists())
+
+    def must_get(self, task_id: str) -> AgentTaskEntity:
+        """The agent task just written (it must exist)."""
         created = self.get(task_id)
         assert created is not None
         return created

@@ -294,11 +294,11 @@ class WorkflowRepository(SharesTasks):
                     f"workflow invocation {node!r}[{index}] is already linked to agent task "
                     f"{existing}"
                 )
-            self.agents._insert(agent, task_id, event_id, now, request)
+            self.agents.insert_rows(agent, task_id, event_id, now, request)
             self._insert_link(workflow_id, task_id, node, index, now)
 
         self.write(insert)
-        return self.agents._must_get(task_id)
+        return self.agents.must_get(task_id)
 
     def link_agent_task(
         self, workflow_task_id: str, agent_task_id: str, node_key: str, invocation_index: int
@@ -320,7 +320,7 @@ class WorkflowRepository(SharesTasks):
         def link() -> WorkflowAgentTaskEntity:
             self._lock_workflow(workflow_id)
             # Django's foreign keys are checked at COMMIT; check here for a clear error.
-            if not self.agents._rows().filter(task_id=agent_id).exists():
+            if not self.agents.exists(agent_id):
                 raise ValidationError(
                     f"workflow_agent_task.agent_task_id {agent_id} names no agent task",
                     field="workflow_agent_task.agent_task_id",

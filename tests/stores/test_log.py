@@ -1,4 +1,6 @@
-"""LogStore against agentsession's ``storetest`` catalogue (docs/log-store.md), on SQLite and PostgreSQL.
+"""LogStore against agentsession's ``storetest`` catalogue, on SQLite and PostgreSQL.
+
+The behaviour is described in docs/log-store.md.
 
 Each group is the Go test of the same name; ``Harness`` gives the storetest
 options (``new``, ``reopen``, ``second`` — another store, another token —

@@ -1,4 +1,6 @@
-"""LogStore against agentsession's ``sqlite`` package tests (docs/log-store.md) that translate to Django.
+"""LogStore against agentsession's ``sqlite`` package tests that translate to Django.
+
+The behaviour is described in docs/log-store.md.
 
 Left out on purpose: the schema-migration tests (``TestMigrateAddsName``,
 ``TestForeignTable``, ``TestRefTablesOnAnOldDatabase``,

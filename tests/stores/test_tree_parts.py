@@ -1,4 +1,7 @@
-"""Message parts: ordered text and image parts, hydration, limits (docs/tree-store.md, "Messages and parts")."""
+"""Message parts: ordered text and image parts, hydration, limits.
+
+See docs/tree-store.md, "Messages and parts".
+"""
 
 from __future__ import annotations
 

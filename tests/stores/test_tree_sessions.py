@@ -1,4 +1,7 @@
-"""TreeStore sessions: create, get, latest, list, children, delete (docs/tree-store.md, "Sessions")."""
+"""TreeStore sessions: create, get, latest, list, children, delete.
+
+See docs/tree-store.md, "Sessions".
+"""
 
 from __future__ import annotations
 
