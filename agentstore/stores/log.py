@@ -74,7 +74,7 @@ from agentstore.ids import new_token
 from agentstore.models import Entry, Holder, Ref, RefLog
 from agentstore.models import Session as SessionRow
 from agentstore.stores import log_follow, log_holds, log_refs
-from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.base import Clock, StoreBase, retrying_write
 from agentstore.stores.log_rows import (
     HOLDER_TABLE,
     LOG,
@@ -772,87 +772,111 @@ class LogStore(StoreBase):
         target = _zero(next)
         if not isinstance(reason, str):
             raise exceptions.ValidationError("reason must be a string", field="reason")
-        now = self.now()
+        self._update_ref(name, want, target, reason, self.now())
 
-        def tx() -> None:
-            connection = connections[self.using]
-            if connection.vendor == "postgresql":
-                # Serialise ref writers like SQLite's single writer does: the
-                # creation conflict rules read *every* name, which row locks
-                # cannot protect (NameRace). Readers are not blocked.
-                with connection.cursor() as cursor:
-                    cursor.execute(f"LOCK TABLE {REF_TABLE} IN SHARE ROW EXCLUSIVE MODE")
-            current, _incarnation = self._current_ref(name)
-            if current != want:
-                raise exceptions.RefMoved(
-                    f"ref {name} names {current.session or 'nothing'}, not "
-                    f"{want.session or 'nothing'}",
-                    name=name,
-                    current=_public(current),
-                )
-            incarnation = ""
-            if target.session:
-                kind_row = (
-                    SessionRow.objects.using(self.using)
-                    .filter(id=target.session)
-                    .values_list("kind", "incarnation")
-                    .first()
-                )
-                if kind_row is None or kind_row[0] != LOG:
-                    raise exceptions.NoSession(f"no such session: {target.session}")
-                incarnation = kind_row[1]
-                if (
-                    target.entry
-                    and not Entry.objects.using(self.using)
-                    .filter(session_id=target.session, entry_id=target.entry)
-                    .exists()
-                ):
-                    raise exceptions.NoEntry(
-                        f"entry {target.entry} is not in session {target.session}"
-                    )
-            if current == target:
-                return
-            refs = Ref.objects.using(self.using)
-            if not current.session:
-                clash = log_refs.conflict(name, refs.values_list("name", flat=True))
-                if clash:
-                    raise exceptions.RefNameError(
-                        f"ref name {name!r} conflicts with existing ref {clash!r}", field="name"
-                    )
-                refs.create(
-                    name=name,
-                    session_id=target.session,
-                    entry_id=target.entry,
-                    target_incarnation=incarnation,
-                    updated_at=now,
-                )
-            else:
-                matching = refs.filter(
-                    name=name, session_id=current.session, entry_id=current.entry
-                )
-                changed = (
-                    matching.delete()[0]
-                    if not target.session
-                    else matching.update(
-                        session_id=target.session,
-                        entry_id=target.entry,
-                        target_incarnation=incarnation,
-                        updated_at=now,
-                    )
-                )
-                if changed != 1:
-                    raise exceptions.RefMoved(f"ref {name} moved", name=name, current=None)
-            RefLog.objects.using(self.using).create(
+    @retrying_write
+    def _update_ref(
+        self, name: str, want: RefTarget, target: RefTarget, reason: str, now: datetime
+    ) -> None:
+        """The body of :meth:`update_ref`: one write transaction, re-runnable as a whole."""
+        self._lock_refs()
+        current = self._expect_ref(name, want)
+        incarnation = self._ref_target_incarnation(target)
+        if current == target:
+            return  # a same-value update succeeds without a log row
+        if not current.session:
+            self._create_ref(name, target, incarnation, now)
+        else:
+            self._move_ref(name, current, target, incarnation, now)
+        RefLog.objects.using(self.using).create(
+            name=name,
+            old_session=current.session,
+            old_entry=current.entry,
+            new_session=target.session,
+            new_entry=target.entry,
+            at=now,
+            reason=reason,
+        )
+
+    def _lock_refs(self) -> None:
+        connection = connections[self.using]
+        if connection.vendor == "postgresql":
+            # Serialise ref writers like SQLite's single writer does: the
+            # creation conflict rules read *every* name, which row locks
+            # cannot protect (NameRace). Readers are not blocked.
+            with connection.cursor() as cursor:
+                cursor.execute(f"LOCK TABLE {REF_TABLE} IN SHARE ROW EXCLUSIVE MODE")
+
+    def _expect_ref(self, name: str, want: RefTarget) -> RefTarget:
+        """The ref's current target; ``RefMoved`` unless it is ``want``."""
+        current, _incarnation = self._current_ref(name)
+        if current != want:
+            raise exceptions.RefMoved(
+                f"ref {name} names {current.session or 'nothing'}, not {want.session or 'nothing'}",
                 name=name,
-                old_session=current.session,
-                old_entry=current.entry,
-                new_session=target.session,
-                new_entry=target.entry,
-                at=now,
-                reason=reason,
+                current=_public(current),
             )
+        return current
 
-        self.write(tx)
+    def _ref_target_incarnation(self, target: RefTarget) -> str:
+        """The incarnation a ref to ``target`` records; ``NoSession``/``NoEntry`` if absent."""
+        if not target.session:
+            return ""
+        kind_row = (
+            SessionRow.objects.using(self.using)
+            .filter(id=target.session)
+            .values_list("kind", "incarnation")
+            .first()
+        )
+        if kind_row is None or kind_row[0] != LOG:
+            raise exceptions.NoSession(f"no such session: {target.session}")
+        if (
+            target.entry
+            and not Entry.objects.using(self.using)
+            .filter(session_id=target.session, entry_id=target.entry)
+            .exists()
+        ):
+            raise exceptions.NoEntry(f"entry {target.entry} is not in session {target.session}")
+        return str(kind_row[1])
+
+    def _create_ref(self, name: str, target: RefTarget, incarnation: str, now: datetime) -> None:
+        refs = Ref.objects.using(self.using)
+        clash = log_refs.conflict(name, refs.values_list("name", flat=True))
+        if clash:
+            raise exceptions.RefNameError(
+                f"ref name {name!r} conflicts with existing ref {clash!r}", field="name"
+            )
+        refs.create(
+            name=name,
+            session_id=target.session,
+            entry_id=target.entry,
+            target_incarnation=incarnation,
+            updated_at=now,
+        )
+
+    def _move_ref(
+        self,
+        name: str,
+        current: RefTarget,
+        target: RefTarget,
+        incarnation: str,
+        now: datetime,
+    ) -> None:
+        """Point the ref at ``target`` (or delete it for the zero target), compare-and-set."""
+        matching = Ref.objects.using(self.using).filter(
+            name=name, session_id=current.session, entry_id=current.entry
+        )
+        if not target.session:
+            changed = matching.delete()[0]
+        else:
+            changed = matching.update(
+                session_id=target.session,
+                entry_id=target.entry,
+                target_incarnation=incarnation,
+                updated_at=now,
+            )
+        if changed != 1:
+            raise exceptions.RefMoved(f"ref {name} moved", name=name, current=None)
 
     def resolve_ref(self, name: str) -> RefTarget:
         """The ref's target; ``NoRef`` if absent; ``NoSession`` (``.target`` set) if dangling.
