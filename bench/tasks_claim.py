@@ -62,32 +62,10 @@ def db_time(value: datetime) -> str:
 
 def seed(count: int) -> None:
     django_setup()
-    from agentstore.ids import new_id
-    from agentstore.models import Session, Task, TaskEvent
+    from agentstore.demo import seeding
 
-    now = datetime.now(UTC)
-    owner = Session.objects.create(
-        id=new_id(), kind="tree", cwd="/bench", created_at=now, updated_at=now
-    )
-    for start in range(0, count, 1000):
-        ids = [new_id() for _ in range(min(1000, count - start))]
-        Task.objects.bulk_create(
-            Task(
-                id=task_id,
-                kind=KIND,
-                state="queued",
-                owner_session=owner,
-                created_at=now + timedelta(microseconds=start + n),
-                updated_at=now,
-            )
-            for n, task_id in enumerate(ids)
-        )
-        TaskEvent.objects.bulk_create(
-            TaskEvent(
-                task_id=task_id, sequence=1, event_id=new_id(), kind="task_queued", created_at=now
-            )
-            for task_id in ids
-        )
+    owner = seeding.session(cwd="/bench")
+    seeding.queued_tasks(owner, count, kind=KIND)
 
 
 def wait_for(path: str) -> None:

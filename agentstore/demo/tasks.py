@@ -16,10 +16,9 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agentstore.models import Session, Task
-
 # The concrete modules rather than the lazy ``agentstore.tasks`` (typed for mypy).
-from agentstore.stores.sessions import SessionStore
+from agentstore.demo import seeding
+from agentstore.models import Session, Task
 from agentstore.tasks.agent import AgentTaskRepository
 from agentstore.tasks.repository import TaskRepository
 from agentstore.tasks.tool import ToolTaskRepository
@@ -76,8 +75,7 @@ def _create(user: Any) -> None:
     tools = ToolTaskRepository(tasks=tasks)
     workflows = WorkflowRepository(tasks=tasks, agents=agents)
     now = tasks.now()
-    SessionStore().create(
-        "tree",
+    seeding.session(
         session_id=OWNER_SESSION_ID,
         owner=user,
         cwd="/srv/demo-repo",

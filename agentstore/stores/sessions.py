@@ -32,7 +32,7 @@ they call the methods here.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -87,6 +87,7 @@ _RECORD_FIELDS = (
     "system_prompt",
     "incarnation",
 )
+_STAMPS = frozenset({"created_at", "updated_at"})
 _UPSERT_CACHE: dict[tuple[str, ...], str] = {}
 _UPDATE_CACHE: dict[tuple[str, ...], str] = {}
 
@@ -160,6 +161,50 @@ class SessionStore(StoreBase):
         def write() -> SessionRecord:
             with connections[self.using].cursor() as cursor:
                 return self.insert(cursor, kind, sid, created_at=stamp, updated_at=stamp, **values)
+
+        return self.write(write)
+
+    def create_many(self, kind: str, rows: Iterable[Mapping[str, Any]]) -> builtins.list[str]:
+        """Insert many sessions of ``kind`` in one write (set-based; seeding and imports).
+
+        Each row maps column names to values and must have ``id``, ``created_at``
+        and ``updated_at``; ``owner`` may be a user. ``SessionExists`` when an id
+        is taken (nothing is written then). Returns the ids in order.
+        """
+        _check_kind(kind)
+        prepared = []
+        for row in rows:
+            values = dict(row)
+            if "owner" in values:
+                values["owner_id"] = _owner_id(values.pop("owner"))
+            prepared.append(values)
+
+        def write() -> builtins.list[str]:
+            with connections[self.using].cursor() as cursor:
+                ops = cursor.db.ops
+                params = []
+                for values in prepared:
+                    fields = dict(values)
+                    sid = fields.pop("id")
+                    _check_columns({k: v for k, v in fields.items() if k not in _STAMPS})
+                    params.append(
+                        sql.row(
+                            Session,
+                            id=sid,
+                            kind=kind,
+                            **{
+                                k: ops.adapt_datetimefield_value(v) if k in _STAMPS else v
+                                for k, v in fields.items()
+                            },
+                        )
+                    )
+                try:
+                    cursor.executemany(_INSERT, params)
+                except IntegrityError as exc:
+                    if is_unique_violation(exc):
+                        raise exceptions.SessionExists("a session id is already taken") from exc
+                    raise
+            return [str(values["id"]) for values in prepared]
 
         return self.write(write)
 

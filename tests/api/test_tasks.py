@@ -203,7 +203,7 @@ def test_tool_tasks_are_idempotent_on_invocation(
     }
     done = api.post(f"{API}/tool-tasks/{task_id}/finish", finish, format="json")
     assert done.status_code == 200, done.content
-    assert done.json()["outcome"] is not None
+    assert done.json()["outcome"] == {"exit": 0}
     assert done.json()["task"]["state"] == "succeeded"
     again = api.post(f"{API}/tool-tasks/{task_id}/finish", finish, format="json")
     assert_error(again, 409, "task_conflict")

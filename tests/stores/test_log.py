@@ -21,6 +21,7 @@ import pytest
 from agentstore import exceptions
 from agentstore.formats.agentsession import CURRENT_FORMAT, CURRENT_PAYLOAD, dumps, entry_id
 from agentstore.formats.agentsession import canonical_json as cj
+from agentstore.models import Session as SessionRow
 from agentstore.stores import LogStore
 from agentstore.types import Change, ListFilter
 from tests.stores.test_log_support import Harness, assistant, user
@@ -221,7 +222,7 @@ def test_list_size_is_the_jsonl_size(h: Harness) -> None:
     store.append(s.id, {"type": "info", "name": "naïve"})
     [summary] = store.list(ListFilter(cwd="/size"))
     assert summary.size == len(store.export_jsonl(s.id).encode("utf-8"))
-    assert summary.modified is not None
+    assert summary.modified == SessionRow.objects.get(pk=s.id).updated_at
     empty = store.create({"cwd": "/empty"})
     [summary] = store.list(ListFilter(cwd="/empty"))
     assert summary.size == len(store.export_jsonl(empty.id).encode("utf-8"))
@@ -694,7 +695,8 @@ def test_export_import_round_trip(h: Harness) -> None:
     with pytest.raises(exceptions.NoSession):
         store.open("bad")
     store.append("copy", user("more"))  # the imported session is an ordinary one
-    assert store.lock_holder("copy") is not None
+    holder = store.lock_holder("copy")
+    assert holder is not None and (holder.pid, holder.host) == (store.pid, store.host)
 
 
 def test_import_refuses_an_unresolved_migration(h: Harness) -> None:
