@@ -37,6 +37,7 @@ from django.utils.dateparse import parse_datetime
 
 from agentstore import exceptions
 from agentstore.models import (
+    Document,
     Entry,
     Holder,
     MessagePart,
@@ -46,9 +47,11 @@ from agentstore.models import (
     Step,
     Task,
     TaskEvent,
+    WorkflowRun,
 )
 
 __all__ = [
+    "DOCUMENT",
     "ENTRY",
     "HOLDER",
     "PART",
@@ -58,6 +61,7 @@ __all__ = [
     "STEP",
     "TASK",
     "TASK_EVENT",
+    "WORKFLOW_RUN",
     "column_names",
     "columns",
     "marks",
@@ -67,6 +71,7 @@ __all__ = [
 ]
 
 SESSION = Session._meta.db_table
+DOCUMENT = Document._meta.db_table
 ENTRY = Entry._meta.db_table
 PART = MessagePart._meta.db_table
 HOLDER = Holder._meta.db_table
@@ -75,6 +80,7 @@ REF_LOG = RefLog._meta.db_table
 STEP = Step._meta.db_table
 TASK = Task._meta.db_table
 TASK_EVENT = TaskEvent._meta.db_table
+WORKFLOW_RUN = WorkflowRun._meta.db_table
 
 
 def _writable_fields(model: type[models.Model]) -> list[models.Field[Any, Any]]:

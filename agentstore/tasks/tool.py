@@ -34,8 +34,9 @@ from django.db.models import QuerySet
 
 from agentstore.exceptions import AgentStoreError, NoSession, ValidationError
 from agentstore.ids import new_id
-from agentstore.models import Session, Task, ToolTask
+from agentstore.models import Session, ToolTask
 from agentstore.models.tasks import TOOL_ARGUMENTS_MAX_BYTES
+from agentstore.stores import sql
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.repository import (
     QUEUED,
@@ -302,7 +303,7 @@ class ToolTaskRepository(SharesTasks):
         def cancel_it() -> bool:
             cursor = tasks.cursor()
             cursor.execute(
-                f"SELECT state, kind, owner_session_id FROM {Task._meta.db_table} "
+                f"SELECT state, kind, owner_session_id FROM {sql.TASK} "
                 f"WHERE id = %s{tasks.for_update()}",
                 [task_id],
             )

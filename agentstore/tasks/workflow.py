@@ -33,8 +33,9 @@ from agentstore.exceptions import (
     WorkflowInvocationConflict,
 )
 from agentstore.ids import new_id
-from agentstore.models import Task, WorkflowAgentTask, WorkflowRun
+from agentstore.models import WorkflowAgentTask, WorkflowRun
 from agentstore.models.tasks import ACTIVE_STATES
+from agentstore.stores import sql
 from agentstore.stores.base import Clock
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.agent import AgentTaskRepository
@@ -351,8 +352,8 @@ class WorkflowRepository(SharesTasks):
         """Return the workflow's owner; lock its task row on PostgreSQL (serialises sequences)."""
         cursor = self.tasks.cursor()
         cursor.execute(
-            f"SELECT t.owner_session_id FROM {Task._meta.db_table} t "
-            f"JOIN {WorkflowRun._meta.db_table} w ON w.task_id = t.id "
+            f"SELECT t.owner_session_id FROM {sql.TASK} t "
+            f"JOIN {sql.WORKFLOW_RUN} w ON w.task_id = t.id "
             f"WHERE t.id = %s{' FOR UPDATE OF t' if self.tasks.vendor != 'sqlite' else ''}",
             [workflow_id],
         )

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection, models
 
 from agentstore import models as m
-from agentstore.stores import log_rows, sessions, sql, tree
+from agentstore.stores import documents, log_rows, sessions, sql, tree
 from agentstore.stores.loop import _Statements
 from agentstore.tasks import repository
 
@@ -51,6 +51,7 @@ def inserted_table(statement: str) -> str:
 
 
 MODELS = {
+    sql.DOCUMENT: m.Document,
     sql.SESSION: m.Session,
     sql.ENTRY: m.Entry,
     sql.PART: m.MessagePart,
@@ -60,6 +61,7 @@ MODELS = {
     sql.STEP: m.Step,
     sql.TASK: m.Task,
     sql.TASK_EVENT: m.TaskEvent,
+    sql.WORKFLOW_RUN: m.WorkflowRun,
 }
 
 
@@ -87,13 +89,22 @@ def test_column_lists_are_the_models_columns(model: type[models.Model]) -> None:
     ("statement", "model"),
     [
         (sessions._INSERT, m.Session),
+        (documents._UPSERT, m.Document),
         (tree._INSERT_ENTRY, m.Entry),
         (tree._INSERT_PART, m.MessagePart),
         (log_rows.INSERT_ENTRY, m.Entry),
         (repository._INSERT_EVENT, m.TaskEvent),
         (repository._INSERT_NEXT_EVENT, m.TaskEvent),
     ],
-    ids=["session", "tree-entry", "tree-part", "log-entry", "task-event", "next-task-event"],
+    ids=[
+        "session",
+        "document",
+        "tree-entry",
+        "tree-part",
+        "log-entry",
+        "task-event",
+        "next-task-event",
+    ],
 )
 def test_every_insert_writes_every_column_once(statement: str, model: type[models.Model]) -> None:
     assert inserted_table(statement) == model._meta.db_table
