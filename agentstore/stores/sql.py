@@ -28,7 +28,7 @@ of that fast path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -108,25 +108,37 @@ def marks(model: type[models.Model], *, exclude: Iterable[str] = ()) -> str:
     return ", ".join(["%s"] * len(column_names(model, exclude=exclude)))
 
 
-class _Defaults:
-    """A model's Python-side defaults, prepared once for raw INSERTs.
+class _Plan:
+    """How :func:`row` fills a model's columns, prepared once (it runs once per append).
 
-    Constant defaults are kept as values; callable ones (``Session.incarnation``)
-    are called per row, like the ORM does.
+    ``template`` holds the constant defaults in column order; callable defaults
+    (``Session.incarnation``) are called per row, like the ORM does; a column
+    with no default must be given.
     """
 
-    def __init__(self, model: type[models.Model]) -> None:
-        self.fields = _writable_fields(model)
-        self.constant: dict[str, Any] = {}
-        self.callable: dict[str, Callable[[], Any]] = {}
-        for f in self.fields:
+    __slots__ = ("callables", "index", "required", "template")
+
+    def __init__(self, model: type[models.Model], exclude: frozenset[str]) -> None:
+        self.template: list[Any] = []
+        self.index: dict[str, int] = {}
+        self.callables: list[tuple[int, Any]] = []
+        self.required: dict[str, int] = {}
+        for f in _writable_fields(model):
+            if f.name in exclude:
+                continue
+            position = len(self.template)
+            self.index[f.attname] = position
             if f.has_default() and callable(f.default):
-                self.callable[f.attname] = f.default
+                self.callables.append((position, f.default))
+                self.template.append(None)
             elif f.has_default() or f.null:
-                self.constant[f.attname] = f.get_default()
+                self.template.append(f.get_default())
+            else:
+                self.required[f.attname] = position
+                self.template.append(None)
 
 
-_DEFAULTS: dict[type[models.Model], _Defaults] = {}
+_PLANS: dict[tuple[type[models.Model], frozenset[str]], _Plan] = {}
 
 
 def row(model: type[models.Model], /, *, exclude: Iterable[str] = (), **values: Any) -> list[Any]:
@@ -137,24 +149,22 @@ def row(model: type[models.Model], /, *, exclude: Iterable[str] = (), **values: 
     adapted for the database where the backend needs it
     (datetimes through ``connection.ops.adapt_datetimefield_value``). Every
     column missing from ``values`` gets the model's default; a column without
-    one raises ``KeyError`` — a raw INSERT must not silently write NULL.
+    one raises ``KeyError`` — a raw INSERT must not silently write NULL — and
+    so does a name that is not a column.
     """
-    defaults = _DEFAULTS.get(model)
-    if defaults is None:
-        defaults = _DEFAULTS[model] = _Defaults(model)
-    skip = frozenset(exclude)
-    params: list[Any] = []
-    for f in defaults.fields:
-        name = f.attname
-        if f.name in skip:
-            continue
-        if name in values:
-            params.append(values[name])
-        elif name in defaults.callable:
-            params.append(defaults.callable[name]())
-        elif name in defaults.constant:
-            params.append(defaults.constant[name])
-        else:
+    skip = exclude if isinstance(exclude, frozenset) else frozenset(exclude)
+    plan = _PLANS.get((model, skip))
+    if plan is None:
+        plan = _PLANS[(model, skip)] = _Plan(model, skip)
+    params = plan.template.copy()
+    index = plan.index
+    for name, value in values.items():
+        params[index[name]] = value
+    for position, default in plan.callables:
+        if params[position] is None:
+            params[position] = default()
+    for name in plan.required:
+        if name not in values:
             raise KeyError(f"{model.__name__}.{name} has no default: pass a value")
     return params
 
