@@ -7,7 +7,7 @@
     /admin/agentstore/session/<id>/transcript/?after=  displayed messages, a page (TreeStore)
     /admin/agentstore/session/<id>/steps/           the loop step trace (LoopStore)
     /admin/agentstore/session/<id>/grants/          approvals, with "revoke" (LoopStore)
-    /admin/agentstore/session/<id>/break-lock/      POST: break the hold (LogStore.break_lock)
+    /admin/agentstore/session/<id>/break-lock/      POST: break the hold (SessionStore.break_hold)
 
 Deleting goes through the store that owns the session's kind (``TreeStore``,
 ``LoopStore``, ``LogStore``), so what each store promises on delete — grants
@@ -65,7 +65,7 @@ def _positive(value: str | None) -> int:
 
 
 def break_lock(session_id: str) -> str:
-    """Break the session's hold (``selectors.holds.break_hold``: ``LogStore.break_lock``).
+    """Break the session's hold (``selectors.holds.break_hold``: ``SessionStore.break_hold``).
 
     Returns what happened, naming the process that lost its hold.
     """
