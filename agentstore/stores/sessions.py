@@ -186,7 +186,7 @@ class SessionStore(StoreBase):
                 for values in prepared:
                     fields = dict(values)
                     sid = fields.pop("id")
-                    _check_columns({k: v for k, v in fields.items() if k not in _STAMPS})
+                    _check_columns(fields)
                     params.append(
                         sql.row(
                             Session,
