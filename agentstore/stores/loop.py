@@ -43,6 +43,7 @@ import builtins
 import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -68,6 +69,14 @@ LOOP = SessionKind.LOOP.value
 INT32_MAX = 2**31 - 1
 #: Largest value of a ``BigIntegerField`` (token counts, durations, sizes).
 INT64_MAX = 2**63 - 1
+
+# A Step row's values in column order, read off a RunStep (whose fields are
+# named like the columns): every column but created_at, which is last and is
+# adapted for the backend separately.
+_STEP_COLUMNS = sql.column_names(Step)
+if _STEP_COLUMNS[-1] != "created_at":  # pragma: no cover - a model change
+    raise ImportError("Step.created_at must be the last Step column (LoopStore.append)")
+_STEP_VALUES = attrgetter(*_STEP_COLUMNS[:-1])
 
 _SUMMARY_FIELDS = (
     "status",
@@ -109,24 +118,18 @@ class LoopStore(StoreBase):
         stamp = self.now()
         connection = connections[self.using]
         statements = _statements(connection)
-        step_params = sql.row(
-            Step,
-            session_id=values.session_id,
-            step_index=values.step_index,
-            step_type=values.step_type,
-            content=values.content,
-            tool_args=values.tool_args,
-            duration_ms=values.duration_ms,
-            prompt_tokens=values.prompt_tokens,
-            completion_tokens=values.completion_tokens,
-            created_at=connection.ops.adapt_datetimefield_value(created_at),
+        # The step's columns straight from the cleaned RunStep (same names as
+        # the Step columns, checked against _meta below), created_at adapted.
+        step_params = (
+            *_STEP_VALUES(values),
+            connection.ops.adapt_datetimefield_value(created_at),
         )
         sessions = self.sessions
-        sid = values.session_id
+        upsert = sessions.prepare_upsert(LOOP, values.session_id, stamp=stamp)
 
         def write() -> None:
             with connection.cursor() as cursor:
-                sessions.upsert(cursor, LOOP, sid, stamp=stamp)
+                sessions.upsert(cursor, upsert)
                 cursor.execute(statements.insert_step, step_params)
 
         self.write(write)
@@ -208,9 +211,11 @@ class LoopStore(StoreBase):
         stamp = self.now()
         connection = connections[self.using]
 
+        upsert = self.sessions.prepare_upsert(LOOP, sid, stamp=stamp, data=data)
+
         def write() -> None:
             with connection.cursor() as cursor:
-                self.sessions.upsert(cursor, LOOP, sid, stamp=stamp, data=data)
+                self.sessions.upsert(cursor, upsert)
 
         self.write(write)
 
@@ -224,9 +229,11 @@ class LoopStore(StoreBase):
         stamp = self.now()
         connection = connections[self.using]
 
+        upsert = self.sessions.prepare_upsert(LOOP, sid, stamp=stamp, **values)
+
         def write() -> None:
             with connection.cursor() as cursor:
-                self.sessions.upsert(cursor, LOOP, sid, stamp=stamp, **values)
+                self.sessions.upsert(cursor, upsert)
 
         self.write(write)
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connections
 from django.db.backends.utils import CursorWrapper
@@ -117,6 +117,15 @@ def _check_kind(kind: str) -> str:
             f"kind must be one of {', '.join(sorted(KINDS))}", field="kind"
         )
     return str(kind)
+
+
+class PreparedUpsert(NamedTuple):
+    """An upsert built by :meth:`SessionStore.prepare_upsert`, run by ``upsert``."""
+
+    statement: str
+    params: builtins.list[Any]
+    session_id: str
+    kind: str
 
 
 class SessionStore(StoreBase):
@@ -389,50 +398,51 @@ class SessionStore(StoreBase):
         cursor.execute(statement, [*params, session_id])
         return int(cursor.rowcount)
 
-    def upsert(
-        self,
-        cursor: CursorWrapper,
-        kind: str,
-        session_id: str,
-        *,
-        stamp: datetime,
-        **values: Any,
-    ) -> None:
-        """Insert a session of ``kind``, or update ``updated_at`` and ``values`` of it.
+    def prepare_upsert(
+        self, kind: str, session_id: str, *, stamp: datetime, **values: Any
+    ) -> PreparedUpsert:
+        """Build :meth:`upsert`'s statement and parameters (outside the transaction).
+
+        Inserting a session of ``kind``, or updating ``updated_at`` (= ``stamp``)
+        and ``values`` of an existing one. Prepared before the write so the
+        per-step path holds the write lock only for the statements, and a
+        retried write reuses the same values.
+        """
+        names = tuple(values)
+        key = (kind, *names)
+        statement = _UPSERT_CACHE.get(key)
+        if statement is None:
+            _check_columns(values)
+            sets = ", ".join(f"{c} = excluded.{c}" for c in ("updated_at", *names))
+            statement = _UPSERT_CACHE[key] = (
+                f"{_INSERT} ON CONFLICT (id) DO UPDATE SET {sets} "
+                f"WHERE {sql.SESSION}.kind = '{_check_kind(kind)}'"
+            )
+        adapted = connections[self.using].ops.adapt_datetimefield_value(stamp)
+        params = sql.row(
+            Session, id=session_id, kind=kind, created_at=adapted, updated_at=adapted, **values
+        )
+        return PreparedUpsert(statement, params, session_id, kind)
+
+    def upsert(self, cursor: CursorWrapper, prepared: PreparedUpsert) -> None:
+        """Run a :meth:`prepare_upsert` (inside the caller's write transaction).
 
         ``INSERT … ON CONFLICT (id) DO UPDATE … WHERE kind = …`` (the same on
         SQLite ≥ 3.24 and PostgreSQL) is race-free on both: two transactions
         creating one session cannot both insert. An id of another kind changes
         nothing and raises ``SessionExists``. The loop store's per-step path.
         """
-        names = tuple(values)
-        statement = _UPSERT_CACHE.get((kind, *names))
-        if statement is None:
-            _check_columns(values)
-            sets = ", ".join(f"{c} = excluded.{c}" for c in ("updated_at", *names))
-            statement = _UPSERT_CACHE[(kind, *names)] = (
-                f"{_INSERT} ON CONFLICT (id) DO UPDATE SET {sets} "
-                f"WHERE {sql.SESSION}.kind = '{_check_kind(kind)}'"
-            )
-        adapted = cursor.db.ops.adapt_datetimefield_value(stamp)
-        params = sql.row(
-            Session,
-            id=session_id,
-            kind=kind,
-            created_at=adapted,
-            updated_at=adapted,
-            **values,
-        )
-        cursor.execute(statement, params)
+        cursor.execute(prepared.statement, prepared.params)
         # The DO UPDATE only applies to sessions of ``kind``, so no row changed
         # means the id belongs to another store: refuse (the transaction rolls
         # back) instead of grafting, say, a step trace onto a tree session.
         if cursor.rowcount == 0:
-            cursor.execute(_KIND_OF, [session_id])
+            cursor.execute(_KIND_OF, [prepared.session_id])
             row = cursor.fetchone()
             other = row[0] if row else "?"
             raise exceptions.SessionExists(
-                f"session {session_id!r} is a {other} session, not a {kind} session"
+                f"session {prepared.session_id!r} is a {other} session, "
+                f"not a {prepared.kind} session"
             )
 
     def lock_kind(self, cursor: CursorWrapper, session_id: str) -> str | None:
