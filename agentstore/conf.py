@@ -51,6 +51,12 @@ DEFAULTS: dict[str, Any] = {
     # too_large (docs/api.md, "Bounded answers"). A compacted session's branch
     # is still walked to its root, so this bounds the work, not the result.
     "MAX_CONTEXT_BRANCH": 2_000,
+    # Run the task repository's hot-path SQL on SQLite through the sqlite3
+    # cursor under Django's connection instead of Django's cursor wrapper.
+    # Faster (bench/tasks_claim.py --raw-cursor measures it), but those
+    # statements are then invisible to connection.queries, execute_wrapper()
+    # and debug tooling. Off by default; docs/operations.md.
+    "SQLITE_RAW_TASK_CURSOR": False,
 }
 
 

@@ -200,7 +200,10 @@ class CompactionConflict(AgentStoreError):
 
 
 class CallRuleError(AgentStoreError):
-    """Base class of the function-call lifecycle rules (B1.4)."""
+    """Base class of the function-call lifecycle rules.
+
+    See docs/agentsession-format.md, "Rules enforced on append".
+    """
 
     code = "call_rule"
 

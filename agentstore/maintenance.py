@@ -92,18 +92,13 @@ def prune_sessions(
     )
     if dry_run:
         return [session_id for session_id, _ in candidates]
-    from agentstore.stores import LogStore, LoopStore, TreeStore
+    from agentstore.stores import SessionStore
 
-    tree, loop, log = TreeStore(using=using), LoopStore(using=using), LogStore(using=using)
+    sessions = SessionStore(using=using)
     deleted = []
     for number, (session_id, kind) in enumerate(candidates, start=1):
-        if kind == "loop":
-            loop.delete(session_id)
-        elif kind == "log":
-            log.delete(session_id)
-        else:
-            tree.delete_session(session_id)
-        deleted.append(session_id)
+        if sessions.delete(session_id, kind):
+            deleted.append(session_id)
         if progress is not None:
             progress(number, len(candidates))
     return deleted

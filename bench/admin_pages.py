@@ -176,9 +176,9 @@ def seed_steps(count: int) -> str:
     """One loop session with ``count`` steps (set based); return its id."""
     from django.db import connection, transaction
 
-    from agentstore.api.services import create_loop_session
+    from agentstore.stores import SessionStore
 
-    sid = create_loop_session(owner=None, model="m", system_prompt="p", cwd="/loop")
+    sid = SessionStore().create("loop", model="m", system_prompt="p", cwd="/loop").id
     stamp = connection.ops.adapt_datetimefield_value(datetime(2026, 1, 1, tzinfo=UTC))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(

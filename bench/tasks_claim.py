@@ -62,32 +62,10 @@ def db_time(value: datetime) -> str:
 
 def seed(count: int) -> None:
     django_setup()
-    from agentstore.ids import new_id
-    from agentstore.models import Session, Task, TaskEvent
+    from agentstore.demo import seeding
 
-    now = datetime.now(UTC)
-    owner = Session.objects.create(
-        id=new_id(), kind="tree", cwd="/bench", created_at=now, updated_at=now
-    )
-    for start in range(0, count, 1000):
-        ids = [new_id() for _ in range(min(1000, count - start))]
-        Task.objects.bulk_create(
-            Task(
-                id=task_id,
-                kind=KIND,
-                state="queued",
-                owner_session=owner,
-                created_at=now + timedelta(microseconds=start + n),
-                updated_at=now,
-            )
-            for n, task_id in enumerate(ids)
-        )
-        TaskEvent.objects.bulk_create(
-            TaskEvent(
-                task_id=task_id, sequence=1, event_id=new_id(), kind="task_queued", created_at=now
-            )
-            for task_id in ids
-        )
+    owner = seeding.session(cwd="/bench")
+    seeding.queued_tasks(owner, count, kind=KIND)
 
 
 def wait_for(path: str) -> None:
@@ -108,6 +86,11 @@ def worker_agentstore(worker: int, start_file: str) -> dict[str, Any]:
         from django.conf import settings
 
         settings.AGENTSTORE = {**settings.AGENTSTORE, "SQLITE_WRITE_LOCK": False}
+    if os.environ.get("BENCH_RAW_TASK_CURSOR"):
+        # What the SQLITE_RAW_TASK_CURSOR setting buys (off by default).
+        from django.conf import settings
+
+        settings.AGENTSTORE = {**settings.AGENTSTORE, "SQLITE_RAW_TASK_CURSOR": True}
     tasks = TaskRepository()
     owner = f"worker-{worker}"
     drafts = [
@@ -448,6 +431,11 @@ def main() -> int:
         action="store_true",
         help="diagnostics: run agentstore without its SQLite writer queue",
     )
+    parser.add_argument(
+        "--raw-cursor",
+        action="store_true",
+        help="also run agentstore with SQLITE_RAW_TASK_CURSOR on (column 'bypass/s')",
+    )
     parser.add_argument("--role", default="", help=argparse.SUPPRESS)
     parser.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--start-file", default="", help=argparse.SUPPRESS)
@@ -471,18 +459,27 @@ def main() -> int:
     if args.no_writer_queue:
         print("(agentstore runs WITHOUT its SQLite writer queue: diagnostics)")
     header = (
-        f"{'W':>2}  {'agentstore/s':>12}  {'raw/s':>8}  {'ratio':>6}  "
+        f"{'W':>2}  {'agentstore/s':>12}  "
+        + (f"{'bypass/s':>8}  {'ratio':>6}  " if args.raw_cursor else "")
+        + f"{'raw/s':>8}  {'ratio':>6}  "
         f"{'dtdb/s':>8}  {'x dtdb':>7}  exactly-once  errors(locked)"
     )
     print(header)
     for workers in args.workers:
         ours = run_round("agentstore", args.tasks, workers, args.timeout)
+        bypass = ""
+        if args.raw_cursor:
+            os.environ["BENCH_RAW_TASK_CURSOR"] = "1"
+            fast = run_round("agentstore", args.tasks, workers, args.timeout)
+            del os.environ["BENCH_RAW_TASK_CURSOR"]
+            rate = fast["tasks_per_s"]
+            bypass = f"{rate:8.0f}  {rate / ours['tasks_per_s']:6.2f}  "
         raw = run_round("raw", args.tasks, workers, args.timeout)
         theirs = dtdb_round(args.dtdb_python, args.tasks, workers) if dtdb else None
         their_rate = f"{theirs['tasks_per_s']:8.0f}" if theirs else f"{'-':>8}"
         times = f"{ours['tasks_per_s'] / theirs['tasks_per_s']:7.1f}" if theirs else f"{'-':>7}"
         print(
-            f"{workers:>2}  {ours['tasks_per_s']:12.0f}  {raw['tasks_per_s']:8.0f}  "
+            f"{workers:>2}  {ours['tasks_per_s']:12.0f}  {bypass}{raw['tasks_per_s']:8.0f}  "
             f"{ours['tasks_per_s'] / raw['tasks_per_s']:6.2f}  {their_rate}  {times}  "
             f"{str(ours['exactly_once']):>5}/{str(raw['exactly_once']):<6}  "
             f"{len(ours['errors'])}({ours['locked']}) / raw {len(raw['errors'])}({raw['locked']})"

@@ -1,14 +1,22 @@
-"""Run worker processes that start their work at the same moment (for concurrency tests).
+"""The one launcher of worker processes for concurrency tests, with a ready handshake.
 
-    results = run_together(
-        database_url, [["-m", "tests.workers.writer", "--worker", "0"], …]
-    )
+    with Launcher(database_url) as launcher:
+        procs = [launcher.spawn("-m", "tests.workers.writer", "--worker", str(n)) for n in range(4)]
+        launcher.release()                     # waits until all 4 are ready, then starts them
+        results = [launcher.result(p) for p in procs]
 
-Each command runs as ``python <command> --start-file F`` with ``DATABASE_URL`` set.
-The workers set themselves up (``django.setup()``, a connection) and then wait
-for the start file, so the contention starts together rather than staggered by
-start-up time. Each worker prints one JSON line last; a worker that exits
-non-zero fails the test with its stderr.
+    results = run_together(database_url, [["-m", "tests.workers.writer", …], …])   # the same
+
+Each worker runs as ``python <args> --start-file F`` with ``DATABASE_URL`` set.
+It sets itself up and calls ``tests.workers.start.ready_then_wait(F)``, which
+announces readiness (a file beside ``F``) and waits for ``F``. :meth:`release`
+creates ``F`` only once *every* spawned worker is ready — never after a fixed
+sleep, which on a loaded machine lets the first worker finish before the last
+one starts and turns a race into a sequential run (a false pass). A worker
+that exits before it is ready fails the test with its stderr.
+
+Workers print JSON lines; :meth:`result` returns the last one, :meth:`lines`
+all of them, :meth:`read_line` the next one while the worker runs.
 """
 
 from __future__ import annotations
@@ -18,39 +26,119 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from tests.conftest import REPO_ROOT
+from tests.workers.start import ready_path
 
-__all__ = ["run_together"]
+__all__ = ["Launcher", "run_together"]
+
+#: How long :meth:`Launcher.release` waits for slow starters (a loaded CI machine).
+READY_TIMEOUT = 180.0
+
+
+class Launcher:
+    """Spawn workers, release them together once all are ready, collect their output."""
+
+    def __init__(self, database_url: str, *, env: dict[str, str] | None = None) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self._tmp.name)
+        self.start = self.dir / "go"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "DJANGO_SETTINGS_MODULE": "project.settings",
+            "DJANGO_DEBUG": "0",
+            **(env or {}),
+        }
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.kill_all()
+        self._tmp.cleanup()
+
+    def spawn(self, *args: str) -> subprocess.Popen[str]:
+        """Start ``python <args> --start-file F``; it waits for :meth:`release`."""
+        proc = subprocess.Popen(
+            [sys.executable, *args, "--start-file", str(self.start)],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def wait_ready(self, procs: list[subprocess.Popen[str]] | None = None) -> None:
+        """Block until every worker (of ``procs``, default all) announced it is ready."""
+        waiting = list(self.procs if procs is None else procs)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while waiting:
+            for proc in list(waiting):
+                if ready_path(self.start, proc.pid).exists():
+                    waiting.remove(proc)
+                elif proc.poll() is not None:
+                    _out, err = proc.communicate()
+                    raise AssertionError(f"worker exited ({proc.returncode}) before ready: {err}")
+            if waiting and time.monotonic() > deadline:
+                raise AssertionError(f"{len(waiting)} worker(s) never became ready")
+            if waiting:
+                time.sleep(0.005)
+
+    def release(self) -> None:
+        """Wait until every spawned worker is ready, then start them all at once."""
+        self.wait_ready()
+        self.start.touch()
+
+    def lines(self, proc: subprocess.Popen[str], timeout: float = 300) -> list[dict[str, Any]]:
+        """Every JSON line the worker printed (waits for it to exit; non-zero fails)."""
+        out, err = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, err
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def result(self, proc: subprocess.Popen[str], timeout: float = 300) -> dict[str, Any]:
+        """The worker's last JSON line."""
+        found = self.lines(proc, timeout)
+        assert found, "worker printed nothing"
+        return found[-1]
+
+    @staticmethod
+    def read_line(proc: subprocess.Popen[str], timeout: float = 120.0) -> dict[str, Any]:
+        """The next JSON line of a running worker (``timeout`` only bounds a hang)."""
+        box: list[str] = []
+        assert proc.stdout is not None
+        stdout = proc.stdout
+        reader = threading.Thread(target=lambda: box.append(stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        assert box and box[0], "worker printed nothing"
+        return dict(json.loads(box[0]))
+
+    def kill_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def run_together(
-    database_url: str, commands: list[list[str]], *, settle: float = 1.5, timeout: float = 300
+    database_url: str, commands: list[list[str]], *, timeout: float = 300
 ) -> list[dict[str, Any]]:
-    """Start every command, release them together, return each one's last JSON line."""
-    env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "project.settings"}
-    with tempfile.TemporaryDirectory() as tmp:
-        start_file = Path(tmp) / "go"
-        procs = [
-            subprocess.Popen(
-                [sys.executable, *command, "--start-file", str(start_file)],
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for command in commands
-        ]
-        # Let every worker finish django.setup() and connect, then start them together.
-        time.sleep(settle)
-        start_file.touch()
-        results = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=timeout)
-            assert proc.returncode == 0, err
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
+    """Start every command, release them together once all are ready, return last JSON lines."""
+    with Launcher(database_url) as launcher:
+        procs = [launcher.spawn(*command) for command in commands]
+        launcher.release()
+        return [launcher.result(proc, timeout) for proc in procs]

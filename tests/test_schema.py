@@ -381,7 +381,7 @@ def test_deleting_a_child_session_removes_its_agent_task_row() -> None:
     child.delete()
 
     # The generic task row is the owner's; TreeStore.delete_session removes it
-    # explicitly together with the child (spec §3.1), the schema only cascades
+    # explicitly together with the child (SessionStore.delete), the schema only cascades
     # the agent details.
     assert not m.AgentTask.objects.filter(pk=subagent.pk).exists()
     assert m.Session.objects.filter(pk=owner.pk).exists()

@@ -7,7 +7,7 @@
     /admin/agentstore/session/<id>/transcript/?after=  displayed messages, a page (TreeStore)
     /admin/agentstore/session/<id>/steps/           the loop step trace (LoopStore)
     /admin/agentstore/session/<id>/grants/          approvals, with "revoke" (LoopStore)
-    /admin/agentstore/session/<id>/break-lock/      POST: break the hold (LogStore.break_lock)
+    /admin/agentstore/session/<id>/break-lock/      POST: break the hold (SessionStore.break_hold)
 
 Deleting goes through the store that owns the session's kind (``TreeStore``,
 ``LoopStore``, ``LogStore``), so what each store promises on delete — grants
@@ -40,8 +40,8 @@ from agentstore.selectors.admin_views import (
     tree_rows,
 )
 from agentstore.selectors.holds import break_hold, hold_of
-from agentstore.stores.log import LogStore
 from agentstore.stores.loop import LoopStore
+from agentstore.stores.sessions import SessionStore
 from agentstore.stores.tree import TreeStore
 
 __all__ = ["SessionAdmin", "break_lock", "delete_session"]
@@ -51,13 +51,8 @@ PAGE_SIZE = 200
 
 
 def delete_session(session_id: str, kind: str) -> None:
-    """Delete a session through the store that owns its kind."""
-    if kind == SessionKind.LOOP:
-        LoopStore().delete(session_id)
-    elif kind == SessionKind.LOG:
-        LogStore().delete(session_id)
-    else:
-        TreeStore().delete_session(session_id)
+    """Delete a session of ``kind`` with its kind's cascade (``SessionStore.delete``)."""
+    SessionStore().delete(session_id, kind)
 
 
 def _positive(value: str | None) -> int:
@@ -70,7 +65,7 @@ def _positive(value: str | None) -> int:
 
 
 def break_lock(session_id: str) -> str:
-    """Break the session's hold (``selectors.holds.break_hold``: ``LogStore.break_lock``).
+    """Break the session's hold (``selectors.holds.break_hold``: ``SessionStore.break_hold``).
 
     Returns what happened, naming the process that lost its hold.
     """

@@ -31,10 +31,11 @@ from agentstore.models.tasks import LEASED_STATES
 from agentstore.selectors.admin_views import expired_leases
 from agentstore.stores.base import utc_now
 from agentstore.tasks.agent import AgentTaskRepository
+from agentstore.tasks.recovery import recover_expired_leases
 from agentstore.tasks.repository import TaskRepository
 from agentstore.tasks.tool import ToolTaskRepository
 from agentstore.tasks.workflow import WorkflowRepository
-from agentstore.types.tasks import TaskFinish, TaskRecovery
+from agentstore.types.tasks import TaskFinish
 
 __all__ = [
     "AgentTaskAdmin",
@@ -91,25 +92,12 @@ def cancel_task(task_id: str, *, tasks: TaskRepository | None = None) -> str:
 def recover_expired(
     kinds: Iterable[str], now: datetime, *, tasks: TaskRepository | None = None
 ) -> list[str]:
-    """Interrupt the running/canceling tasks of ``kinds`` whose lease expired by ``now``."""
-    tasks = tasks or TaskRepository()
-    recovered: list[str] = []
-    for kind in sorted(set(kinds)):
-        if kind == "tool":
-            recovered += ToolTaskRepository(tasks=tasks).recover_expired(now)
-        else:
-            recovered += tasks.recover_expired(
-                TaskRecovery(
-                    kind=kind,
-                    expires_before=now,
-                    target_state="interrupted",
-                    event_kind="task_interrupted",
-                    error_code="lease_expired",
-                    error_message="worker lease expired",
-                    payload_json='{"error_code":"lease_expired"}',
-                )
-            )
-    return recovered
+    """Interrupt the running/canceling tasks of ``kinds`` whose lease expired by ``now``.
+
+    ``agentstore.tasks.recovery.recover_expired_leases``, flattened for a message.
+    """
+    by_kind = recover_expired_leases(kinds, now=now, tasks=tasks)
+    return [task_id for ids in by_kind.values() for task_id in ids]
 
 
 def _task_link(task_id: str | None) -> str:

@@ -16,6 +16,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agentstore.api.serializers import INT32_MAX, JSONObjectField, _check_json_text
+from agentstore.tasks.recovery import LEASE_EXPIRED
 
 STATES = ["queued", "running", "canceling", "succeeded", "failed", "canceled", "interrupted"]
 TERMINAL = ["succeeded", "failed", "canceled", "interrupted"]
@@ -173,7 +174,7 @@ class RecoverInput(serializers.Serializer[Any]):
     target_state = serializers.ChoiceField(choices=TERMINAL, default="interrupted")
     event_kind = serializers.CharField(max_length=64, default="task_interrupted")
     error_code = serializers.CharField(max_length=255, default="lease_expired")
-    error_message = serializers.CharField(default="worker lease expired")
+    error_message = serializers.CharField(default=LEASE_EXPIRED.error_message)
     payload = serializers.JSONField(required=False, default=dict)
 
     def validate_payload(self, value: Any) -> Any:

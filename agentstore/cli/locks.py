@@ -4,7 +4,7 @@
     manage.py agentstore break-lock SESSION
 
 Holds work for sessions of every kind; breaking one goes through
-``LogStore.break_lock``, so the holder's next append fails loudly.
+``SessionStore.break_hold``, so the holder's next append fails loudly.
 """
 
 from __future__ import annotations
@@ -86,12 +86,12 @@ def _break_arguments(parser: Any) -> None:
 
 
 def _break(name: str, ctx: Context) -> None:
-    from agentstore.stores import LogStore
+    from agentstore.stores import SessionStore
 
-    store = LogStore()
+    sessions = SessionStore()
     session_id = ctx.opt("session")
-    holder = store.lock_holder(session_id)
-    if holder is None or not store.break_lock(session_id):
+    holder = sessions.hold(session_id)
+    if holder is None or not sessions.break_hold(session_id):
         raise fail(f"{session_id} is not held")
     ctx.note(f"· broke the hold of pid {holder.pid} on {holder.host} on {session_id}")
 

@@ -280,19 +280,10 @@ def _loop_details(session_id: str) -> dict[str, Any]:
 
 
 def delete_session(session: Session) -> None:
-    """Delete ``session`` through the store of its kind."""
-    if session.kind == "loop":
-        from agentstore.stores import LoopStore
+    """Delete ``session`` with its kind's cascade (``SessionStore.delete``)."""
+    from agentstore.stores import SessionStore
 
-        LoopStore().delete(session.id)
-    elif session.kind == "log":
-        from agentstore.stores import LogStore
-
-        LogStore().delete(session.id)
-    else:
-        from agentstore.stores import TreeStore
-
-        TreeStore().delete_session(session.id)
+    SessionStore().delete(session.id, session.kind)
 
 
 def _ids_arguments(parser: Any) -> None:

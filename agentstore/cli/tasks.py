@@ -145,33 +145,13 @@ def _task(name: str, ctx: Context) -> None:
 
 
 def recover_all(kinds: list[str] | None = None) -> dict[str, list[str]]:
-    """Interrupt every running/canceling task whose lease expired; ids by kind."""
-    from agentstore.tasks import TaskRepository, ToolTaskRepository
-    from agentstore.types import TaskRecovery
+    """Interrupt every running/canceling task whose lease expired; ids by kind.
 
-    now = timezone.now()
-    tasks = TaskRepository()
-    if not kinds:
-        leased = Task.objects.filter(state__in=[TaskState.RUNNING, TaskState.CANCELING])
-        kinds = sorted(set(leased.values_list("kind", flat=True)))
-    recovered: dict[str, list[str]] = {}
-    for kind in kinds:
-        if kind == "tool":
-            ids = ToolTaskRepository(tasks=tasks).recover_expired(now)
-        else:
-            ids = tasks.recover_expired(
-                TaskRecovery(
-                    expires_before=now,
-                    kind=kind,
-                    event_kind="task_interrupted",
-                    error_code="lease_expired",
-                    error_message="task worker lease expired",
-                    payload_json='{"error_code":"lease_expired"}',
-                    target_state="interrupted",
-                )
-            )
-        recovered[kind] = list(ids or [])
-    return recovered
+    ``agentstore.tasks.recovery.recover_expired_leases`` (every kind by default).
+    """
+    from agentstore.tasks.recovery import recover_expired_leases
+
+    return recover_expired_leases(kinds or None)
 
 
 def _recover_arguments(parser: Any) -> None:

@@ -100,9 +100,7 @@ def import_text(text: str, *, owner: Any = None) -> tuple[str, int, list[tuple[i
         from agentstore.stores import LogStore
 
         store = LogStore()
-        session = store.import_jsonl(text)
-        if owner is not None:
-            Session.objects.filter(pk=session.id).update(owner=owner)
+        session = store.import_jsonl(text, owner=owner)
         store.release(session.id)
         return session.id, len(session.entries), []
     from agentstore.formats import pi_jsonl

@@ -15,7 +15,6 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agentstore.models import Session
 from agentstore.stores import LoopStore
 from agentstore.types import FinalizeSummary, RunStep
 
@@ -86,9 +85,9 @@ def seed(owner: Any) -> list[str]:
     )
     store.grant(SESSION_ID, PROMPT)
     if owner is not None:
-        # Ownership is the API's concern, not the loop store's: set it directly,
-        # and only when nobody owns the session yet.
-        Session.objects.filter(pk=SESSION_ID, owner__isnull=True).update(owner=owner)
+        # Ownership is the SessionStore's concern, not the loop store's; only
+        # when nobody owns the session yet.
+        store.sessions.transfer(SESSION_ID, owner, only_unowned=True)
     verb = "Created" if created else "Kept"
     return [
         f"{verb} loop session {SESSION_ID} ({len(store.steps(SESSION_ID))} steps, "

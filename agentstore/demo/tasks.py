@@ -16,9 +16,9 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agentstore.models import Session, Task
-
 # The concrete modules rather than the lazy ``agentstore.tasks`` (typed for mypy).
+from agentstore.demo import seeding
+from agentstore.models import Session, Task
 from agentstore.tasks.agent import AgentTaskRepository
 from agentstore.tasks.repository import TaskRepository
 from agentstore.tasks.tool import ToolTaskRepository
@@ -75,14 +75,11 @@ def _create(user: Any) -> None:
     tools = ToolTaskRepository(tasks=tasks)
     workflows = WorkflowRepository(tasks=tasks, agents=agents)
     now = tasks.now()
-    Session.objects.create(
-        id=OWNER_SESSION_ID,
-        kind="tree",
+    seeding.session(
+        session_id=OWNER_SESSION_ID,
         owner=user,
         cwd="/srv/demo-repo",
         name="demo: durable tasks",
-        created_at=now,
-        updated_at=now,
     )
     live = now + timedelta(minutes=30)
 

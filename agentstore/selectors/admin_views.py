@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -40,6 +40,7 @@ from agentstore.exceptions import TooLarge
 from agentstore.models import Entry, Grant, Holder, Ref, Session, Step, Task
 from agentstore.models.tasks import LEASED_STATES, TaskState
 from agentstore.selectors.holds import HoldInfo, hold_of
+from agentstore.stores import sql
 from agentstore.stores.tree import TreeStore
 from agentstore.types.tree import EntryEntity, MessageEntity, SessionContextEntity
 
@@ -288,11 +289,11 @@ def session_tree(
     for a target wins, a non-string label clears it.
     """
     vendor = connections[using].vendor
-    # On SQLite, read the timestamp as its stored text and parse it with the C
-    # ``fromisoformat``: Django's per-row datetime converter is most of the cost
-    # of a 10,000-row read (the TreeStore reads its branches the same way).
+    # On SQLite, read the timestamp as its stored text and parse it with
+    # ``sql.utc`` (the one fast path, stores/sql.py): Django's per-row datetime
+    # converter is most of the cost of a 10,000-row read.
     created: Any = Cast("created_at", TextField()) if vendor == "sqlite" else "created_at"
-    to_datetime = _sqlite_datetime if vendor == "sqlite" else _same
+    to_datetime = sql.utc
     in_session = Entry.objects.using(using).filter(session_id=session_id)
     newest = in_session.filter(seq__lt=before) if before > 0 else in_session
     # The window's lower edge: one probe of the (session, seq) index.
@@ -366,14 +367,6 @@ def session_tree(
         older_before=(low + 1) if low > 0 else 0,
         latest=latest,
     )
-
-
-def _sqlite_datetime(value: str) -> datetime:
-    return datetime.fromisoformat(value).replace(tzinfo=UTC)
-
-
-def _same(value: datetime) -> datetime:
-    return value
 
 
 def _nest(

@@ -1,9 +1,10 @@
 """Holds: who has a session open for writing, and breaking a stale hold.
 
 A :class:`~agentstore.models.Holder` row says which process (pid on host) holds a
-session. Both questions go to the LogStore, which owns the hold protocol:
-breaking a hold has consequences (the holder's next append finds its hold gone
-and fails with ``SessionLocked``), so there is exactly one implementation of it::
+session. Both questions go to the SessionStore, which owns session rows and
+their holds: breaking a hold has consequences (the holder's next append finds
+its hold gone and fails with ``SessionLocked``), so there is exactly one
+implementation of it::
 
     from agentstore.selectors.holds import hold_of, break_hold
 
@@ -16,7 +17,7 @@ write as the holder.
 
 from __future__ import annotations
 
-from agentstore.stores.log import LogStore
+from agentstore.stores.sessions import SessionStore
 from agentstore.types.log import LockInfo
 
 __all__ = ["HoldInfo", "break_hold", "hold_of"]
@@ -27,9 +28,9 @@ HoldInfo = LockInfo
 
 def hold_of(session_id: str, *, using: str = "default") -> HoldInfo | None:
     """Return who holds ``session_id`` (any kind of session), or ``None`` when nobody does."""
-    return LogStore(using=using).lock_holder(session_id)
+    return SessionStore(using=using).hold(session_id)
 
 
 def break_hold(session_id: str, *, using: str = "default") -> bool:
     """Remove whatever hold ``session_id`` has; ``True`` if there was one."""
-    return LogStore(using=using).break_lock(session_id)
+    return SessionStore(using=using).break_hold(session_id)

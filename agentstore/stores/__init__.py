@@ -1,6 +1,6 @@
 """The stores: the Python API agents and surfaces call.
 
-    from agentstore.stores import TreeStore, LoopStore, LogStore, DocumentStore
+    from agentstore.stores import TreeStore, LoopStore, LogStore, DocumentStore, SessionStore
 
     store = TreeStore()                          # using="default", clock=None
     session = store.create_session("/repo")
@@ -18,16 +18,18 @@ if TYPE_CHECKING:  # the real names for type checkers; at run time they load laz
     from agentstore.stores.documents import DocumentStore
     from agentstore.stores.log import LogStore
     from agentstore.stores.loop import LoopStore
+    from agentstore.stores.sessions import SessionStore
     from agentstore.stores.tree import TreeStore
 
 _EXPORTS = {
     "DocumentStore": "agentstore.stores.documents",
     "LogStore": "agentstore.stores.log",
     "LoopStore": "agentstore.stores.loop",
+    "SessionStore": "agentstore.stores.sessions",
     "TreeStore": "agentstore.stores.tree",
 }
 
-__all__ = ["DocumentStore", "LogStore", "LoopStore", "TreeStore"]
+__all__ = ["DocumentStore", "LogStore", "LoopStore", "SessionStore", "TreeStore"]
 
 
 def __getattr__(name: str) -> Any:

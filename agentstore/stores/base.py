@@ -5,6 +5,17 @@
             stamp = self.now()                      # outside the transaction: retries
             return self.write(lambda: ...)          # rewrite the same values
 
+A method whose whole body is one write transaction says so with
+:func:`retrying_write` instead of wrapping a closure::
+
+    def update_ref(self, name, expected, next, reason=""):
+        ...                                          # validate, read the clock
+        self._update_ref(name, want, target, reason, self.now())
+
+    @retrying_write
+    def _update_ref(self, name, want, target, reason, now):
+        ...                                          # plain statements, plain methods
+
 ``using`` picks the database alias; ``clock`` is a callable returning an aware
 datetime (tests inject a fixed or advancing one). Every timestamp a store writes
 comes from :meth:`StoreBase.now`.
@@ -12,9 +23,10 @@ comes from :meth:`StoreBase.now`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS
 
@@ -22,6 +34,8 @@ from agentstore.db import atomic_write, read_only
 from agentstore.validation import require_aware
 
 T = TypeVar("T")
+P = ParamSpec("P")
+S = TypeVar("S", bound="StoreBase")
 
 Clock = Callable[[], datetime]
 
@@ -48,3 +62,19 @@ class StoreBase:
     def read(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` in a read snapshot that never takes the write lock."""
         return read_only(fn, using=self.using)
+
+
+def retrying_write(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
+    """Run the decorated method as one write transaction (:meth:`StoreBase.write`).
+
+    On SQLite a busy database makes ``atomic_write`` run the body again, so the
+    body must be re-runnable: take the clock and new ids in the caller and
+    pass them in, as arguments. The body can then be ordinary code split into
+    ordinary methods rather than a long closure.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self.write(lambda: method(self, *args, **kwargs))
+
+    return wrapper

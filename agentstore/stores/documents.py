@@ -15,15 +15,17 @@ from django.db import connections
 
 from agentstore.exceptions import ValidationError
 from agentstore.models import Document
+from agentstore.stores import sql
 from agentstore.stores.base import StoreBase
 from agentstore.types.tree import DocumentEntity
 from agentstore.validation import require_aware, require_json, require_max_length, require_text
 
 __all__ = ["DocumentSource", "DocumentStore"]
 
+_KEY = Document._meta.get_field("key").column  # "document_key"
 _UPSERT = (
-    "INSERT INTO agentstore_document (namespace, document_key, value_json, updated_at) "
-    "VALUES (%s, %s, %s, %s) ON CONFLICT (namespace, document_key) "
+    f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)}) "
+    f"ON CONFLICT (namespace, {_KEY}) "
     "DO UPDATE SET value_json = excluded.value_json, updated_at = excluded.updated_at"
 )
 
@@ -63,12 +65,13 @@ class DocumentStore(StoreBase):
             with connection.cursor() as cursor:
                 cursor.execute(
                     _UPSERT,
-                    [
-                        document.namespace,
-                        document.key,
-                        document.value_json,
-                        connection.ops.adapt_datetimefield_value(stamp),
-                    ],
+                    sql.row(
+                        Document,
+                        namespace=document.namespace,
+                        key=document.key,
+                        value_json=document.value_json,
+                        updated_at=connection.ops.adapt_datetimefield_value(stamp),
+                    ),
                 )
 
         self.write(write)

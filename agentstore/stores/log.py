@@ -74,9 +74,8 @@ from agentstore.ids import new_token
 from agentstore.models import Entry, Holder, Ref, RefLog
 from agentstore.models import Session as SessionRow
 from agentstore.stores import log_follow, log_holds, log_refs
-from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.base import Clock, StoreBase, retrying_write
 from agentstore.stores.log_rows import (
-    ENTRY_TABLE,
     HOLDER_TABLE,
     LOG,
     REF_TABLE,
@@ -84,8 +83,11 @@ from agentstore.stores.log_rows import (
     OctetLength,
     insert_entries,
     parse_time,
+    read_rows,
+    require_log,
     time_ns,
 )
+from agentstore.stores.sessions import SessionStore
 from agentstore.types.log import (
     Change,
     ListFilter,
@@ -156,6 +158,8 @@ class LogStore(StoreBase):
         #: append drops the cached session but the hold stays ours until release.
         self._held: set[str] = set()
         self._hub = log_follow.Hub()
+        #: The owner of the session rows and holds (this store keeps the lines).
+        self.sessions = SessionStore(using=using, clock=clock)
 
     # -- helpers ----------------------------------------------------------------
 
@@ -178,38 +182,9 @@ class LogStore(StoreBase):
             session.clock = lambda: format_ts(self.now())
         return session
 
-    def _kind_check(self, session_id: str, kind: str | None) -> None:
-        if kind is None:
-            raise exceptions.NoSession(f"no such session: {session_id}")
-        if kind != LOG:
-            raise exceptions.NoSession(
-                f"session {session_id} is a {kind} session, not an agentsession log"
-            )
-
-    def _rows(
-        self, session_id: str, *, up_to: int | None = None
-    ) -> tuple[str, str, builtins.list[tuple[int, str]]]:
-        """Header line, incarnation and ``(seq, line)`` rows (call inside a read snapshot)."""
-        connection = connections[self.using]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT kind, header, incarnation FROM {SESSION_TABLE} WHERE id = %s",
-                [session_id],
-            )
-            row = cursor.fetchone()
-            self._kind_check(session_id, row[0] if row else None)
-            sql = f"SELECT seq, line FROM {ENTRY_TABLE} WHERE session_id = %s"
-            params: builtins.list[Any] = [session_id]
-            if up_to is not None:
-                sql += " AND seq <= %s"
-                params.append(up_to)
-            cursor.execute(sql + " ORDER BY seq", params)
-            lines = [(int(s), str(line)) for s, line in cursor.fetchall()]
-        return str(row[1]), str(row[2]), lines
-
     def _load(self, session_id: str) -> Session:
         """Read a session afresh from its rows (one read snapshot; every id verified)."""
-        header, _incarnation, rows = self._snapshot(lambda: self._rows(session_id))
+        header, _incarnation, rows = self._snapshot(lambda: read_rows(self.using, session_id))
         session = Session.from_lines(header, [line for _seq, line in rows])
         if session.id != session_id:
             raise exceptions.BadID(f"session {session_id}: stored header names id {session.id}")
@@ -221,8 +196,8 @@ class LogStore(StoreBase):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create(self, header: dict[str, Any]) -> Session:
-        """Create a session from ``header`` (empty members filled) and hold it.
+    def create(self, header: dict[str, Any], *, owner: Any = None) -> Session:
+        """Create a session from ``header`` (empty members filled), owned by ``owner``, and hold it.
 
         A header with ``base`` creates a fork: the origin is the session named by
         ``parent_session`` if it holds the base, else any log session holding it
@@ -261,7 +236,7 @@ class LogStore(StoreBase):
             def tx() -> None:
                 dead.clear()
                 with connections[self.using].cursor() as cursor:
-                    self._insert_session(cursor, session, created_at, now, cwd, parent)
+                    self._insert_session(cursor, session, created_at, now, cwd, parent, owner)
                     taken = log_holds.claim(
                         cursor, sid, pid=self.pid, host=self.host, token=self.token, now=now
                     )
@@ -338,7 +313,7 @@ class LogStore(StoreBase):
                             f"SELECT kind FROM {SESSION_TABLE} WHERE id = %s", [session_id]
                         )
                         row = cursor.fetchone()
-                        self._kind_check(session_id, row[0] if row else None)
+                        require_log(session_id, row[0] if row else None)
                         taken = log_holds.claim(
                             cursor,
                             session_id,
@@ -401,19 +376,15 @@ class LogStore(StoreBase):
         new = pending.entry
         now = self.now()
         raise_header = session_id in self._stale
-        sets = ["updated_at = %s"]
-        extra: builtins.list[Any] = []
+        columns: dict[str, Any] = {"updated_at": now}
         if new.type == "info":
             name = new.data.get("name")
             if isinstance(name, str) and name:
-                sets.append("name = %s")
-                extra.append(name[:_MAX_NAME])
+                columns["name"] = name[:_MAX_NAME]
         elif new.type == "link" and new.data.get("rel") == "continued_in":
             successor = new.data.get("session")
             if isinstance(successor, str) and successor:
-                sets.append("superseded_by = %s")
-                extra.append(successor[:_MAX_ID])
-        update = f"UPDATE {SESSION_TABLE} SET {', '.join(sets)} WHERE id = %s"
+                columns["superseded_by"] = successor[:_MAX_ID]
 
         def tx() -> None:
             with connections[self.using].cursor() as cursor:
@@ -422,8 +393,7 @@ class LogStore(StoreBase):
                 if raise_header:
                     self._raise_header(cursor, session_id)
                 insert_entries(cursor, session_id, pending.seq, [new], now)
-                stamp = cursor.db.ops.adapt_datetimefield_value(now)
-                cursor.execute(update, [stamp, *extra, session_id])
+                self.sessions.update(cursor, session_id, **columns)
 
         try:
             self.write(tx)
@@ -458,10 +428,7 @@ class LogStore(StoreBase):
         header = parse_json(str(row[0]))
         if isinstance(header, dict) and _stale_format(header):
             raised = {**header, "format": CURRENT_FORMAT}
-            cursor.execute(
-                f"UPDATE {SESSION_TABLE} SET header = %s WHERE id = %s",
-                [canonical_json(raised).decode("utf-8"), session_id],
-            )
+            self.sessions.update(cursor, session_id, header=canonical_json(raised).decode("utf-8"))
 
     def _release_hold(self, session_id: str) -> None:
         self._held.discard(session_id)
@@ -501,10 +468,9 @@ class LogStore(StoreBase):
         with self._lock:
 
             def tx() -> None:
-                rows = SessionRow.objects.using(self.using).filter(id=session_id)
-                kind = rows.values_list("kind", flat=True).first()
-                self._kind_check(session_id, kind)
-                rows.delete()
+                with connections[self.using].cursor() as cursor:
+                    require_log(session_id, self.sessions.lock_kind(cursor, session_id))
+                    self.sessions.delete_rows(cursor, session_id, LOG)
 
             try:
                 self.write(tx)
@@ -534,14 +500,11 @@ class LogStore(StoreBase):
     # -- holds ------------------------------------------------------------------
 
     def lock_holder(self, session_id: str) -> LockInfo | None:
-        """Who holds a session of any kind (this store included), or ``None``."""
+        """Who holds a session of any kind (this store included), or ``None``.
 
-        def run() -> tuple[LockInfo, str] | None:
-            with connections[self.using].cursor() as cursor:
-                return log_holds.lock_info(cursor, session_id)
-
-        found = self._snapshot(run)
-        return found[0] if found else None
+        The Go name of ``SessionStore.hold``.
+        """
+        return self.sessions.hold(session_id)
 
     def break_lock(self, session_id: str) -> bool:
         """Remove a session's hold whoever has it; ``False`` when it had none.
@@ -550,12 +513,7 @@ class LogStore(StoreBase):
         host). A live holder's next append fails with ``SessionLocked``.
         """
         self._writable()
-
-        def tx() -> int:
-            deleted, _ = Holder.objects.using(self.using).filter(session_id=session_id).delete()
-            return deleted
-
-        return bool(self.write(tx))
+        return self.sessions.break_hold(session_id)
 
     # -- listing ----------------------------------------------------------------
 
@@ -665,7 +623,7 @@ class LogStore(StoreBase):
         wake = threading.Event()
         key = self._hub.register(wake.set)
         try:
-            for step in log_follow.steps(self, session_id, cursor):
+            for step in log_follow.steps(self.using, session_id, cursor, self.follow_interval):
                 if stop is not None and stop.is_set():
                     return
                 if isinstance(step, Change):
@@ -698,7 +656,7 @@ class LogStore(StoreBase):
             loop.call_soon_threadsafe(woken.set)
 
         key = self._hub.register(wake)
-        gen = log_follow.steps(self, session_id, cursor)
+        gen = log_follow.steps(self.using, session_id, cursor, self.follow_interval)
         done = object()
         try:
             while True:
@@ -722,7 +680,7 @@ class LogStore(StoreBase):
         """The session as its JSONL file, byte for byte (``dumps`` of :meth:`read`)."""
         return dumps(self._load(session_id))
 
-    def import_jsonl(self, text: str | bytes) -> Session:
+    def import_jsonl(self, text: str | bytes, *, owner: Any = None) -> Session:
         """Store a JSONL file as a new session (ids verified; no hold taken).
 
         Raises ``ReadOnly``, ``SessionExists``, and the format's errors for a bad
@@ -745,7 +703,7 @@ class LogStore(StoreBase):
         def tx() -> None:
             parent = str(session.header.get("parent_session") or "")[:_MAX_ID]
             with connections[self.using].cursor() as cursor:
-                self._insert_session(cursor, session, created_at, now, cwd, parent)
+                self._insert_session(cursor, session, created_at, now, cwd, parent, owner)
 
         self.write(tx)
         return session
@@ -758,30 +716,27 @@ class LogStore(StoreBase):
         now: datetime,
         cwd: Any,
         parent: str,
+        owner: Any,
     ) -> None:
         """Insert a log session's row and its entry rows (seq 1..n); inside a write.
 
-        A UNIQUE failure on the id is ``SessionExists`` (another store created it
-        first); the entries of a fork's prefix are inserted too.
+        A taken id is ``SessionExists`` (another store created it first); the
+        entries of a fork's prefix are inserted too.
         """
         sid = session.id
-        try:
-            SessionRow.objects.using(self.using).create(
-                id=sid,
-                kind=LOG,
-                header=session.header_line,
-                created_at=created_at,
-                updated_at=now,
-                cwd=cwd if isinstance(cwd, str) else "",
-                parent_session=parent,
-                name=session.name()[:_MAX_NAME],
-                superseded_by=session.superseded_by()[:_MAX_ID],
-                incarnation=new_token(),
-            )
-        except IntegrityError as exc:
-            if is_unique_violation(exc):
-                raise exceptions.SessionExists(f"session exists: {sid}") from exc
-            raise
+        self.sessions.insert(
+            cursor,
+            LOG,
+            sid,
+            created_at=created_at,
+            updated_at=now,
+            header=session.header_line,
+            cwd=cwd if isinstance(cwd, str) else "",
+            parent_session=parent,
+            name=session.name()[:_MAX_NAME],
+            superseded_by=session.superseded_by()[:_MAX_ID],
+            owner_id=getattr(owner, "pk", owner),
+        )
         insert_entries(cursor, sid, 1, session.entries, now)
 
     # -- refs -------------------------------------------------------------------
@@ -817,87 +772,111 @@ class LogStore(StoreBase):
         target = _zero(next)
         if not isinstance(reason, str):
             raise exceptions.ValidationError("reason must be a string", field="reason")
-        now = self.now()
+        self._update_ref(name, want, target, reason, self.now())
 
-        def tx() -> None:
-            connection = connections[self.using]
-            if connection.vendor == "postgresql":
-                # Serialise ref writers like SQLite's single writer does: the
-                # creation conflict rules read *every* name, which row locks
-                # cannot protect (NameRace). Readers are not blocked.
-                with connection.cursor() as cursor:
-                    cursor.execute(f"LOCK TABLE {REF_TABLE} IN SHARE ROW EXCLUSIVE MODE")
-            current, _incarnation = self._current_ref(name)
-            if current != want:
-                raise exceptions.RefMoved(
-                    f"ref {name} names {current.session or 'nothing'}, not "
-                    f"{want.session or 'nothing'}",
-                    name=name,
-                    current=_public(current),
-                )
-            incarnation = ""
-            if target.session:
-                kind_row = (
-                    SessionRow.objects.using(self.using)
-                    .filter(id=target.session)
-                    .values_list("kind", "incarnation")
-                    .first()
-                )
-                if kind_row is None or kind_row[0] != LOG:
-                    raise exceptions.NoSession(f"no such session: {target.session}")
-                incarnation = kind_row[1]
-                if (
-                    target.entry
-                    and not Entry.objects.using(self.using)
-                    .filter(session_id=target.session, entry_id=target.entry)
-                    .exists()
-                ):
-                    raise exceptions.NoEntry(
-                        f"entry {target.entry} is not in session {target.session}"
-                    )
-            if current == target:
-                return
-            refs = Ref.objects.using(self.using)
-            if not current.session:
-                clash = log_refs.conflict(name, refs.values_list("name", flat=True))
-                if clash:
-                    raise exceptions.RefNameError(
-                        f"ref name {name!r} conflicts with existing ref {clash!r}", field="name"
-                    )
-                refs.create(
-                    name=name,
-                    session_id=target.session,
-                    entry_id=target.entry,
-                    target_incarnation=incarnation,
-                    updated_at=now,
-                )
-            else:
-                matching = refs.filter(
-                    name=name, session_id=current.session, entry_id=current.entry
-                )
-                changed = (
-                    matching.delete()[0]
-                    if not target.session
-                    else matching.update(
-                        session_id=target.session,
-                        entry_id=target.entry,
-                        target_incarnation=incarnation,
-                        updated_at=now,
-                    )
-                )
-                if changed != 1:
-                    raise exceptions.RefMoved(f"ref {name} moved", name=name, current=None)
-            RefLog.objects.using(self.using).create(
+    @retrying_write
+    def _update_ref(
+        self, name: str, want: RefTarget, target: RefTarget, reason: str, now: datetime
+    ) -> None:
+        """The body of :meth:`update_ref`: one write transaction, re-runnable as a whole."""
+        self._lock_refs()
+        current = self._expect_ref(name, want)
+        incarnation = self._ref_target_incarnation(target)
+        if current == target:
+            return  # a same-value update succeeds without a log row
+        if not current.session:
+            self._create_ref(name, target, incarnation, now)
+        else:
+            self._move_ref(name, current, target, incarnation, now)
+        RefLog.objects.using(self.using).create(
+            name=name,
+            old_session=current.session,
+            old_entry=current.entry,
+            new_session=target.session,
+            new_entry=target.entry,
+            at=now,
+            reason=reason,
+        )
+
+    def _lock_refs(self) -> None:
+        connection = connections[self.using]
+        if connection.vendor == "postgresql":
+            # Serialise ref writers like SQLite's single writer does: the
+            # creation conflict rules read *every* name, which row locks
+            # cannot protect (NameRace). Readers are not blocked.
+            with connection.cursor() as cursor:
+                cursor.execute(f"LOCK TABLE {REF_TABLE} IN SHARE ROW EXCLUSIVE MODE")
+
+    def _expect_ref(self, name: str, want: RefTarget) -> RefTarget:
+        """The ref's current target; ``RefMoved`` unless it is ``want``."""
+        current, _incarnation = self._current_ref(name)
+        if current != want:
+            raise exceptions.RefMoved(
+                f"ref {name} names {current.session or 'nothing'}, not {want.session or 'nothing'}",
                 name=name,
-                old_session=current.session,
-                old_entry=current.entry,
-                new_session=target.session,
-                new_entry=target.entry,
-                at=now,
-                reason=reason,
+                current=_public(current),
             )
+        return current
 
-        self.write(tx)
+    def _ref_target_incarnation(self, target: RefTarget) -> str:
+        """The incarnation a ref to ``target`` records; ``NoSession``/``NoEntry`` if absent."""
+        if not target.session:
+            return ""
+        kind_row = (
+            SessionRow.objects.using(self.using)
+            .filter(id=target.session)
+            .values_list("kind", "incarnation")
+            .first()
+        )
+        if kind_row is None or kind_row[0] != LOG:
+            raise exceptions.NoSession(f"no such session: {target.session}")
+        if (
+            target.entry
+            and not Entry.objects.using(self.using)
+            .filter(session_id=target.session, entry_id=target.entry)
+            .exists()
+        ):
+            raise exceptions.NoEntry(f"entry {target.entry} is not in session {target.session}")
+        return str(kind_row[1])
+
+    def _create_ref(self, name: str, target: RefTarget, incarnation: str, now: datetime) -> None:
+        refs = Ref.objects.using(self.using)
+        clash = log_refs.conflict(name, refs.values_list("name", flat=True))
+        if clash:
+            raise exceptions.RefNameError(
+                f"ref name {name!r} conflicts with existing ref {clash!r}", field="name"
+            )
+        refs.create(
+            name=name,
+            session_id=target.session,
+            entry_id=target.entry,
+            target_incarnation=incarnation,
+            updated_at=now,
+        )
+
+    def _move_ref(
+        self,
+        name: str,
+        current: RefTarget,
+        target: RefTarget,
+        incarnation: str,
+        now: datetime,
+    ) -> None:
+        """Point the ref at ``target`` (or delete it for the zero target), compare-and-set."""
+        matching = Ref.objects.using(self.using).filter(
+            name=name, session_id=current.session, entry_id=current.entry
+        )
+        if not target.session:
+            changed = matching.delete()[0]
+        else:
+            changed = matching.update(
+                session_id=target.session,
+                entry_id=target.entry,
+                target_incarnation=incarnation,
+                updated_at=now,
+            )
+        if changed != 1:
+            raise exceptions.RefMoved(f"ref {name} moved", name=name, current=None)
 
     def resolve_ref(self, name: str) -> RefTarget:
         """The ref's target; ``NoRef`` if absent; ``NoSession`` (``.target`` set) if dangling.

@@ -1,7 +1,11 @@
-"""Following a log session: a snapshot, then every appended line as it commits (B6).
+"""Following a log session: a snapshot, then every appended line as it commits.
+
+The user-facing rules are in docs/log-store.md, "Following a session".
 
 Private to :mod:`agentstore.stores.log`; ``LogStore.follow`` and
-``LogStore.afollow`` drive :func:`steps`.
+``LogStore.afollow`` drive :func:`steps`. It knows the database alias and the
+poll interval, not the store (which imports this module): it reads through
+:func:`agentstore.stores.log_rows.read_rows`, as the store does.
 
 How it works. The follower reads the session once (a *snapshot*) and then
 *tails* it by ``seq``: each poll is one cheap statement — the session's
@@ -36,18 +40,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING
 
 from django.db import connections
 
 from agentstore import exceptions
 from agentstore.db import read_only
 from agentstore.formats.agentsession import Session
-from agentstore.stores.log_rows import ENTRY_TABLE, LOG, SESSION_TABLE
+from agentstore.stores.log_rows import ENTRY_TABLE, LOG, SESSION_TABLE, read_rows
 from agentstore.types.log import Change
-
-if TYPE_CHECKING:
-    from agentstore.stores.log import LogStore
 
 __all__ = ["MAX_INTERVAL", "Hub", "steps"]
 
@@ -91,23 +91,23 @@ def parse_cursor(cursor: str) -> tuple[int, str] | None:
     return int(seq), ident
 
 
-def load(store: LogStore, session_id: str, up_to: int | None = None) -> tuple[Session, int, str]:
+def load(using: str, session_id: str, up_to: int | None = None) -> tuple[Session, int, str]:
     """Read the session (rows with ``seq <= up_to`` when given): session, last seq, ident."""
 
     def run() -> tuple[Session, int, str]:
-        header, incarnation, lines = store._rows(session_id, up_to=up_to)
+        header, incarnation, lines = read_rows(using, session_id, up_to=up_to)
         session = Session.from_lines(header, [line for _seq, line in lines])
         return session, (lines[-1][0] if lines else 0), incarnation
 
-    return read_only(run, using=store.using)
+    return read_only(run, using=using)
 
 
 _STALE = object()
 
 
-def _tail(store: LogStore, session_id: str, seq: int, ident: str) -> object:
+def _tail(using: str, session_id: str, seq: int, ident: str) -> object:
     """New ``(seq, line)`` rows after ``seq``, ``[]``, or ``_STALE``; ``NoSession`` if gone."""
-    connection = connections[store.using]
+    connection = connections[using]
     with connection.cursor() as cursor:
         # One statement (autocommit): the cheap probe of every idle poll.
         cursor.execute(
@@ -137,17 +137,19 @@ def _tail(store: LogStore, session_id: str, seq: int, ident: str) -> object:
             )
             return [(int(s), str(line)) for s, line in cursor.fetchall()]
 
-    return read_only(fetch, using=store.using)
+    return read_only(fetch, using=using)
 
 
 def steps(
-    store: LogStore, session_id: str, cursor: str = ""
+    using: str, session_id: str, cursor: str, interval: float
 ) -> Generator[Change | float, None, None]:
-    """The follow protocol as changes and waits (see the module docstring)."""
-    interval = store.follow_interval
+    """The follow protocol as changes and waits (see the module docstring).
+
+    ``using`` is the database alias, ``interval`` the store's ``follow_interval``.
+    """
     longest = max(interval, MAX_INTERVAL)
     if not cursor:
-        session, seq, ident = load(store, session_id)
+        session, seq, ident = load(using, session_id)
         yield Change(
             kind="snapshot",
             cursor=make_cursor(seq, ident),
@@ -159,22 +161,22 @@ def steps(
         stale = parsed is None
         if parsed is not None:
             try:
-                session, seq, ident = load(store, session_id, up_to=parsed[0])
+                session, seq, ident = load(using, session_id, up_to=parsed[0])
                 stale = ident != parsed[1] or seq != parsed[0]
             except exceptions.NoSession:
                 raise
             except exceptions.AgentStoreError:
                 stale = True
         if stale:
-            session, seq, ident = load(store, session_id)
+            session, seq, ident = load(using, session_id)
             yield Change(
                 kind="reset", cursor=make_cursor(seq, ident), session=session, leaf=session.leaf
             )
     wait = interval
     while True:
-        rows = _tail(store, session_id, seq, ident)
+        rows = _tail(using, session_id, seq, ident)
         if rows is _STALE:
-            session, seq, ident = load(store, session_id)
+            session, seq, ident = load(using, session_id)
             yield Change(
                 kind="reset", cursor=make_cursor(seq, ident), session=session, leaf=session.leaf
             )
@@ -197,7 +199,7 @@ def steps(
             if entry is None or len(session) != before_len + 1:
                 # A line that does not extend what we hold: the log changed
                 # under us. Start over from the rows as they are now.
-                session, seq, ident = load(store, session_id)
+                session, seq, ident = load(using, session_id)
                 yield Change(
                     kind="reset",
                     cursor=make_cursor(seq, ident),

@@ -1,7 +1,7 @@
 """Holds: which store (process) has a session open for writing, for every kind of session.
 
 Private to :mod:`agentstore.stores.log`; the functions run *inside* the caller's
-write transaction. The protocol (agentsession's sqlite store, B5):
+write transaction. The protocol (docs/log-store.md, "Holds: one writer per session"):
 
 * **claim** (in the transaction that creates or opens the session): no row →
   insert ours; a row with our token → already ours; a row on this host whose
@@ -28,7 +28,7 @@ from django.db.backends.utils import CursorWrapper
 from agentstore import exceptions
 from agentstore.db import is_unique_violation
 from agentstore.models import Holder
-from agentstore.stores.log_rows import HOLDER_TABLE
+from agentstore.stores.sql import HOLDER as HOLDER_TABLE
 from agentstore.types.log import LockInfo
 
 __all__ = ["claim", "describe", "heartbeat", "lock_info", "pid_alive"]

@@ -1,4 +1,4 @@
-"""Ref names: the naming rules and the creation conflict rules (agentsession B7).
+"""Ref names: the naming rules and the creation conflict rules (docs/log-store.md, "Refs").
 
 Private to :mod:`agentstore.stores.log`.
 

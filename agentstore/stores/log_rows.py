@@ -1,6 +1,6 @@
 """Rows of the log store: how agentsession lines become ``Session``/``Entry`` rows and back.
 
-Private to :mod:`agentstore.stores.log`. A log session is one ``Session`` row
+Private to :mod:`agentstore.stores.log` and :mod:`.log_follow`. A log session is one ``Session`` row
 (``kind="log"``, ``header`` = the exact header line) and one ``Entry`` row per
 line, in file order by ``seq`` (1-based, a fork's copied prefix included). The
 ``line`` column holds the exact line the format module wrote or read — never
@@ -19,12 +19,14 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from django.db import connections
 from django.db.backends.utils import CursorWrapper
 from django.db.models import Func, IntegerField
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import Entry as LogEntry
-from agentstore.models import Entry, Holder, Ref, RefLog, Session
+from agentstore.models import Entry
+from agentstore.stores import sql
 
 __all__ = [
     "ENTRY_TABLE",
@@ -36,28 +38,21 @@ __all__ = [
     "OctetLength",
     "insert_entries",
     "parse_time",
+    "read_rows",
+    "require_log",
     "time_ns",
 ]
 
 LOG = "log"
-SESSION_TABLE = Session._meta.db_table
-ENTRY_TABLE = Entry._meta.db_table
-HOLDER_TABLE = Holder._meta.db_table
-REF_TABLE = Ref._meta.db_table
-REF_LOG_TABLE = RefLog._meta.db_table
+SESSION_TABLE = sql.SESSION
+ENTRY_TABLE = sql.ENTRY
+HOLDER_TABLE = sql.HOLDER
+REF_TABLE = sql.REF
+REF_LOG_TABLE = sql.REF_LOG
 
-_COLUMNS = (
-    "session_id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, "
-    "model, custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
-    "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
-    "branch_from_entry_id, operation_id, part_count"
-)
-# The projection columns belong to the TreeStore's entries; a log entry keeps
-# them at their model defaults so every NOT NULL column gets a value.
-INSERT_ENTRY = (
-    f"INSERT INTO {ENTRY_TABLE} ({_COLUMNS}) VALUES "
-    "(%s, %s, %s, %s, %s, %s, %s, '', '', '', '', '', '', '', '', '', 0, %s, %s, '', 0, '', '', 0)"
-)
+# Every entry column (stores/sql.py); the projection columns belong to the
+# TreeStore's entries, so a log entry leaves them at their model defaults.
+INSERT_ENTRY = f"INSERT INTO {ENTRY_TABLE} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
 
 _RFC3339 = re.compile(
     r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
@@ -106,17 +101,17 @@ def entry_params(
 ) -> list[Any]:
     """The bound parameters of :data:`INSERT_ENTRY` for one line at ``seq``."""
     stamp = cursor.db.ops.adapt_datetimefield_value(entry_created_at(entry, fallback))
-    return [
-        session_id,
-        seq,
-        entry.id,
-        entry.parent,
-        entry.type[:64],
-        entry.line,
-        stamp,
-        False,
-        True,
-    ]
+    return sql.row(
+        Entry,
+        session_id=session_id,
+        seq=seq,
+        entry_id=entry.id,
+        parent_id=entry.parent,
+        type=entry.type[:64],
+        line=entry.line,
+        created_at=stamp,
+        model_facing=False,
+    )
 
 
 def insert_entries(
@@ -134,6 +129,43 @@ def insert_entries(
         cursor.execute(INSERT_ENTRY, rows[0])
     elif rows:
         cursor.executemany(INSERT_ENTRY, rows)
+
+
+def require_log(session_id: str, kind: str | None) -> None:
+    """``NoSession`` unless ``kind`` (of the row under ``session_id``) is ``log``."""
+    if kind is None:
+        raise exceptions.NoSession(f"no such session: {session_id}")
+    if kind != LOG:
+        raise exceptions.NoSession(
+            f"session {session_id} is a {kind} session, not an agentsession log"
+        )
+
+
+def read_rows(
+    using: str, session_id: str, *, up_to: int | None = None
+) -> tuple[str, str, list[tuple[int, str]]]:
+    """Header line, incarnation and ``(seq, line)`` rows of a log session.
+
+    Call inside a read snapshot (``agentstore.db.read_only``) so the session
+    row and its lines agree. ``NoSession`` when missing or not a log session.
+    Shared by ``LogStore`` and the follower (:mod:`.log_follow`), which must
+    read exactly alike.
+    """
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            f"SELECT kind, header, incarnation FROM {SESSION_TABLE} WHERE id = %s",
+            [session_id],
+        )
+        row = cursor.fetchone()
+        require_log(session_id, row[0] if row else None)
+        statement = f"SELECT seq, line FROM {ENTRY_TABLE} WHERE session_id = %s"
+        params: list[Any] = [session_id]
+        if up_to is not None:
+            statement += " AND seq <= %s"
+            params.append(up_to)
+        cursor.execute(statement + " ORDER BY seq", params)
+        lines = [(int(s), str(line)) for s, line in cursor.fetchall()]
+    return str(row[1]), str(row[2]), lines
 
 
 class OctetLength(Func):

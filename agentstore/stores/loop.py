@@ -12,7 +12,7 @@ insertion-ordered ``Step`` table, the session columns on the shared ``Session``
     store.append(RunStep(session_id="s1", step_index=0, step_type="user", content="hi"))
     history = store.last_n("s1", 50)            # the last 50 steps, oldest first
 
-Rules that matter (spec part A, "what an implementer will likely get wrong"):
+Rules that matter (docs/loop-store.md, "Where things are stored"):
 
 * Order is insertion order (``Step.id``), never ``step_index``, which repeats by
   design. :meth:`LoopStore.last_n` takes the newest *n* and returns them oldest
@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -51,10 +52,12 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, OrderBy, OuterRef, Subquery
 from django.db.models.functions import Collate
 
-from agentstore.exceptions import NoSession, SessionExists, ValidationError
+from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
-from agentstore.stores.base import StoreBase
+from agentstore.stores import sql
+from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.sessions import SessionStore
 from agentstore.types.loop import FinalizeSummary, LoopSession, RunStep, SessionInfo, TokenUsage
 from agentstore.validation import require_json
 
@@ -67,16 +70,14 @@ INT32_MAX = 2**31 - 1
 #: Largest value of a ``BigIntegerField`` (token counts, durations, sizes).
 INT64_MAX = 2**63 - 1
 
-_STEP_FIELDS = (
-    "step_index",
-    "step_type",
-    "content",
-    "tool_args",
-    "duration_ms",
-    "prompt_tokens",
-    "completion_tokens",
-    "created_at",
-)
+# A Step row's values in column order, read off a RunStep (whose fields are
+# named like the columns): every column but created_at, which is last and is
+# adapted for the backend separately.
+_STEP_COLUMNS = sql.column_names(Step)
+if _STEP_COLUMNS[-1] != "created_at":  # pragma: no cover - a model change
+    raise ImportError("Step.created_at must be the last Step column (LoopStore.append)")
+_STEP_VALUES = attrgetter(*_STEP_COLUMNS[:-1])
+
 _SUMMARY_FIELDS = (
     "status",
     "prompt_tokens",
@@ -95,6 +96,11 @@ def prompt_digest(prompt: str) -> str:
 class LoopStore(StoreBase):
     """Durable step traces, session snapshots and approvals for agent loops."""
 
+    def __init__(self, *, using: str = "default", clock: Clock | None = None) -> None:
+        super().__init__(using=using, clock=clock)
+        #: The owner of the session rows (this store keeps steps and grants).
+        self.sessions = SessionStore(using=using, clock=clock)
+
     # -- StepStore ---------------------------------------------------------
 
     def append(self, step: RunStep) -> None:
@@ -111,25 +117,20 @@ class LoopStore(StoreBase):
         created_at = values.created_at if values.created_at is not None else self.now()
         stamp = self.now()
         connection = connections[self.using]
-        sql = _statements(connection)
-        ops = connection.ops
+        statements = _statements(connection)
+        # The step's columns straight from the cleaned RunStep (same names as
+        # the Step columns, checked against _meta below), created_at adapted.
         step_params = (
-            values.session_id,
-            values.step_index,
-            values.step_type,
-            values.content,
-            values.tool_args,
-            values.duration_ms,
-            values.prompt_tokens,
-            values.completion_tokens,
-            ops.adapt_datetimefield_value(created_at),
+            *_STEP_VALUES(values),
+            connection.ops.adapt_datetimefield_value(created_at),
         )
-        upsert = sql.upsert_params(values.session_id, ops.adapt_datetimefield_value(stamp), {})
+        sessions = self.sessions
+        upsert = sessions.prepare_upsert(LOOP, values.session_id, stamp=stamp)
 
         def write() -> None:
             with connection.cursor() as cursor:
-                self._upsert_session(cursor, sql, sql.upsert_touch, upsert, values.session_id)
-                cursor.execute(sql.insert_step, step_params)
+                sessions.upsert(cursor, upsert)
+                cursor.execute(statements.insert_step, step_params)
 
         self.write(write)
 
@@ -141,18 +142,18 @@ class LoopStore(StoreBase):
         if isinstance(n, bool) or not isinstance(n, int):
             raise ValidationError("n must be an integer", field="n")
         connection = connections[self.using]
-        sql = _statements(connection)
+        statements = _statements(connection)
         # One SELECT is its own consistent snapshot (autocommit), so no read
         # transaction is opened around it: the hot path stays one round trip.
         with connection.cursor() as cursor:
             if n > 0:
-                cursor.execute(sql.last_n, (session_id, min(n, INT64_MAX)))
+                cursor.execute(statements.last_n, (session_id, min(n, INT64_MAX)))
                 rows = cursor.fetchall()
                 rows.reverse()
             else:
-                cursor.execute(sql.all_steps, (session_id,))
+                cursor.execute(statements.all_steps, (session_id,))
                 rows = cursor.fetchall()
-        utc = sql.utc
+        utc = statements.utc
         # Built inline rather than through a helper: this loop is most of the
         # read's cost once the rows are fetched.
         return [
@@ -197,7 +198,7 @@ class LoopStore(StoreBase):
 
     def exists(self, session_id: str) -> bool:
         """Tell whether a loop session with this id is stored. Never creates."""
-        return Session.objects.using(self.using).filter(pk=session_id, kind=LOOP).exists()
+        return self.sessions.kind_of(session_id) == LOOP
 
     def update_data(self, session_id: str, snapshot: bytes | None) -> None:
         """Replace the session's working-memory snapshot, creating the session on first write.
@@ -209,14 +210,12 @@ class LoopStore(StoreBase):
         data = _clean_json_bytes(snapshot, "snapshot")
         stamp = self.now()
         connection = connections[self.using]
-        sql = _statements(connection)
-        params = sql.upsert_params(
-            sid, connection.ops.adapt_datetimefield_value(stamp), {"data": data}
-        )
+
+        upsert = self.sessions.prepare_upsert(LOOP, sid, stamp=stamp, data=data)
 
         def write() -> None:
             with connection.cursor() as cursor:
-                self._upsert_session(cursor, sql, sql.upsert_data, params, sid)
+                self.sessions.upsert(cursor, upsert)
 
         self.write(write)
 
@@ -229,12 +228,12 @@ class LoopStore(StoreBase):
         values = _clean_summary(summary)
         stamp = self.now()
         connection = connections[self.using]
-        sql = _statements(connection)
-        params = sql.upsert_params(sid, connection.ops.adapt_datetimefield_value(stamp), values)
+
+        upsert = self.sessions.prepare_upsert(LOOP, sid, stamp=stamp, **values)
 
         def write() -> None:
             with connection.cursor() as cursor:
-                self._upsert_session(cursor, sql, sql.upsert_summary, params, sid)
+                self.sessions.upsert(cursor, upsert)
 
         self.write(write)
 
@@ -315,13 +314,15 @@ class LoopStore(StoreBase):
         """
         sid = _clean_session_id(session_id, "session_id")
 
-        def write() -> int:
-            # A tree or log session under this id is not ours to delete: to the
-            # loop store it does not exist (NoSession), like every read says.
-            Step.objects.using(self.using).filter(session_id=sid).delete()
-            _, removed = Session.objects.using(self.using).filter(pk=sid, kind=LOOP).delete()
+        def write() -> bool:
+            with connections[self.using].cursor() as cursor:
+                # A tree or log session under this id is not ours to delete: to
+                # the loop store it does not exist (NoSession), like every read says.
+                if self.sessions.lock_kind(cursor, sid) == LOOP:
+                    self.sessions.delete_rows(cursor, sid, LOOP)  # grants go too
+                    return True
             Grant.objects.using(self.using).filter(session_id=sid).delete()
-            return removed.get(Session._meta.label, 0)
+            return False
 
         if not self.write(write):
             raise NoSession(f"no such session: {sid}")
@@ -453,20 +454,6 @@ class LoopStore(StoreBase):
             sid = Collate("id", "C")
         return [F("updated_at").desc(), sid.desc()]
 
-    @staticmethod
-    def _upsert_session(
-        cursor: Any, sql: _Statements, statement: str, params: Sequence[Any], sid: str
-    ) -> None:
-        cursor.execute(statement, params)
-        # The upsert's DO UPDATE only applies to loop sessions, so no row changed
-        # means the id belongs to another store: refuse (the transaction rolls
-        # back) instead of grafting a step trace onto a tree or log session.
-        if cursor.rowcount == 0:
-            cursor.execute(sql.kind_of, (sid,))
-            row = cursor.fetchone()
-            kind = row[0] if row else "?"
-            raise SessionExists(f"session {sid!r} is a {kind} session, not a loop session")
-
 
 _STATEMENTS: dict[str, _Statements] = {}
 
@@ -480,113 +467,26 @@ def _statements(connection: BaseDatabaseWrapper) -> _Statements:
 
 
 class _Statements:
-    """The hand-written SQL of the hot paths, built once per database backend.
+    """The hand-written SQL of the step hot paths, built once per database backend.
 
-    ``INSERT … ON CONFLICT (id) DO UPDATE … WHERE`` is the same on SQLite (≥ 3.24)
-    and PostgreSQL, and race-free on both: on PostgreSQL two transactions
-    creating the same session cannot both insert (one waits on the other's row,
-    then updates), which a read-then-insert could not guarantee without a lock.
+    The session row's upsert is ``SessionStore.upsert`` (race-free on both
+    backends; see there).
     """
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        q = connection.ops.quote_name
-        session_table = q(Session._meta.db_table)
-        step_table = q(Step._meta.db_table)
-
-        def col(f: Any) -> str:
-            return q(str(f.column))
-
-        step_cols = {f.name: col(f) for f in Step._meta.concrete_fields}
-
-        # Every concrete Session column is written on insert: Django defaults
-        # are Python-side, not database defaults, so a raw INSERT must spell
-        # them out. Constant defaults are prepared once, callable ones
-        # (``incarnation``) drawn per insert.
-        self._session_fields = list(Session._meta.concrete_fields)
-        self._session_names = [f.attname for f in self._session_fields]
-        self._constant: dict[str, Any] = {}
-        self._callable: dict[str, Callable[[], Any]] = {}
-        for f in self._session_fields:
-            if f.attname in ("id", "kind", "created_at", "updated_at"):
-                continue
-            if f.has_default() and callable(f.default):
-                self._callable[f.attname] = f.default
-            else:
-                self._constant[f.attname] = f.get_db_prep_save(f.get_default(), connection)
-        columns = ", ".join(col(f) for f in self._session_fields)
-        placeholders = ", ".join(["%s"] * len(self._session_fields))
-        self._session_column = {f.attname: col(f) for f in self._session_fields}
-
-        def upsert(updated: Sequence[str]) -> str:
-            sets = ", ".join(
-                f"{self._session_column[name]} = excluded.{self._session_column[name]}"
-                for name in ("updated_at", *updated)
-            )
-            return (
-                f"INSERT INTO {session_table} ({columns}) VALUES ({placeholders}) "
-                f"ON CONFLICT ({q('id')}) DO UPDATE SET {sets} "
-                f"WHERE {session_table}.{q('kind')} = '{LOOP}'"
-            )
-
-        self.upsert_touch = upsert(())
-        self.upsert_data = upsert(("data",))
-        self.upsert_summary = upsert(_SUMMARY_FIELDS)
-        self.kind_of = f"SELECT {q('kind')} FROM {session_table} WHERE {q('id')} = %s"
-
-        insert_cols = ", ".join(step_cols[name] for name in ("session", *_STEP_FIELDS))
+        vendor = connection.vendor
         self.insert_step = (
-            f"INSERT INTO {step_table} ({insert_cols}) "
-            f"VALUES ({', '.join(['%s'] * (1 + len(_STEP_FIELDS)))})"
+            f"INSERT INTO {sql.STEP} ({sql.columns(Step)}) VALUES ({sql.marks(Step)})"
         )
-        # On SQLite, Django registers a converter for columns declared
-        # "datetime" that runs a regex per value; selecting the column as plain
-        # text skips it and we parse with fromisoformat instead.
+        # The timestamp fast path of stores/sql.py: text on SQLite, parsed by sql.utc.
         select_cols = ", ".join(
-            f"CAST({step_cols[name]} AS TEXT)"
-            if name == "created_at" and connection.vendor == "sqlite"
-            else step_cols[name]
-            for name in _STEP_FIELDS
+            sql.timestamp_column(name, vendor) if name == "created_at" else name
+            for name in sql.column_names(Step, exclude=("session",))
         )
-        self.utc: Callable[[Any], datetime] = (
-            _utc_from_text if connection.vendor == "sqlite" else _utc_from_datetime
-        )
-        by_session = f"FROM {step_table} WHERE {step_cols['session']} = %s"
-        self.last_n = f"SELECT {select_cols} {by_session} ORDER BY {q('id')} DESC LIMIT %s"
-        self.all_steps = f"SELECT {select_cols} {by_session} ORDER BY {q('id')}"
-
-    def upsert_params(self, sid: str, stamp: Any, values: dict[str, Any]) -> builtins.list[Any]:
-        """Return the insert parameters of a loop session row (``values`` override defaults)."""
-        params: list[Any] = []
-        for name in self._session_names:
-            if name in values:
-                params.append(values[name])
-            elif name == "id":
-                params.append(sid)
-            elif name == "kind":
-                params.append(LOOP)
-            elif name in ("created_at", "updated_at"):
-                params.append(stamp)
-            elif name in self._callable:
-                params.append(self._callable[name]())
-            else:
-                params.append(self._constant[name])
-        return params
-
-
-# -- reading rows ---------------------------------------------------------------
-
-
-def _utc_from_text(value: str) -> datetime:
-    # SQLite keeps Django's text form of a DateTimeField ("YYYY-MM-DD
-    # HH:MM:SS[.ffffff]", naive UTC because USE_TZ is on): the same text the
-    # ORM writes. Parsing it with an explicit offset is several times cheaper
-    # than parse-then-replace, and this runs once per step read.
-    return datetime.fromisoformat(value + "+00:00")
-
-
-def _utc_from_datetime(value: datetime) -> datetime:
-    # PostgreSQL hands back aware datetimes in the connection's zone (UTC).
-    return value.astimezone(UTC)
+        self.utc: Callable[[Any], datetime] = sql.utc
+        by_session = f"FROM {sql.STEP} WHERE session_id = %s"
+        self.last_n = f"SELECT {select_cols} {by_session} ORDER BY id DESC LIMIT %s"
+        self.all_steps = f"SELECT {select_cols} {by_session} ORDER BY id"
 
 
 # -- validating input -------------------------------------------------------------

@@ -30,22 +30,24 @@ import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connections, transaction
 from django.db.backends.utils import CursorWrapper
-from django.utils.dateparse import parse_datetime
 
 from agentstore import exceptions
 from agentstore.db import is_unique_violation
 from agentstore.ids import new_id
-from agentstore.models import Session, Task
+from agentstore.models import Entry, MessagePart
 from agentstore.models.sessions import SessionKind
-from agentstore.stores.base import StoreBase
+from agentstore.stores import sql
+from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.sessions import SessionStore
 from agentstore.stores.tree_context import build_context, entries_needing_parts
 from agentstore.stores.tree_metadata import derive_metadata
 from agentstore.stores.tree_parts import message_sender, validate_message
+from agentstore.types.sessions import SessionRecord
 from agentstore.types.tree import (
     AppendCompactionInput,
     EntryEntity,
@@ -68,21 +70,18 @@ from agentstore.validation import (
 
 __all__ = ["TreeStore"]
 
-_ENTRY = "agentstore_entry"
-_PART = "agentstore_messagepart"
-_SESSION = "agentstore_session"
+_ENTRY = sql.ENTRY
+_PART = sql.PART
+TREE = SessionKind.TREE.value
 
-_COLUMNS = (
-    "id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, model, "
-    "custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
-    "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
-    "branch_from_entry_id, operation_id, part_count"
+# Every entry column but session_id, the primary key first: the order
+# _entry_from_row unpacks (tests/stores/test_sql.py checks it against _meta).
+_E_COLUMNS = "e.id, " + sql.columns(Entry, exclude=("session",), prefix="e.")
+# On SQLite, read created_at as plain text (the fast path in stores/sql.py):
+# on 10,000-entry branches Django's per-row converter is most of the cost.
+_E_COLUMNS_SQLITE = _E_COLUMNS.replace(
+    "e.created_at", sql.timestamp_column("e.created_at", "sqlite")
 )
-_E_COLUMNS = ", ".join(f"e.{column.strip()}" for column in _COLUMNS.split(","))
-# On SQLite, read created_at as plain text: the column's declared type would run
-# Django's Python converter on every row, and datetime.fromisoformat (in C) is
-# several times faster on 10,000-row branches.
-_E_COLUMNS_SQLITE = _E_COLUMNS.replace("e.created_at", "CAST(e.created_at AS TEXT)")
 
 # Positions in a selected row (``e.session_id`` first, then _COLUMNS).
 _PK, _SEQ, _ENTRY_ID, _PARENT, _TYPE, _LINE, _CREATED, _ROLE, _CONTENT = range(1, 10)
@@ -100,31 +99,15 @@ _CONTEXT_COLUMNS = (
 )
 _C_PK, _C_ID, _C_TYPE, _C_LINE, _C_CREATED, _C_ROLE, _C_CONTENT = range(7)
 _C_PROVIDER, _C_MODEL, _C_SUMMARY, _C_MODEL_FACING, _C_FIRST_KEPT, _C_PARTS = range(7, 13)
-_INSERT_COLUMNS = (
-    "session_id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, "
-    "model, custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
-    "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
-    "branch_from_entry_id, operation_id, part_count"
-)
 # The next seq is computed in the INSERT itself: MAX over the unique
 # (session_id, seq) index is one index probe, and the statement runs inside the
 # write transaction that already holds the session (row lock or writer queue).
 _INSERT_ENTRY = (
-    f"INSERT INTO {_ENTRY} ({_INSERT_COLUMNS}) "
-    "SELECT %s, COALESCE(MAX(seq), 0) + 1, "
-    + ", ".join(["%s"] * 22)
-    + f" FROM {_ENTRY} WHERE session_id = %s RETURNING id, seq"
+    f"INSERT INTO {_ENTRY} (seq, {sql.columns(Entry, exclude=('seq',))}) "
+    f"SELECT COALESCE(MAX(seq), 0) + 1, {sql.marks(Entry, exclude=('seq',))} "
+    f"FROM {_ENTRY} WHERE session_id = %s RETURNING id, seq"
 )
-_INSERT_PART = (
-    f"INSERT INTO {_PART} (entry_id, sequence, type, text, mime_type, name, width, height, data) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-)
-# Never move updated_at backwards (a back-dated message must not make an active
-# session look stale); on PostgreSQL this UPDATE also takes the session's row lock.
-_TOUCH_SESSION = (
-    f"UPDATE {_SESSION} SET updated_at = CASE WHEN updated_at < %s THEN %s ELSE updated_at END "
-    "WHERE id = %s AND kind = %s"
-)
+_INSERT_PART = f"INSERT INTO {_PART} ({sql.columns(MessagePart)}) VALUES ({sql.marks(MessagePart)})"
 # Parts are hydrated in chunks well under SQLite's bound-parameter limit.
 _CHUNK = 900
 
@@ -136,7 +119,9 @@ def _select_list(cursor: CursorWrapper) -> str:
 
 def _context_select_list(cursor: CursorWrapper) -> str:
     if cursor.db.vendor == "sqlite":
-        return _CONTEXT_COLUMNS.replace("e.created_at", "CAST(e.created_at AS TEXT)")
+        return _CONTEXT_COLUMNS.replace(
+            "e.created_at", sql.timestamp_column("e.created_at", "sqlite")
+        )
     return _CONTEXT_COLUMNS
 
 
@@ -195,20 +180,7 @@ def _descendants_cte(cursor: CursorWrapper) -> str:
     )
 
 
-def _to_datetime(value: Any) -> datetime:
-    """A DB timestamp (SQLite text or datetime, PostgreSQL aware datetime) in aware UTC."""
-    if isinstance(value, str):
-        try:
-            # Django writes SQLite datetimes as naive UTC "YYYY-MM-DD HH:MM:SS[.ffffff]".
-            return datetime.fromisoformat(value).replace(tzinfo=UTC)
-        except ValueError:
-            pass
-    stamp: datetime | None = parse_datetime(value) if isinstance(value, str) else value
-    if not isinstance(stamp, datetime):
-        raise exceptions.ValidationError(f"unreadable timestamp {value!r}", field="created_at")
-    if stamp.tzinfo is None:
-        return stamp.replace(tzinfo=UTC)
-    return stamp.astimezone(UTC)
+_to_datetime = sql.utc
 
 
 def _as_bytes(value: Any) -> bytes:
@@ -233,6 +205,11 @@ class _Draft:
 class TreeStore(StoreBase):
     """Sessions as entry trees (the librecode ``SessionRepository`` behaviour)."""
 
+    def __init__(self, *, using: str = "default", clock: Clock | None = None) -> None:
+        super().__init__(using=using, clock=clock)
+        #: The owner of the session rows (this store keeps entries and parts).
+        self.sessions = SessionStore(using=using, clock=clock)
+
     # -- sessions ----------------------------------------------------------------
 
     def create_session(
@@ -240,38 +217,13 @@ class TreeStore(StoreBase):
     ) -> SessionEntity:
         """Create a top-level (or child, with ``parent_session``) session in ``cwd``."""
         require_text(cwd, "session.cwd")
-        require_max_length(name, 500, "session.name")
-        require_max_length(parent_session, 255, "session.parent_session")
-        stamp = self.now()
-        session_id = new_id()
-
-        def write() -> None:
-            Session.objects.using(self.using).create(
-                id=session_id,
-                kind=SessionKind.TREE,
-                cwd=cwd,
-                name=name,
-                parent_session=parent_session,
-                owner=owner,
-                created_at=stamp,
-                updated_at=stamp,
-            )
-
-        self.write(write)
-        return SessionEntity(
-            id=session_id,
-            cwd=cwd,
-            name=name,
-            parent_session=parent_session,
-            created_at=stamp,
-            updated_at=stamp,
+        record = self.sessions.create(
+            TREE, cwd=cwd, name=name, parent_session=parent_session, owner=owner
         )
-
-    def _sessions(self) -> Any:
-        return Session.objects.using(self.using).filter(kind=SessionKind.TREE)
+        return self._session_entity(record)
 
     @staticmethod
-    def _session_entity(row: Session) -> SessionEntity:
+    def _session_entity(row: SessionRecord) -> SessionEntity:
         return SessionEntity(
             id=row.id,
             cwd=row.cwd,
@@ -284,52 +236,31 @@ class TreeStore(StoreBase):
 
     def get_session(self, session_id: str) -> SessionEntity | None:
         """Return the session, or ``None`` when there is no tree session with that id."""
-        row = self._sessions().filter(pk=session_id).first()
+        row = self.sessions.get(session_id, TREE)
         return None if row is None else self._session_entity(row)
 
     def latest_session(self, cwd: str) -> SessionEntity | None:
         """Return the most recently updated top-level session of ``cwd``."""
-        row = self._sessions().filter(cwd=cwd).top_level().newest_first().first()
-        return None if row is None else self._session_entity(row)
+        rows = self.sessions.list(TREE, cwd=cwd, top_level=True, limit=1)
+        return self._session_entity(rows[0]) if rows else None
 
     def list_sessions(self, cwd: str) -> list[SessionEntity]:
         """Top-level sessions of ``cwd``, most recently updated first."""
-        rows = self._sessions().filter(cwd=cwd).top_level().newest_first()
+        rows = self.sessions.list(TREE, cwd=cwd, top_level=True)
         return [self._session_entity(row) for row in rows]
 
     def list_child_sessions(self, parent_id: str) -> list[SessionEntity]:
         """Sessions whose parent is ``parent_id``, most recently updated first."""
-        rows = self._sessions().children_of(parent_id).newest_first()
+        rows = self.sessions.list(TREE, parent_session=parent_id)
         return [self._session_entity(row) for row in rows]
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session with its entries, parts and owned tasks; keep child sessions.
 
-        The agent task that ran *in* this session (as its child session) goes too —
-        its generic task row belongs to the parent, so it is removed explicitly.
-        A missing session is not an error.
+        ``SessionStore.delete`` for a tree session (the agent task that ran in
+        it goes too). A missing session is not an error.
         """
-
-        connection = connections[self.using]
-
-        def write() -> None:
-            if not self._sessions().filter(pk=session_id).exists():
-                return
-            Task.objects.using(self.using).filter(agent__child_session_id=session_id).delete()
-            # Entries and parts go with two set-based statements: the ORM's
-            # cascade would load every entry row into memory first.
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"DELETE FROM {_PART} WHERE entry_id IN "
-                    f"(SELECT id FROM {_ENTRY} WHERE session_id = %s)",
-                    [session_id],
-                )
-                cursor.execute(f"DELETE FROM {_ENTRY} WHERE session_id = %s", [session_id])
-            # What is left (owned tasks with their events and details, the hold,
-            # steps) cascades through the ORM.
-            self._sessions().filter(pk=session_id).delete()
-
-        self.write(write)
+        self.sessions.delete(session_id, TREE)
 
     # -- appends -----------------------------------------------------------------
 
@@ -543,20 +474,20 @@ class TreeStore(StoreBase):
         connection = connections[self.using]
 
         def write() -> None:
-            if Session.objects.using(self.using).filter(pk=session_id).exists():
-                raise exceptions.SessionExists(f"session already exists: {session_id}")
-            Session.objects.using(self.using).create(
-                id=session_id,
-                kind=SessionKind.TREE,
-                cwd=imported.cwd,
-                name=imported.name,
-                parent_session=imported.parent_session,
-                header=imported.header,
-                owner=owner,
-                created_at=created,
-                updated_at=updated,
-            )
             with connection.cursor() as cursor:
+                # SessionExists for a taken id, on every backend and in a race.
+                self.sessions.insert(
+                    cursor,
+                    TREE,
+                    session_id,
+                    created_at=created,
+                    updated_at=updated,
+                    cwd=imported.cwd,
+                    name=imported.name,
+                    parent_session=imported.parent_session,
+                    header=imported.header,
+                    owner_id=getattr(owner, "pk", owner),
+                )
                 for draft in drafts:
                     self._insert(cursor, draft)
 
@@ -676,9 +607,7 @@ class TreeStore(StoreBase):
                     if parent_id is not None:
                         self._require_parent(cursor, session_id, parent_id)
                     if rename is not None:
-                        cursor.execute(
-                            f"UPDATE {_SESSION} SET name = %s WHERE id = %s", [rename, session_id]
-                        )
+                        self.sessions.update(cursor, session_id, name=rename)
                     return self._insert(cursor, draft)
                 # A compaction may turn out to be a replay, which must write
                 # nothing: lock the session first, touch it only on success.
@@ -702,30 +631,8 @@ class TreeStore(StoreBase):
     def _touch_session(
         self, cursor: CursorWrapper, session_id: str, stamp: datetime | None
     ) -> None:
-        """Move the session's ``updated_at`` forward to ``stamp`` (``None``: lock only).
-
-        Either way the UPDATE takes PostgreSQL's row lock on the session, which
-        serialises writers of one session; zero rows means it is missing or not
-        a tree session.
-        """
-        if stamp is None:
-            cursor.execute(
-                f"UPDATE {_SESSION} SET updated_at = updated_at WHERE id = %s AND kind = %s",
-                [session_id, SessionKind.TREE.value],
-            )
-        else:
-            value = cursor.db.ops.adapt_datetimefield_value(stamp)
-            cursor.execute(_TOUCH_SESSION, [value, value, session_id, SessionKind.TREE.value])
-        if cursor.rowcount == 1:
-            return
-        cursor.execute(f"SELECT kind FROM {_SESSION} WHERE id = %s", [session_id])
-        row = cursor.fetchone()
-        if row is None:
-            raise exceptions.NoSession(f"no such session: {session_id}")
-        raise exceptions.ValidationError(
-            f"session {session_id} is a {row[0]} session, not a tree session",
-            field="session_id",
-        )
+        """Move the tree session's ``updated_at`` forward (``None``: lock only; see ``touch``)."""
+        self.sessions.touch(cursor, session_id, TREE, stamp)
 
     @staticmethod
     def _require_parent(cursor: CursorWrapper, session_id: str, parent_id: str) -> None:
@@ -745,29 +652,33 @@ class TreeStore(StoreBase):
         cursor.execute(
             _INSERT_ENTRY,
             [
-                e.session_id,
-                e.id,
-                e.parent_id,
-                e.type,
-                e.data_json,
-                connection.ops.adapt_datetimefield_value(e.created_at),
-                e.message.role,
-                e.message.content,
-                e.message.provider,
-                e.message.model,
-                e.custom_type,
-                e.summary,
-                e.tool_name,
-                e.tool_status,
-                e.tool_args_json,
-                e.token_estimate,
-                e.model_facing,
-                e.display,
-                e.compaction_first_kept_entry_id,
-                e.compaction_tokens_before,
-                e.branch_from_entry_id,
-                e.operation_id,
-                len(draft.parts),
+                *sql.row(
+                    Entry,
+                    exclude=("seq",),
+                    session_id=e.session_id,
+                    entry_id=e.id,
+                    parent_id=e.parent_id,
+                    type=e.type,
+                    line=e.data_json,
+                    created_at=connection.ops.adapt_datetimefield_value(e.created_at),
+                    role=e.message.role,
+                    content=e.message.content,
+                    provider=e.message.provider,
+                    model=e.message.model,
+                    custom_type=e.custom_type,
+                    summary=e.summary,
+                    tool_name=e.tool_name,
+                    tool_status=e.tool_status,
+                    tool_args_json=e.tool_args_json,
+                    token_estimate=e.token_estimate,
+                    model_facing=e.model_facing,
+                    display=e.display,
+                    compaction_first_kept_entry_id=e.compaction_first_kept_entry_id,
+                    compaction_tokens_before=e.compaction_tokens_before,
+                    branch_from_entry_id=e.branch_from_entry_id,
+                    operation_id=e.operation_id,
+                    part_count=len(draft.parts),
+                ),
                 e.session_id,
             ],
         )
@@ -776,16 +687,17 @@ class TreeStore(StoreBase):
             cursor.executemany(
                 _INSERT_PART,
                 [
-                    (
-                        pk,
-                        index,
-                        part.type,
-                        part.text,
-                        part.mime_type,
-                        part.name,
-                        part.width,
-                        part.height,
-                        part.data if part.data else None,
+                    sql.row(
+                        MessagePart,
+                        entry_id=pk,
+                        sequence=index,
+                        type=part.type,
+                        text=part.text,
+                        mime_type=part.mime_type,
+                        name=part.name,
+                        width=part.width,
+                        height=part.height,
+                        data=part.data if part.data else None,
                     )
                     for index, part in enumerate(draft.parts)
                 ],

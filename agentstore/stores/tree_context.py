@@ -1,4 +1,6 @@
-"""Context building: what a model would be sent at an entry of a tree session (spec §4).
+"""Context building: what a model would be sent at an entry of a tree session.
+
+See docs/tree-store.md, "Context building".
 
     context = build_context(branch)          # branch: root → leaf, hydrated entries
 

@@ -1,7 +1,7 @@
 """Metadata derivation for tree entries: what every append computes before it writes.
 
 librecode derives a fixed set of columns from an entry's type, message and data
-object (spec §3.3)::
+object (docs/tree-store.md, "Appends")::
 
     derived = derive_metadata("message", role="toolResult", content=text, summary="", data={})
     derived.tool_name, derived.model_facing, derived.data   # data now carries the keys too

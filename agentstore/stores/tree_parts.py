@@ -1,7 +1,7 @@
 """Validation of a message before it is written: role, sender, text and image parts.
 
 Everything is checked before the write transaction opens, so a bad part
-persists nothing (spec §3.4)::
+persists nothing (docs/tree-store.md, "Messages and parts")::
 
     validate_message(message, entry_type="message", custom_type="")
 

@@ -22,12 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from django.db import connections
 from django.db.models import QuerySet
 
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import AgentTask, Session
 from agentstore.models.sessions import SessionKind
+from agentstore.stores.sessions import SessionStore
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.repository import clamp_limit, coded, task_from_model
 from agentstore.types.tasks import AgentTaskEntity, ChildSessionRequest, TaskEntity, TaskFinish
@@ -64,7 +66,7 @@ class AgentTaskRepository(SharesTasks):
             raise coded(
                 ValidationError("agent task is required", field="agent_task"), "nil_agent_task"
             )
-        task = self.tasks._validated_task(
+        task = self.tasks.validated_task(
             TaskEntity(
                 kind=AGENT_KIND,
                 owner_session_id=agent.task.owner_session_id,
@@ -136,7 +138,9 @@ class AgentTaskRepository(SharesTasks):
         )
         return prepared, clean
 
-    def _insert(
+    # -- the internal API WorkflowRepository composes (inside its write) --------
+
+    def insert_rows(
         self,
         agent: AgentTaskEntity,
         task_id: str,
@@ -144,31 +148,34 @@ class AgentTaskRepository(SharesTasks):
         now: datetime,
         child: ChildSessionRequest | None,
     ) -> None:
-        """Insert (child session,) task, agent row and event; inside a write."""
-        sessions = Session.objects.using(self.using)
+        """Insert (child session,) task, agent row and event; inside a write.
+
+        Part of the internal API (docs/tasks.md, "Composite repositories"):
+        ``WorkflowRepository`` inserts an agent task and its link in one
+        transaction through it.
+        """
         if child is not None:
-            # The subagent's session belongs to whoever owns the parent session,
-            # so the API and admin show it to the same user.
-            owner_id = (
-                sessions.filter(pk=child.parent_session_id)
-                .values_list("owner_id", flat=True)
-                .first()
-            )
-            sessions.create(
-                id=agent.child_session_id,
-                kind=SessionKind.TREE,
-                cwd=child.cwd,
-                name=child.name,
-                parent_session=child.parent_session_id,
-                owner_id=owner_id,
-                created_at=now,
-                updated_at=now,
-            )
-        elif not sessions.filter(pk=agent.child_session_id).exists():
+            sessions = SessionStore(using=self.using, clock=self.clock)
+            with connections[self.using].cursor() as cursor:
+                # The subagent's session belongs to whoever owns the parent
+                # session, so the API and admin show it to the same user.
+                parent = sessions.get(child.parent_session_id)
+                sessions.insert(
+                    cursor,
+                    SessionKind.TREE,
+                    agent.child_session_id,
+                    created_at=now,
+                    updated_at=now,
+                    cwd=child.cwd,
+                    name=child.name,
+                    parent_session=child.parent_session_id,
+                    owner_id=parent.owner_id if parent is not None else None,
+                )
+        elif not Session.objects.using(self.using).filter(pk=agent.child_session_id).exists():
             raise NoSession(
                 f"insert agent task: child session {agent.child_session_id} does not exist"
             )
-        self.tasks._insert_task(agent.task, task_id, event_id, now)
+        self.tasks.insert_task(agent.task, task_id, event_id, now)
         AgentTask.objects.using(self.using).create(
             task_id=task_id,
             child_session_id=agent.child_session_id,
@@ -190,8 +197,8 @@ class AgentTaskRepository(SharesTasks):
         """
         agent = self.prepare(agent_task)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda: self._insert(agent, task_id, event_id, now, None))
-        return self._must_get(task_id)
+        self.write(lambda: self.insert_rows(agent, task_id, event_id, now, None))
+        return self.must_get(task_id)
 
     def create_with_child_session(
         self, agent_task: AgentTaskEntity | None, child_request: ChildSessionRequest | None
@@ -203,20 +210,20 @@ class AgentTaskRepository(SharesTasks):
         """
         agent, child = self.prepare_child(agent_task, child_request)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda: self._insert(agent, task_id, event_id, now, child))
-        return self._must_get(task_id)
+        self.write(lambda: self.insert_rows(agent, task_id, event_id, now, child))
+        return self.must_get(task_id)
 
     def finish(self, finish: TaskFinish | None, usage_json: str) -> bool:
         """Settle the task (as ``TaskRepository.finish``) and record usage in the same transaction.
 
         A finish that changes nothing leaves the usage untouched.
         """
-        clean = self.tasks._validated_finish(finish)
+        clean = self.tasks.validated_finish(finish)
         require_json(usage_json, "agent_task.usage_json")
         event_id, now = new_id(), self.now()
 
         def settle() -> bool:
-            if not self.tasks._finish(self.tasks._cursor(), clean, event_id, now):
+            if not self.tasks.finish_row(self.tasks.cursor(), clean, event_id, now):
                 return False
             AgentTask.objects.using(self.using).filter(pk=clean.task_id).update(
                 usage_json=usage_json
@@ -230,7 +237,12 @@ class AgentTaskRepository(SharesTasks):
             AgentTask.objects.using(self.using).select_related("task").filter(task__kind=AGENT_KIND)
         )
 
-    def _must_get(self, task_id: str) -> AgentTaskEntity:
+    def exists(self, task_id: str) -> bool:
+        """Tell whether ``task_id`` is an agent task."""
+        return bool(self._rows().filter(task_id=task_id).exists())
+
+    def must_get(self, task_id: str) -> AgentTaskEntity:
+        """The agent task just written (it must exist)."""
         created = self.get(task_id)
         assert created is not None
         return created

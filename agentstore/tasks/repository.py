@@ -55,10 +55,12 @@ from typing import Any, Protocol
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from agentstore.conf import agentstore_settings
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import Session, Task, TaskEvent
 from agentstore.models.tasks import TaskState
+from agentstore.stores import sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.types.tasks import (
     EventEntity,
@@ -89,8 +91,11 @@ LIST_LIMIT = 100
 #: Tasks recovered per write transaction (keeps each transaction short).
 RECOVERY_BATCH = 100
 
-TASK_TABLE = Task._meta.db_table
-EVENT_TABLE = TaskEvent._meta.db_table
+TASK_TABLE = sql.TASK
+EVENT_TABLE = sql.TASK_EVENT
+# Every TaskEvent column in model order: task_id, sequence, event_id, kind,
+# payload_json, created_at (tests/stores/test_sql.py checks it against _meta).
+_EVENT_COLUMNS = sql.columns(TaskEvent)
 
 TASK_FIELDS = (
     "id",
@@ -114,14 +119,11 @@ EVENT_FIELDS = ("task_id", "sequence", "event_id", "kind", "payload_json", "crea
 # Appends the next event of one task. The caller holds the task's write slot
 # (SQLite) or row lock (PostgreSQL), so max + 1 cannot race.
 _INSERT_NEXT_EVENT = (
-    f"INSERT INTO {EVENT_TABLE} (task_id, sequence, event_id, kind, payload_json, created_at) "
+    f"INSERT INTO {EVENT_TABLE} ({_EVENT_COLUMNS}) "
     f"SELECT %s, COALESCE(MAX(sequence), 0) + 1, %s, %s, %s, %s FROM {EVENT_TABLE} "
     "WHERE task_id = %s"
 )
-_INSERT_EVENT = (
-    f"INSERT INTO {EVENT_TABLE} (task_id, sequence, event_id, kind, payload_json, created_at) "
-    "VALUES (%s, %s, %s, %s, %s, %s)"
-)
+_INSERT_EVENT = f"INSERT INTO {EVENT_TABLE} ({_EVENT_COLUMNS}) VALUES ({sql.marks(TaskEvent)})"
 _CLAIM = (
     f"UPDATE {TASK_TABLE} SET state = 'running', started_at = COALESCE(started_at, %s), "
     "finished_at = NULL, result = '', error_code = '', error_message = '', "
@@ -157,7 +159,7 @@ def _qmark(sql: str) -> str:
 
 
 class _SQLiteCursor:
-    """The sqlite3 cursor of Django's own connection, taking ``%s`` SQL.
+    """The sqlite3 cursor of Django's own connection, taking ``%s`` SQL (opt-in).
 
     Same connection, same transaction (the caller is inside ``atomic_write``);
     it skips Django's cursor wrapper and placeholder rewriting, which cost
@@ -271,22 +273,34 @@ class TaskRepository(StoreBase):
         super().__init__(using=using, clock=clock)
         self._vendors: dict[str, str] = {}
 
-    # -- low-level pieces shared with the composite repositories ---------------
+    # -- the internal API of the composite repositories -------------------------
     #
-    # These run *inside* a write transaction the caller opened with write().
+    # AgentTaskRepository, ToolTaskRepository and WorkflowRepository compose
+    # their writes from these pieces, inside one write transaction they open
+    # with write(): a tool task's finish is ``finish_row`` plus its outcome row,
+    # an agent task's insert is ``insert_task`` plus its agent row. They are
+    # public so no class reaches into another's privates, but they are not
+    # for application code: nothing here opens a transaction or validates
+    # input (``validated_task``/``validated_finish`` do that first).
+    # docs/tasks.md, "Composite repositories", lists them.
 
     @property
-    def _vendor(self) -> str:
+    def vendor(self) -> str:
         # Cached per alias: the hot paths ask on every call.
         vendor = self._vendors.get(self.using)
         if vendor is None:
             vendor = self._vendors[self.using] = str(connections[self.using].vendor)
         return vendor
 
-    def _cursor(self) -> SqlCursor:
-        """A cursor for hand-written ``%s`` SQL inside the current write transaction."""
+    def cursor(self) -> SqlCursor:
+        """A cursor for hand-written ``%s`` SQL inside the current write transaction.
+
+        Django's cursor, so every statement shows in ``connection.queries`` and
+        passes ``execute_wrapper``; the ``SQLITE_RAW_TASK_CURSOR`` setting
+        trades that for the raw sqlite3 cursor (see :class:`_SQLiteCursor`).
+        """
         connection = connections[self.using]
-        if self._vendor == "sqlite":
+        if self.vendor == "sqlite" and agentstore_settings.SQLITE_RAW_TASK_CURSOR:
             return _SQLiteCursor(connection)
         return connection.cursor()
 
@@ -294,14 +308,14 @@ class TaskRepository(StoreBase):
         """Adapt an aware datetime the way the ORM would, for hand-written SQL."""
         return connections[self.using].ops.adapt_datetimefield_value(value)
 
-    def _for_update(self) -> str:
+    def for_update(self) -> str:
         # SQLite has no row locks: BEGIN IMMEDIATE already serialises writers.
-        return "" if self._vendor == "sqlite" else " FOR UPDATE"
+        return "" if self.vendor == "sqlite" else " FOR UPDATE"
 
-    def _lock_task(self, cursor: SqlCursor, task_id: str) -> str | None:
+    def lock_task(self, cursor: SqlCursor, task_id: str) -> str | None:
         """Return the task's state, row-locked on PostgreSQL; ``None`` when missing."""
         cursor.execute(
-            f"SELECT state FROM {TASK_TABLE} WHERE id = %s{self._for_update()}", [task_id]
+            f"SELECT state FROM {TASK_TABLE} WHERE id = %s{self.for_update()}", [task_id]
         )
         row = cursor.fetchone()
         return None if row is None else str(row[0])
@@ -311,7 +325,7 @@ class TaskRepository(StoreBase):
     ) -> None:
         cursor.execute(_INSERT_NEXT_EVENT, [task_id, event_id, kind, payload, now, task_id])
 
-    def _insert_task(self, task: TaskEntity, task_id: str, event_id: str, now: datetime) -> None:
+    def insert_task(self, task: TaskEntity, task_id: str, event_id: str, now: datetime) -> None:
         """Insert a queued task and its ``task_queued`` event (inside a write)."""
         if not Session.objects.using(self.using).filter(pk=task.owner_session_id).exists():
             raise NoSession(f"insert task: owner session {task.owner_session_id} does not exist")
@@ -342,7 +356,7 @@ class TaskRepository(StoreBase):
             created_at=now,
         )
 
-    def _finish(
+    def finish_row(
         self,
         cursor: SqlCursor,
         finish: TaskFinish,
@@ -386,7 +400,7 @@ class TaskRepository(StoreBase):
         )
         return True
 
-    def _transition(
+    def transition_row(
         self,
         cursor: SqlCursor,
         task_id: str,
@@ -422,7 +436,7 @@ class TaskRepository(StoreBase):
         self._append_next_event(cursor, task_id, event_id, kind, payload_json, at)
         return True
 
-    def _recover(
+    def recover_kind(
         self,
         *,
         kind: str,
@@ -435,7 +449,7 @@ class TaskRepository(StoreBase):
         before = self._db_time(expires_before)
         # SKIP LOCKED: a row locked right now belongs to a worker that is
         # settling it; the next sweep will see the outcome.
-        lock = "" if self._vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
         select = (
             f"SELECT id, lease_owner FROM {TASK_TABLE} WHERE kind = %s "
             "AND state IN ('running', 'canceling') "
@@ -449,7 +463,7 @@ class TaskRepository(StoreBase):
             def batch(
                 event_ids: list[str] = event_ids, now: datetime = now
             ) -> tuple[int, list[str]]:
-                cursor = self._cursor()
+                cursor = self.cursor()
                 cursor.execute(select, [kind, before])
                 candidates = cursor.fetchall()
                 changed: list[str] = []
@@ -518,7 +532,7 @@ class TaskRepository(StoreBase):
     # -- validation --------------------------------------------------------------
 
     @staticmethod
-    def _validated_task(task: TaskEntity | None, what: str = "task") -> TaskEntity:
+    def validated_task(task: TaskEntity | None, what: str = "task") -> TaskEntity:
         if task is None:
             raise coded(ValidationError(f"{what} is required", field=what), f"nil_{what}")
         kind = require_text(task.kind, "task.kind")
@@ -536,7 +550,7 @@ class TaskRepository(StoreBase):
         )
 
     @staticmethod
-    def _validated_finish(finish: TaskFinish | None) -> TaskFinish:
+    def validated_finish(finish: TaskFinish | None) -> TaskFinish:
         if finish is None:
             raise coded(
                 ValidationError("task finish is required", field="finish"), "nil_task_finish"
@@ -569,9 +583,9 @@ class TaskRepository(StoreBase):
         the id, state (queued), timestamps (now) are forced, and lease,
         started/finished and result fields start empty.
         """
-        clean = self._validated_task(task)
+        clean = self.validated_task(task)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda: self._insert_task(clean, task_id, event_id, now))
+        self.write(lambda: self.insert_task(clean, task_id, event_id, now))
         created = self.get(task_id)
         assert created is not None
         return created
@@ -659,7 +673,7 @@ class TaskRepository(StoreBase):
         event_id, at = new_id(), self._db_time(self.now())
 
         def claim_it() -> bool:
-            cursor = self._cursor()
+            cursor = self.cursor()
             cursor.execute(_CLAIM, [at, claim.lease_owner, expires, at, claim.task_id, source])
             if cursor.rowcount != 1:
                 return False
@@ -692,14 +706,14 @@ class TaskRepository(StoreBase):
         require_text(event_kind, "event.kind")
         expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
         event_id, at = new_id(), self._db_time(self.now())
-        lock = "" if self._vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
         pick = (
             f"SELECT id FROM {TASK_TABLE} WHERE kind = %s AND state = 'queued' "
             f"ORDER BY created_at, id LIMIT 1{lock}"
         )
 
         def claim_it() -> str | None:
-            cursor = self._cursor()
+            cursor = self.cursor()
             cursor.execute(pick, [kind])
             row = cursor.fetchone()
             if row is None:
@@ -727,7 +741,7 @@ class TaskRepository(StoreBase):
         at = self._db_time(self.now())
 
         def renew() -> bool:
-            cursor = self._cursor()
+            cursor = self.cursor()
             cursor.execute(_RENEW, [expires, at, task_id, lease_owner, at])
             return bool(cursor.rowcount == 1)
 
@@ -757,16 +771,16 @@ class TaskRepository(StoreBase):
         require_event(kind, payload)
         event_id, now = new_id(), self.now()
         return self.write(
-            lambda: self._transition(
-                self._cursor(), task_id, states, target, kind, payload, event_id, now
+            lambda: self.transition_row(
+                self.cursor(), task_id, states, target, kind, payload, event_id, now
             )
         )
 
     def finish(self, finish: TaskFinish | None) -> bool:
         """Settle the task in a terminal state, fenced on its lease; ``False`` if unchanged."""
-        clean = self._validated_finish(finish)
+        clean = self.validated_finish(finish)
         event_id, now = new_id(), self.now()
-        return self.write(lambda: self._finish(self._cursor(), clean, event_id, now))
+        return self.write(lambda: self.finish_row(self.cursor(), clean, event_id, now))
 
     def recover_expired(self, recovery: TaskRecovery | None) -> list[str]:
         """Settle running/canceling tasks of one kind whose lease is absent or expired.
@@ -797,7 +811,7 @@ class TaskRepository(StoreBase):
             payload_json=recovery.payload_json,
             target_state=str(recovery.target_state),
         )
-        return self._recover(
+        return self.recover_kind(
             kind=recovery.kind, expires_before=expires_before, finish_template=template
         )
 
@@ -809,8 +823,8 @@ class TaskRepository(StoreBase):
         event_id, now = new_id(), self.now()
 
         def append() -> int:
-            cursor = self._cursor()
-            if self._lock_task(cursor, task_id) is None:
+            cursor = self.cursor()
+            if self.lock_task(cursor, task_id) is None:
                 raise ValidationError(f"task {task_id} does not exist", field="task_id")
             cursor.execute(
                 f"SELECT COALESCE(MAX(sequence), 0) + 1 FROM {EVENT_TABLE} WHERE task_id = %s",
@@ -850,12 +864,12 @@ class TaskRepository(StoreBase):
         fence = (
             f"SELECT (SELECT COALESCE(MAX(sequence), 0) FROM {EVENT_TABLE} WHERE task_id = %s) "
             f"FROM {TASK_TABLE} WHERE id = %s AND state IN ('running', 'canceling') "
-            f"AND lease_owner = %s AND lease_expires_at > %s{self._for_update()}"
+            f"AND lease_owner = %s AND lease_expires_at > %s{self.for_update()}"
         )
 
         def append() -> int | None:
             at = self._db_time(now)
-            cursor = self._cursor()
+            cursor = self.cursor()
             cursor.execute(fence, [task_id, task_id, lease_owner, at])
             row = cursor.fetchone()
             if row is None:

@@ -34,8 +34,9 @@ from django.db.models import QuerySet
 
 from agentstore.exceptions import AgentStoreError, NoSession, ValidationError
 from agentstore.ids import new_id
-from agentstore.models import Session, Task, ToolTask
+from agentstore.models import Session, ToolTask
 from agentstore.models.tasks import TOOL_ARGUMENTS_MAX_BYTES
+from agentstore.stores import sql
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.repository import (
     QUEUED,
@@ -199,7 +200,7 @@ class ToolTaskRepository(SharesTasks):
             raise NoSession(
                 f"create tool task: owner session {tool.owner_session_id} does not exist"
             )
-        self.tasks._insert_task(tool.task, task_id, event_id, now)
+        self.tasks.insert_task(tool.task, task_id, event_id, now)
         # The tool row repeats the task's owner from the same value: the
         # idempotency index (owner_session, invocation_id) lives on this table.
         ToolTask.objects.using(self.using).create(
@@ -222,13 +223,13 @@ class ToolTaskRepository(SharesTasks):
 
     def finish(self, finish: TaskFinish | None, outcome_json: str) -> bool:
         """Settle the task and store its outcome atomically (cancellation wins; lease-fenced)."""
-        clean = self.tasks._validated_finish(finish)
+        clean = self.tasks.validated_finish(finish)
         require_json(outcome_json, "tool_task.outcome_json")
         event_id, now = new_id(), self.now()
 
         def settle() -> bool:
-            cursor = self.tasks._cursor()
-            state = self.tasks._lock_task(cursor, clean.task_id)
+            cursor = self.tasks.cursor()
+            state = self.tasks.lock_task(cursor, clean.task_id)
             if state is None:
                 return False
             effective, outcome = clean, outcome_json
@@ -246,7 +247,7 @@ class ToolTaskRepository(SharesTasks):
                     from_states=("canceling",),
                 )
                 outcome = CANCELED_OUTCOME
-            if not self.tasks._finish(cursor, effective, event_id, now):
+            if not self.tasks.finish_row(cursor, effective, event_id, now):
                 return False
             self._store_outcome(clean.task_id, outcome)
             return True
@@ -279,7 +280,7 @@ class ToolTaskRepository(SharesTasks):
             payload_json='{"error_code":"lease_expired"}',
             target_state="interrupted",
         )
-        return self.tasks._recover(
+        return self.tasks.recover_kind(
             kind=TOOL_KIND,
             expires_before=expires_before,
             finish_template=template,
@@ -300,10 +301,10 @@ class ToolTaskRepository(SharesTasks):
         tasks = self.tasks
 
         def cancel_it() -> bool:
-            cursor = tasks._cursor()
+            cursor = tasks.cursor()
             cursor.execute(
-                f"SELECT state, kind, owner_session_id FROM {Task._meta.db_table} "
-                f"WHERE id = %s{tasks._for_update()}",
+                f"SELECT state, kind, owner_session_id FROM {sql.TASK} "
+                f"WHERE id = %s{tasks.for_update()}",
                 [task_id],
             )
             row = cursor.fetchone()
@@ -320,10 +321,10 @@ class ToolTaskRepository(SharesTasks):
                     target_state="canceled",
                     from_states=(QUEUED,),
                 )
-                if tasks._finish(cursor, finish, event_id, now):
+                if tasks.finish_row(cursor, finish, event_id, now):
                     self._store_outcome(task_id, CANCELED_OUTCOME)
             elif state == RUNNING:
-                tasks._transition(
+                tasks.transition_row(
                     cursor,
                     task_id,
                     (RUNNING,),

@@ -33,8 +33,9 @@ from agentstore.exceptions import (
     WorkflowInvocationConflict,
 )
 from agentstore.ids import new_id
-from agentstore.models import Task, WorkflowAgentTask, WorkflowRun
+from agentstore.models import WorkflowAgentTask, WorkflowRun
 from agentstore.models.tasks import ACTIVE_STATES
+from agentstore.stores import sql
 from agentstore.stores.base import Clock
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.agent import AgentTaskRepository
@@ -142,7 +143,7 @@ class WorkflowRepository(SharesTasks):
                 ValidationError("workflow run is required", field="workflow_run"),
                 "nil_workflow_run",
             )
-        task = self.tasks._validated_task(
+        task = self.tasks.validated_task(
             TaskEntity(
                 kind=WORKFLOW_KIND,
                 owner_session_id=run.task.owner_session_id,
@@ -160,7 +161,7 @@ class WorkflowRepository(SharesTasks):
         task_id, event_id, now = new_id(), new_id(), self.now()
 
         def insert() -> None:
-            self.tasks._insert_task(task, task_id, event_id, now)
+            self.tasks.insert_task(task, task_id, event_id, now)
             WorkflowRun.objects.using(self.using).create(
                 task_id=task_id,
                 name=run.name,
@@ -294,11 +295,11 @@ class WorkflowRepository(SharesTasks):
                     f"workflow invocation {node!r}[{index}] is already linked to agent task "
                     f"{existing}"
                 )
-            self.agents._insert(agent, task_id, event_id, now, request)
+            self.agents.insert_rows(agent, task_id, event_id, now, request)
             self._insert_link(workflow_id, task_id, node, index, now)
 
         self.write(insert)
-        return self.agents._must_get(task_id)
+        return self.agents.must_get(task_id)
 
     def link_agent_task(
         self, workflow_task_id: str, agent_task_id: str, node_key: str, invocation_index: int
@@ -320,7 +321,7 @@ class WorkflowRepository(SharesTasks):
         def link() -> WorkflowAgentTaskEntity:
             self._lock_workflow(workflow_id)
             # Django's foreign keys are checked at COMMIT; check here for a clear error.
-            if not self.agents._rows().filter(task_id=agent_id).exists():
+            if not self.agents.exists(agent_id):
                 raise ValidationError(
                     f"workflow_agent_task.agent_task_id {agent_id} names no agent task",
                     field="workflow_agent_task.agent_task_id",
@@ -349,11 +350,11 @@ class WorkflowRepository(SharesTasks):
 
     def _lock_workflow(self, workflow_id: str) -> str:
         """Return the workflow's owner; lock its task row on PostgreSQL (serialises sequences)."""
-        cursor = self.tasks._cursor()
+        cursor = self.tasks.cursor()
         cursor.execute(
-            f"SELECT t.owner_session_id FROM {Task._meta.db_table} t "
-            f"JOIN {WorkflowRun._meta.db_table} w ON w.task_id = t.id "
-            f"WHERE t.id = %s{' FOR UPDATE OF t' if self.tasks._vendor != 'sqlite' else ''}",
+            f"SELECT t.owner_session_id FROM {sql.TASK} t "
+            f"JOIN {sql.WORKFLOW_RUN} w ON w.task_id = t.id "
+            f"WHERE t.id = %s{' FOR UPDATE OF t' if self.tasks.vendor != 'sqlite' else ''}",
             [workflow_id],
         )
         row = cursor.fetchone()

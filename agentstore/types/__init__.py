@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from agentstore.types.log import *  # noqa: F403
 from agentstore.types.loop import *  # noqa: F403
+from agentstore.types.sessions import *  # noqa: F403
 from agentstore.types.tasks import *  # noqa: F403
 from agentstore.types.tree import *  # noqa: F403

@@ -74,9 +74,9 @@ def fuzz_user(request: Any, django_user_model: Any) -> dict[str, Any]:
     )
     tree = TreeStore().create_session("/fuzz", owner=user)
     entry = TreeStore().append_message(tree.id, None, MessageEntity(role="user", content="hi"))
-    from agentstore.api.services import create_loop_session
+    from agentstore.stores import SessionStore
 
-    loop = create_loop_session(owner=user)
+    loop = SessionStore().create("loop", owner=user).id
     LoopStore().append(RunStep(session_id=loop, step_type="user", content="hi"))
     token, _ = Token.objects.get_or_create(user=user)
     return {"token": token.key, "tree": tree.id, "loop": loop, "entry": entry.id}

@@ -23,7 +23,8 @@ def test_create_makes_a_tree_session_owned_by_the_caller(api: APIClient, alice: 
     assert (body["cwd"], body["name"]) == ("/repo", "fix tests")
     row = Session.objects.get(pk=body["id"])
     assert row.owner == alice
-    assert TreeStore().get_session(body["id"]) is not None
+    stored = TreeStore().get_session(body["id"])
+    assert stored is not None and (stored.cwd, stored.name) == ("/repo", "fix tests")
 
 
 def test_create_requires_cwd_for_a_tree_session(api: APIClient) -> None:

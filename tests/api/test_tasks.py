@@ -203,7 +203,7 @@ def test_tool_tasks_are_idempotent_on_invocation(
     }
     done = api.post(f"{API}/tool-tasks/{task_id}/finish", finish, format="json")
     assert done.status_code == 200, done.content
-    assert done.json()["outcome"] is not None
+    assert done.json()["outcome"] == {"exit": 0}
     assert done.json()["task"]["state"] == "succeeded"
     again = api.post(f"{API}/tool-tasks/{task_id}/finish", finish, format="json")
     assert_error(again, 409, "task_conflict")
@@ -287,3 +287,37 @@ def test_starting_a_subagent_creates_its_child_session(
     bad = api.post(f"{API}/agent-tasks", {**body, "prompt": ""}, format="json")
     assert_error(bad, 400, "validation_error")
     assert Task.objects.filter(kind="agent").count() == 1
+
+
+def test_recovering_an_expired_tool_task_writes_its_outcome(
+    api: APIClient, staff_api: APIClient, sid: str
+) -> None:
+    # Regression: the API's recovery used the generic path for every kind, so a
+    # recovered tool task ended interrupted with a NULL outcome (the tool-task
+    # rule in models/tasks.py: a settled tool task has its outcome).
+    from agentstore.models import ToolTask
+    from agentstore.tasks.tool import LEASE_EXPIRED_OUTCOME, OUTCOME_VERSION
+
+    body = {
+        "owner_session_id": sid,
+        "invocation_id": "call-9",
+        "wrapper_call_id": "wrap-9",
+        "cwd": "/repo",
+        "target_name": "shell",
+        "arguments": {"cmd": "ls"},
+        "definition": {"name": "shell"},
+        "timeout_seconds": 60,
+    }
+    created = api.post(f"{API}/tool-tasks", body, format="json")
+    assert created.status_code == 201, created.content
+    task_id = created.json()["task"]["id"]
+    assert call(api, task_id, "claim", LEASE).status_code == 200
+    Task.objects.filter(pk=task_id).update(lease_expires_at=Task.objects.get(pk=task_id).started_at)
+
+    result = staff_api.post(f"{API}/tasks/recover-expired", {"kind": "tool"}, format="json")
+
+    assert result.json() == {"recovered": [task_id]}
+    task = Task.objects.get(pk=task_id)
+    assert (task.state, task.error_code) == ("interrupted", "lease_expired")
+    tool = ToolTask.objects.get(pk=task_id)
+    assert (tool.outcome_version, tool.outcome_json) == (OUTCOME_VERSION, LEASE_EXPIRED_OUTCOME)

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
@@ -439,9 +438,8 @@ def test_follow_prints_what_another_process_appends(test_database_url: str) -> N
 
 def test_follow_stops_after_max_seconds_and_reports_deletion() -> None:
     sid, ids = tree_session()
-    started = time.monotonic()
+    # Returning at all is the point: without --max-seconds, follow runs until Ctrl-C.
     out, _ = run("follow", sid, "--max-seconds", "0.3", "--interval", "0.1")
-    assert time.monotonic() - started < 5
     assert len(out.splitlines()) == 2 and "hello there" in out
     fails("follow", sid, "--interval", "0", code=2)
     TreeStore().delete_session(sid)

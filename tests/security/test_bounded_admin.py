@@ -20,10 +20,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agentstore.api.services import create_loop_session
 from agentstore.models import Step
 from agentstore.selectors.admin_views import TREE_WINDOW
-from agentstore.stores import TreeStore
+from agentstore.stores import SessionStore, TreeStore
 from tests.security.chains import STAMP, insert_chain
 
 BIG = 100_000
@@ -87,7 +86,7 @@ def test_every_session_page_of_a_100000_entry_session_is_one_page(admin: Client)
 
 
 def test_steps_view_reads_one_page(admin: Client) -> None:
-    sid = create_loop_session(owner=None, model="m", system_prompt="p", cwd="/loop")
+    sid = SessionStore().create("loop", model="m", system_prompt="p", cwd="/loop").id
     Step.objects.bulk_create(
         [
             Step(

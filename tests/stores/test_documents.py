@@ -1,4 +1,4 @@
-"""DocumentStore and DocumentSource (librecode §5)."""
+"""DocumentStore and DocumentSource (docs/tree-store.md, "Documents")."""
 
 from __future__ import annotations
 

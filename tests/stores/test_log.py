@@ -1,4 +1,6 @@
-"""LogStore against agentsession's ``storetest`` catalogue (B9.1), on SQLite and PostgreSQL.
+"""LogStore against agentsession's ``storetest`` catalogue, on SQLite and PostgreSQL.
+
+The behaviour is described in docs/log-store.md.
 
 Each group is the Go test of the same name; ``Harness`` gives the storetest
 options (``new``, ``reopen``, ``second`` — another store, another token —
@@ -19,6 +21,7 @@ import pytest
 from agentstore import exceptions
 from agentstore.formats.agentsession import CURRENT_FORMAT, CURRENT_PAYLOAD, dumps, entry_id
 from agentstore.formats.agentsession import canonical_json as cj
+from agentstore.models import Session as SessionRow
 from agentstore.stores import LogStore
 from agentstore.types import Change, ListFilter
 from tests.stores.test_log_support import Harness, assistant, user
@@ -219,7 +222,7 @@ def test_list_size_is_the_jsonl_size(h: Harness) -> None:
     store.append(s.id, {"type": "info", "name": "naïve"})
     [summary] = store.list(ListFilter(cwd="/size"))
     assert summary.size == len(store.export_jsonl(s.id).encode("utf-8"))
-    assert summary.modified is not None
+    assert summary.modified == SessionRow.objects.get(pk=s.id).updated_at
     empty = store.create({"cwd": "/empty"})
     [summary] = store.list(ListFilter(cwd="/empty"))
     assert summary.size == len(store.export_jsonl(empty.id).encode("utf-8"))
@@ -692,7 +695,8 @@ def test_export_import_round_trip(h: Harness) -> None:
     with pytest.raises(exceptions.NoSession):
         store.open("bad")
     store.append("copy", user("more"))  # the imported session is an ordinary one
-    assert store.lock_holder("copy") is not None
+    holder = store.lock_holder("copy")
+    assert holder is not None and (holder.pid, holder.host) == (store.pid, store.host)
 
 
 def test_import_refuses_an_unresolved_migration(h: Harness) -> None:

@@ -1,4 +1,4 @@
-"""LogStore refs against agentsession's ``storetest`` Refs group (B9.2).
+"""LogStore refs against agentsession's ``storetest`` Refs group (docs/log-store.md, "Refs").
 
 Refs are compare-and-swap names for a session (optionally a pinned entry),
 with a log of every successful update. Races run in real threads on their own

@@ -1,4 +1,4 @@
-"""LoopStore: the agentloop conformance catalogue (spec A6.1–A6.4) and our own decisions.
+"""LoopStore: the agentloop conformance catalogue (docs/loop-store.md) and our own decisions.
 
 Each catalogue case names its upstream test. Every test runs on the backend
 ``DATABASE_URL`` names (SQLite file or PostgreSQL).

@@ -1,4 +1,7 @@
-"""append_compaction: validation, idempotent replay, conflicts and the parent race (§3.7)."""
+"""append_compaction: validation, idempotent replay, conflicts and the parent race.
+
+See docs/tree-store.md, "Compactions".
+"""
 
 from __future__ import annotations
 

@@ -155,7 +155,7 @@ def test_a_writer_waits_for_an_external_lock_then_succeeds() -> None:
     thread.join(10)
 
     assert len(outcome) == 1 and not isinstance(outcome[0], BaseException), outcome
-    assert store.get_session(outcome[0].id) is not None
+    assert store.get_session(outcome[0].id) == outcome[0]
 
 
 def run_workers(url: str, commands: list[list[str]]) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""build_context (librecode §4, session_repository and session_usage catalogues)."""
+"""build_context (docs/tree-store.md; session_usage catalogue)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TreeStore appends and readers (librecode §3.2–3.6 and the session_repository catalogue)."""
+"""TreeStore appends and readers (docs/tree-store.md; the session_repository catalogue)."""
 
 from __future__ import annotations
 

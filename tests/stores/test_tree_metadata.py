@@ -1,4 +1,4 @@
-"""Metadata derivation on append (librecode §3.3, session_metadata catalogue)."""
+"""Metadata derivation on append (docs/tree-store.md; librecode's session_metadata catalogue)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Message parts: ordered text and image parts, hydration, limits (librecode §3.4)."""
+"""Message parts: ordered text and image parts, hydration, limits.
+
+See docs/tree-store.md, "Messages and parts".
+"""
 
 from __future__ import annotations
 

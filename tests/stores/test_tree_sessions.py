@@ -1,4 +1,7 @@
-"""TreeStore sessions: create, get, latest, list, children, delete (librecode §3.1)."""
+"""TreeStore sessions: create, get, latest, list, children, delete.
+
+See docs/tree-store.md, "Sessions".
+"""
 
 from __future__ import annotations
 
@@ -77,7 +80,7 @@ def test_delete_session_removes_rows_and_keeps_children(tree: TreeStore) -> None
     assert tree.entry(parent.id, entry.id) is None
     assert tree.message_for_entry(parent.id, entry.id) is None
     assert not Entry.objects.exists() and not MessagePart.objects.exists()
-    assert tree.get_session(child.id) is not None
+    assert tree.get_session(child.id) == child
     tree.delete_session(parent.id)  # missing: no error
 
 
@@ -114,7 +117,7 @@ def test_deleting_the_owner_removes_its_agent_tasks_and_keeps_the_child(tree: Tr
 
     assert not Task.objects.filter(pk=task.pk).exists()
     assert not AgentTask.objects.exists() and not TaskEvent.objects.exists()
-    assert tree.get_session(child.id) is not None
+    assert tree.get_session(child.id) == child
 
 
 def test_deleting_the_child_removes_the_agent_task_and_keeps_the_owner(tree: TreeStore) -> None:
@@ -126,7 +129,7 @@ def test_deleting_the_child_removes_the_agent_task_and_keeps_the_owner(tree: Tre
 
     assert not Task.objects.filter(pk=task.pk).exists()
     assert not AgentTask.objects.exists() and not TaskEvent.objects.exists()
-    assert tree.get_session(owner.id) is not None
+    assert tree.get_session(owner.id) == owner
 
 
 def test_other_kinds_of_session_are_invisible_and_refuse_tree_appends(tree: TreeStore) -> None:

@@ -14,8 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agentstore.ids import new_id
-from agentstore.models import Session
+from agentstore.demo import seeding
 from agentstore.tasks import (
     AgentTaskRepository,
     TaskRepository,
@@ -73,16 +72,7 @@ def graph(clock: TickingClock) -> Graph:
 
 
 def make_session(parent: str = "", name: str = "") -> str:
-    now = datetime.now(UTC)
-    return Session.objects.create(
-        id=new_id(),
-        kind="tree",
-        cwd="/repo",
-        name=name,
-        parent_session=parent,
-        created_at=now,
-        updated_at=now,
-    ).id
+    return seeding.session(cwd="/repo", name=name, parent_session=parent)
 
 
 @pytest.fixture

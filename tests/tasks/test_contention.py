@@ -12,13 +12,8 @@ No process may see an error ("database is locked" included).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import tempfile
-import threading
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,50 +21,30 @@ import pytest
 from agentstore.models import Task, TaskEvent, WorkflowAgentTask
 from agentstore.tasks import TaskRepository, WorkflowRepository
 from agentstore.types import TaskEntity, TaskRecovery
-from tests.conftest import REPO_ROOT
+from tests.processes import Launcher
 from tests.tasks.conftest import agent_entity, make_session
 from tests.tasks.test_workflow import run_entity
 
 pytestmark = pytest.mark.slow
 
 
-def spawn(database_url: str, start_file: Path, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "project.settings"}
-    env["DJANGO_DEBUG"] = "0"
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.workers.task_soak", "--start-file", str(start_file), *args],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+SOAK = ("-m", "tests.workers.task_soak")
 
 
-def collect(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+def collect(launcher: Launcher, proc: subprocess.Popen[str]) -> dict[str, Any]:
+    result = launcher.result(proc)
     assert result["errors"] == [], result["errors"]
     return result
-
-
-def release(start_file: Path) -> None:
-    # Let every process finish django.setup() and connect, then start them together.
-    threading.Event().wait(2.0)
-    start_file.touch()
 
 
 def test_processes_claiming_one_task_exactly_one_wins(test_database_url: str) -> None:
     owner = make_session()
     tasks = TaskRepository()
     task = tasks.create(TaskEntity(kind="agent", owner_session_id=owner))
-    with tempfile.TemporaryDirectory() as tmp:
-        start = Path(tmp) / "go"
+    with Launcher(test_database_url) as launcher:
         procs = [
-            spawn(
-                test_database_url,
-                start,
+            launcher.spawn(
+                *SOAK,
                 "--mode",
                 "claim",
                 "--worker",
@@ -79,8 +54,8 @@ def test_processes_claiming_one_task_exactly_one_wins(test_database_url: str) ->
             )
             for n in range(6)
         ]
-        release(start)
-        results = [collect(proc) for proc in procs]
+        launcher.release()
+        results = [collect(launcher, proc) for proc in procs]
     assert sorted(r["claimed"] for r in results) == [False] * 5 + [True]
     winner = next(r["worker"] for r in results if r["claimed"])
     got = tasks.get(task.id)
@@ -103,19 +78,17 @@ def test_workers_racing_a_recovery_sweep(test_database_url: str) -> None:
     owner = make_session()
     tasks = TaskRepository()
     ids = [tasks.create(TaskEntity(kind="soak", owner_session_id=owner)).id for _ in range(160)]
-    with tempfile.TemporaryDirectory() as tmp:
-        start, stop = Path(tmp) / "go", Path(tmp) / "stop"
+    with Launcher(test_database_url) as launcher:
+        stop = launcher.dir / "stop"
         workers = [
-            spawn(
-                test_database_url, start, "--mode", "work", "--worker", str(n), "--lease-ms", "25"
-            )
+            launcher.spawn(*SOAK, "--mode", "work", "--worker", str(n), "--lease-ms", "25")
             for n in range(4)
         ]
-        sweeper = spawn(test_database_url, start, "--mode", "recover", "--stop-file", str(stop))
-        release(start)
-        logs = [collect(proc) for proc in workers]
+        sweeper = launcher.spawn(*SOAK, "--mode", "recover", "--stop-file", str(stop))
+        launcher.release()
+        logs = [collect(launcher, proc) for proc in workers]
         stop.touch()
-        recovered = collect(sweeper)["recovered"]
+        recovered = collect(launcher, sweeper)["recovered"]
 
     claimed: dict[str, tuple[str, dict[str, bool]]] = {}
     for log in logs:
@@ -159,12 +132,10 @@ def test_processes_linking_the_same_invocation_get_one_row(test_database_url: st
     workflows = WorkflowRepository()
     run = workflows.create(run_entity(owner))
     agent = workflows.agents.create(agent_entity(owner, make_session(parent=owner)))
-    with tempfile.TemporaryDirectory() as tmp:
-        start = Path(tmp) / "go"
+    with Launcher(test_database_url) as launcher:
         procs = [
-            spawn(
-                test_database_url,
-                start,
+            launcher.spawn(
+                *SOAK,
                 "--mode",
                 "link",
                 "--worker",
@@ -176,7 +147,7 @@ def test_processes_linking_the_same_invocation_get_one_row(test_database_url: st
             )
             for n in range(6)
         ]
-        release(start)
-        results = [collect(proc) for proc in procs]
+        launcher.release()
+        results = [collect(launcher, proc) for proc in procs]
     assert [r["link"] for r in results] == [[1, "same", 3, agent.task.id]] * 6
     assert WorkflowAgentTask.objects.filter(workflow_id=run.task.id).count() == 1

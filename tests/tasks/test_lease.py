@@ -1,4 +1,7 @@
-"""Lease fencing (librecode task_lease_test.go and §6.5): who may renew, append and finish."""
+"""Lease fencing: who may renew, append and finish (librecode's task_lease_test.go).
+
+See docs/tasks.md, "Leases and fencing".
+"""
 
 from __future__ import annotations
 

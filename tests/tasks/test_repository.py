@@ -269,7 +269,8 @@ def test_claim_interrupted_and_running_events(graph: Graph, owner: str) -> None:
     event = tasks.append_running_event(task.id, "worker", "progress", '{"step":1}')
     assert event is not None and event.event.kind == "progress" and event.sequence == 4
     assert tasks.transition(task.id, ["running"], "canceling", "task_canceling")
-    assert tasks.append_running_event(task.id, "worker", "progress", "{}") is not None
+    canceling = tasks.append_running_event(task.id, "worker", "progress", "{}")
+    assert canceling is not None and (canceling.sequence, canceling.event.payload_json) == (6, "{}")
     with pytest.raises(ValidationError, match="valid JSON"):
         tasks.append_running_event(task.id, "worker", "progress", "{")
     assert [e.sequence for e in tasks.list_events(task.id)] == [1, 2, 3, 4, 5, 6]

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.workers.start import ready_then_wait
+
 
 def emit(value: dict[str, Any]) -> None:
     print(json.dumps(value), flush=True)
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     store = LogStore()
     try:
         if args.mode == "hold":
-            wait_for(args.start_file)
+            ready_then_wait(args.start_file)
             try:
                 store.open(args.session)
                 emit({"held": True, "pid": os.getpid()})
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.done_file:
                 wait_for(args.done_file)
         elif args.mode == "session_for":
-            wait_for(args.start_file)
+            ready_then_wait(args.start_file)
             results = []
             for n in range(args.rounds):
                 try:
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             emit({"results": results})
         elif args.mode == "append":
             store.open(args.session)
-            wait_for(args.start_file)
+            ready_then_wait(args.start_file)
             for n in range(args.count):
                 eid = store.append(args.session, item(f"from {os.getpid()} #{n}", args.size))
                 emit({"id": eid, "committed": time.time()})
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.mode == "victim":
             store.append(args.session, item("victim's first"))
             emit({"ready": True})
-            wait_for(args.start_file)
+            ready_then_wait(args.start_file)
             outcomes = []
             for n in range(2):
                 try:

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.workers.start import ready_then_wait
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
@@ -43,10 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     store = LoopStore()
     session_id = f"session-{args.worker}"
     connection.ensure_connection()
-    if args.start_file:
-        deadline = time.monotonic() + 60
-        while not os.path.exists(args.start_file) and time.monotonic() < deadline:
-            time.sleep(0.005)
+    ready_then_wait(args.start_file)
 
     written = 0
     errors: list[str] = []

@@ -28,11 +28,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-
-def wait_for(path: str, limit: float = 60.0) -> None:
-    deadline = time.monotonic() + limit
-    while path and not os.path.exists(path) and time.monotonic() < deadline:
-        time.sleep(0.002)
+from tests.workers.start import ready_then_wait
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"worker": args.worker, "mode": args.mode}
     connection.ensure_connection()
     rng = random.Random(args.worker)
-    wait_for(args.start_file)
+    ready_then_wait(args.start_file)
 
     def now() -> datetime:
         return datetime.now(UTC)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
+
+from tests.workers.start import ready_then_wait
 
 
 def main(argv: list[str]) -> int:
@@ -35,10 +36,7 @@ def main(argv: list[str]) -> int:
     action, *args = argv
     store = TreeStore()
     connection.ensure_connection()
-    if start_file:
-        deadline = time.monotonic() + 60
-        while not os.path.exists(start_file) and time.monotonic() < deadline:
-            time.sleep(0.002)
+    ready_then_wait(start_file)
 
     result: dict[str, object]
     try:

@@ -24,6 +24,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.workers.start import ready_then_wait
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
@@ -100,10 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
 
     connection.ensure_connection()
-    if args.start_file:
-        deadline = time.monotonic() + 60
-        while not os.path.exists(args.start_file) and time.monotonic() < deadline:
-            time.sleep(0.005)
+    ready_then_wait(args.start_file)
 
     written = 0
     errors: list[str] = []

@@ -31,7 +31,6 @@ from rest_framework.views import APIView
 
 from agentstore.api import log_serializers as g
 from agentstore.api.exceptions import exception_handler
-from agentstore.api.services import claim_session_owner
 from agentstore.api.views.base import AgentstoreViewSet, errors
 from agentstore.exceptions import NoRef, RefMoved
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
@@ -61,10 +60,9 @@ class LogSessionViewSet(AgentstoreViewSet):
         data.is_valid(raise_exception=True)
         store = LogStore()
         try:
-            session = store.create(data.validated_data["header"])
+            session = store.create(data.validated_data["header"], owner=request.user)
         finally:
             store.close()
-        claim_session_owner(session.id, request.user)
         return Response(g.LogSessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(

@@ -33,7 +33,6 @@ from rest_framework.utils.urls import replace_query_param
 from agentstore.api import serializers as s
 from agentstore.api.filters import SessionFilter
 from agentstore.api.pagination import MAX_ENTRY_PAGE, EntryCursor, SeqCursor, SessionPagination
-from agentstore.api.services import create_loop_session
 from agentstore.api.views.base import ENTRY_ID, AgentstoreViewSet, errors
 from agentstore.api.views.loop import LoopActions
 from agentstore.api.views.session_extras import SessionExtrasActions
@@ -41,7 +40,7 @@ from agentstore.conf import agentstore_settings
 from agentstore.exceptions import NoEntry, TooLarge
 from agentstore.models.sessions import SessionKind, SessionQuerySet
 from agentstore.selectors.sessions import sessions_visible_to
-from agentstore.stores import LogStore, LoopStore, TreeStore
+from agentstore.stores import SessionStore, TreeStore
 from agentstore.types.tree import SessionContextEntity
 
 __all__ = ["SessionViewSet"]
@@ -159,12 +158,17 @@ class SessionViewSet(
         data.is_valid(raise_exception=True)
         values = data.validated_data
         if values["kind"] == SessionKind.LOOP:
-            session_id = create_loop_session(
-                owner=request.user,
-                model=values["model"],
-                system_prompt=values["system_prompt"],
-                cwd=values["cwd"],
-                name=values["name"],
+            session_id = (
+                SessionStore()
+                .create(
+                    SessionKind.LOOP,
+                    owner=request.user,
+                    model=values["model"],
+                    system_prompt=values["system_prompt"],
+                    cwd=values["cwd"],
+                    name=values["name"],
+                )
+                .id
             )
         else:
             session_id = (
@@ -179,12 +183,7 @@ class SessionViewSet(
 
     def destroy(self, request: Request, pk: str) -> Response:
         session = self.session_or_404()
-        if session.kind == SessionKind.LOOP:
-            LoopStore().delete(session.id)
-        elif session.kind == SessionKind.LOG:
-            LogStore().delete(session.id)
-        else:
-            TreeStore().delete_session(session.id)
+        SessionStore().delete(session.id, session.kind)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(

@@ -48,6 +48,7 @@ from agentstore.tasks import (
     ToolTaskRepository,
     WorkflowRepository,
 )
+from agentstore.tasks.recovery import RecoveryPolicy, recover_expired_leases
 from agentstore.types.tasks import (
     AgentTaskEntity,
     ChildSessionRequest,
@@ -55,7 +56,6 @@ from agentstore.types.tasks import (
     TaskEntity,
     TaskEventDraft,
     TaskFinish,
-    TaskRecovery,
     ToolTaskEntity,
     WorkflowRunEntity,
 )
@@ -348,19 +348,16 @@ class TaskViewSet(mixins.ListModelMixin, _TaskBound):
         data = t.RecoverInput(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        tasks = TaskRepository()
-        recovered = tasks.recover_expired(
-            TaskRecovery(
-                kind=values["kind"],
-                expires_before=tasks.now(),
-                target_state=values["target_state"],
-                event_kind=values["event_kind"],
-                error_code=values["error_code"],
-                error_message=values["error_message"],
-                payload_json=t.compact(values["payload"]),
-            )
+        # The one recovery entry point: a tool task gets its outcome too.
+        policy = RecoveryPolicy(
+            target_state=values["target_state"],
+            event_kind=values["event_kind"],
+            error_code=values["error_code"],
+            error_message=values["error_message"],
+            payload_json=t.compact(values["payload"]),
         )
-        return Response({"recovered": recovered})
+        recovered = recover_expired_leases([values["kind"]], policy=policy)
+        return Response({"recovered": recovered[values["kind"]]})
 
 
 def _finish(task_id: str, values: dict[str, Any]) -> TaskFinish:

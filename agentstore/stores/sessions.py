@@ -1,0 +1,471 @@
+"""SessionStore: the one owner of ``Session`` rows — create, import, transfer, delete, holds.
+
+Three stores share one session table (``docs/concepts.md``), and each used to
+write its rows itself; the copies drifted (an ownerless row here, a raw
+``IntegrityError`` there, a deletion that forgot a kind's cascade). Now every
+INSERT, UPDATE and DELETE of a session row is in this module::
+
+    from agentstore.stores import SessionStore
+
+    sessions = SessionStore()
+    record = sessions.create("loop", owner=user, model="gpt-x")   # a SessionRecord
+    sessions.get(record.id)                    # any kind; get(id, kind="tree") narrows
+    sessions.list("tree", cwd="/repo", top_level=True)
+    sessions.transfer(record.id, other_user)   # give it to someone (one UPDATE)
+    sessions.delete(record.id)                 # runs the kind's cascade; False if missing
+    sessions.hold(record.id)                   # LockInfo of the process holding it, or None
+    sessions.break_hold(record.id)
+
+The tree, loop and log stores keep their entries, steps and lines; when one of
+their writes must touch the session row in the same transaction (an append
+moves ``updated_at``, an import inserts the row with its entries), they call
+the methods under "inside a write transaction" below with their cursor. Those
+methods never open a transaction of their own: that is the internal API
+(``docs/development.md``, "Where each kind of change goes").
+
+Vocabulary: a *hold* is the ``Holder`` row saying which process writes a
+session. The Go-derived names keep "lock" (``LogStore.lock_holder``,
+``LogStore.break_lock``, ``LockInfo``, the command's ``locks``/``break-lock``);
+they call the methods here.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from django.db import IntegrityError, connections
+from django.db.backends.utils import CursorWrapper
+
+from agentstore import exceptions
+from agentstore.db import is_unique_violation
+from agentstore.ids import new_id
+from agentstore.models import Grant, Holder, Session, Task
+from agentstore.models.sessions import SessionKind
+from agentstore.stores import log_holds, sql
+from agentstore.stores.base import StoreBase
+from agentstore.types.log import LockInfo
+from agentstore.types.sessions import SessionRecord
+from agentstore.validation import require_aware, require_max_length, require_text
+
+__all__ = ["SessionStore"]
+
+KINDS = frozenset(SessionKind.values)
+
+#: Columns a caller may set on insert or update (everything but identity and kind).
+_SETTABLE = frozenset(sql.column_names(Session)) - {"id", "kind"}
+
+_INSERT = f"INSERT INTO {sql.SESSION} ({sql.columns(Session)}) VALUES ({sql.marks(Session)})"
+_KIND_OF = f"SELECT kind FROM {sql.SESSION} WHERE id = %s"
+# Never move updated_at backwards (a back-dated message must not make an active
+# session look stale); on PostgreSQL this UPDATE also takes the session's row lock.
+_TOUCH_FORWARD = (
+    f"UPDATE {sql.SESSION} SET updated_at = CASE WHEN updated_at < %s THEN %s ELSE updated_at END "
+    "WHERE id = %s AND kind = %s"
+)
+_LOCK_ROW = f"UPDATE {sql.SESSION} SET updated_at = updated_at WHERE id = %s AND kind = %s"
+_DELETE_PARTS = (
+    f"DELETE FROM {sql.PART} WHERE entry_id IN (SELECT id FROM {sql.ENTRY} WHERE session_id = %s)"
+)
+_DELETE_ENTRIES = f"DELETE FROM {sql.ENTRY} WHERE session_id = %s"
+_DELETE_STEPS = f"DELETE FROM {sql.STEP} WHERE session_id = %s"
+
+_RECORD_FIELDS = (
+    "id",
+    "kind",
+    "created_at",
+    "updated_at",
+    "owner_id",
+    "cwd",
+    "name",
+    "parent_session",
+    "header",
+    "superseded_by",
+    "model",
+    "system_prompt",
+    "incarnation",
+)
+_STAMPS = frozenset({"created_at", "updated_at"})
+_UPSERT_CACHE: dict[tuple[str, ...], str] = {}
+_UPDATE_CACHE: dict[tuple[str, ...], str] = {}
+
+
+def _record(values: Sequence[Any]) -> SessionRecord:
+    return SessionRecord(**dict(zip(_RECORD_FIELDS, values, strict=True)))
+
+
+def _owner_id(owner: Any) -> Any:
+    """A user (or its primary key, or ``None``) as the ``owner_id`` column value."""
+    if owner is None:
+        return None
+    return getattr(owner, "pk", owner)
+
+
+def _check_columns(values: dict[str, Any]) -> None:
+    unknown = set(values) - _SETTABLE
+    if unknown:
+        raise exceptions.ValidationError(
+            f"not a settable session column: {', '.join(sorted(unknown))}", field="session"
+        )
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise exceptions.ValidationError(
+            f"kind must be one of {', '.join(sorted(KINDS))}", field="kind"
+        )
+    return str(kind)
+
+
+class PreparedUpsert(NamedTuple):
+    """An upsert built by :meth:`SessionStore.prepare_upsert`, run by ``upsert``."""
+
+    statement: str
+    params: builtins.list[Any]
+    session_id: str
+    kind: str
+
+
+class SessionStore(StoreBase):
+    """Session rows of every kind (see the module docstring)."""
+
+    # -- create, read, list ---------------------------------------------------------
+
+    def create(
+        self,
+        kind: str,
+        *,
+        session_id: str = "",
+        owner: Any = None,
+        cwd: str = "",
+        name: str = "",
+        parent_session: str = "",
+        model: str = "",
+        system_prompt: str = "",
+    ) -> SessionRecord:
+        """Create an empty session of ``kind`` owned by ``owner``; a new UUIDv7 id by default.
+
+        Raises ``SessionExists`` for a taken id (whatever its kind) and
+        ``ValidationError`` for bad input.
+        """
+        _check_kind(kind)
+        sid = session_id or new_id()
+        require_text(sid, "session.id")
+        require_max_length(sid, 255, "session.id")
+        require_max_length(name, 500, "session.name")
+        require_max_length(parent_session, 255, "session.parent_session")
+        require_max_length(model, 255, "session.model")
+        stamp = self.now()  # before the transaction: a retried write reuses it
+        values = {
+            "owner_id": _owner_id(owner),
+            "cwd": cwd,
+            "name": name,
+            "parent_session": parent_session,
+            "model": model,
+            "system_prompt": system_prompt,
+        }
+
+        def write() -> SessionRecord:
+            with connections[self.using].cursor() as cursor:
+                return self.insert(cursor, kind, sid, created_at=stamp, updated_at=stamp, **values)
+
+        return self.write(write)
+
+    def create_many(self, kind: str, rows: Iterable[Mapping[str, Any]]) -> builtins.list[str]:
+        """Insert many sessions of ``kind`` in one write (set-based; seeding and imports).
+
+        Each row maps column names to values and must have ``id``, ``created_at``
+        and ``updated_at``; ``owner`` may be a user. ``SessionExists`` when an id
+        is taken (nothing is written then). Returns the ids in order.
+        """
+        _check_kind(kind)
+        prepared = []
+        for row in rows:
+            values = dict(row)
+            if "owner" in values:
+                values["owner_id"] = _owner_id(values.pop("owner"))
+            prepared.append(values)
+
+        def write() -> builtins.list[str]:
+            with connections[self.using].cursor() as cursor:
+                ops = cursor.db.ops
+                params = []
+                for values in prepared:
+                    fields = dict(values)
+                    sid = fields.pop("id")
+                    _check_columns(fields)
+                    params.append(
+                        sql.row(
+                            Session,
+                            id=sid,
+                            kind=kind,
+                            **{
+                                k: ops.adapt_datetimefield_value(v) if k in _STAMPS else v
+                                for k, v in fields.items()
+                            },
+                        )
+                    )
+                try:
+                    cursor.executemany(_INSERT, params)
+                except IntegrityError as exc:
+                    if is_unique_violation(exc):
+                        raise exceptions.SessionExists("a session id is already taken") from exc
+                    raise
+            return [str(values["id"]) for values in prepared]
+
+        return self.write(write)
+
+    def get(self, session_id: str, kind: str | None = None) -> SessionRecord | None:
+        """The session (of ``kind``, when given), or ``None``."""
+        rows = Session.objects.using(self.using).filter(pk=session_id)
+        if kind is not None:
+            rows = rows.filter(kind=kind)
+        found = rows.values_list(*_RECORD_FIELDS).first()
+        return None if found is None else _record(found)
+
+    def kind_of(self, session_id: str) -> str | None:
+        """The session's kind, or ``None`` when there is no such session."""
+        kind = Session.objects.using(self.using).filter(pk=session_id).values_list("kind").first()
+        return None if kind is None else str(kind[0])
+
+    def list(  # noqa: A003
+        self,
+        kind: str | None = None,
+        *,
+        cwd: str | None = None,
+        parent_session: str | None = None,
+        top_level: bool = False,
+        limit: int = 0,
+    ) -> builtins.list[SessionRecord]:
+        """Sessions (of ``kind``), most recently updated first; ``limit`` ≤ 0: all."""
+        rows = Session.objects.using(self.using).all()
+        if kind is not None:
+            rows = rows.of_kind(kind)
+        if cwd is not None:
+            rows = rows.filter(cwd=cwd)
+        if parent_session is not None:
+            rows = rows.children_of(parent_session)
+        if top_level:
+            rows = rows.top_level()
+        rows = rows.newest_first()
+        if limit > 0:
+            rows = rows[:limit]
+        return [_record(values) for values in rows.values_list(*_RECORD_FIELDS)]
+
+    # -- ownership and deletion ------------------------------------------------------
+
+    def transfer(self, session_id: str, owner: Any, *, only_unowned: bool = False) -> bool:
+        """Give the session to ``owner`` (``None``: nobody); ``False`` when nothing changed.
+
+        ``only_unowned`` makes it a compare-and-set that never takes a session
+        away from someone (the API hands a just-created session to its caller
+        this way).
+        """
+        rows = Session.objects.using(self.using).filter(pk=session_id)
+        if only_unowned:
+            rows = rows.filter(owner__isnull=True)
+        owner_id = _owner_id(owner)
+        return bool(self.write(lambda: rows.update(owner_id=owner_id)))
+
+    def delete(self, session_id: str, kind: str | None = None) -> bool:
+        """Delete the session with everything that belongs to it; ``False`` when missing.
+
+        What goes (``docs/concepts.md``, "Deleting a session"): entries and
+        their parts, steps, the hold, the tasks it owns (events and details
+        too), the agent task that ran in it; a loop session's grants. What
+        stays: child sessions, refs (they dangle), documents. With ``kind``,
+        a session of another kind is left alone (and ``False`` returned).
+        """
+
+        def write() -> bool:
+            with connections[self.using].cursor() as cursor:
+                found = self.lock_kind(cursor, session_id)
+                if found is None or (kind is not None and found != kind):
+                    return False
+                self.delete_rows(cursor, session_id, found)
+                return True
+
+        return self.write(write)
+
+    # -- holds -----------------------------------------------------------------------
+
+    def hold(self, session_id: str) -> LockInfo | None:
+        """Which process holds the session for writing (any kind), or ``None``."""
+
+        def read() -> LockInfo | None:
+            with connections[self.using].cursor() as cursor:
+                found = log_holds.lock_info(cursor, session_id)
+            return None if found is None else found[0]
+
+        return self.read(read)
+
+    def break_hold(self, session_id: str) -> bool:
+        """Remove the session's hold whoever has it; ``False`` when it had none.
+
+        For holders an operator knows are gone. A live holder's next append
+        finds its hold gone and fails with ``SessionLocked`` (the fence in
+        ``stores/log_holds.py``).
+        """
+
+        def write() -> int:
+            deleted, _ = Holder.objects.using(self.using).filter(session_id=session_id).delete()
+            return deleted
+
+        return bool(self.write(write))
+
+    # -- inside a write transaction (the stores' internal API) -----------------------
+    #
+    # Each takes the caller's cursor and runs in the caller's transaction.
+
+    def insert(
+        self,
+        cursor: CursorWrapper,
+        kind: str,
+        session_id: str,
+        *,
+        created_at: datetime,
+        updated_at: datetime,
+        **values: Any,
+    ) -> SessionRecord:
+        """Insert a session row; ``SessionExists`` when the id is taken (any kind).
+
+        ``values`` are session columns by attribute name (``owner_id``, ``cwd``,
+        ``header``, …); the rest get the model's defaults.
+        """
+        _check_columns(values)
+        ops = cursor.db.ops
+        values.setdefault("incarnation", Session._meta.get_field("incarnation").get_default())
+        params = sql.row(
+            Session,
+            id=session_id,
+            kind=kind,
+            created_at=ops.adapt_datetimefield_value(require_aware(created_at, "created_at")),
+            updated_at=ops.adapt_datetimefield_value(require_aware(updated_at, "updated_at")),
+            **values,
+        )
+        try:
+            cursor.execute(_INSERT, params)
+        except IntegrityError as exc:
+            if is_unique_violation(exc):
+                raise exceptions.SessionExists(f"session already exists: {session_id}") from exc
+            raise
+        fields = {name: values.get(name, "") for name in _RECORD_FIELDS[4:]}
+        fields["owner_id"] = values.get("owner_id")
+        return SessionRecord(
+            id=session_id, kind=kind, created_at=created_at, updated_at=updated_at, **fields
+        )
+
+    def touch(
+        self, cursor: CursorWrapper, session_id: str, kind: str, stamp: datetime | None
+    ) -> None:
+        """Move ``updated_at`` forward to ``stamp`` (``None``: only lock the row).
+
+        Either way the UPDATE takes PostgreSQL's row lock on the session, which
+        serialises writers of one session. Raises ``NoSession`` when it is
+        missing and ``ValidationError`` when it is another kind.
+        """
+        if stamp is None:
+            cursor.execute(_LOCK_ROW, [session_id, kind])
+        else:
+            value = cursor.db.ops.adapt_datetimefield_value(stamp)
+            cursor.execute(_TOUCH_FORWARD, [value, value, session_id, kind])
+        if cursor.rowcount == 1:
+            return
+        cursor.execute(_KIND_OF, [session_id])
+        row = cursor.fetchone()
+        if row is None:
+            raise exceptions.NoSession(f"no such session: {session_id}")
+        raise exceptions.ValidationError(
+            f"session {session_id} is a {row[0]} session, not a {kind} session",
+            field="session_id",
+        )
+
+    def update(self, cursor: CursorWrapper, session_id: str, **values: Any) -> int:
+        """Set session columns (attribute names; datetimes adapted here); the row count."""
+        _check_columns(values)
+        names = tuple(values)
+        statement = _UPDATE_CACHE.get(names)
+        if statement is None:
+            sets = ", ".join(f"{name} = %s" for name in names)  # checked: column names
+            statement = _UPDATE_CACHE[names] = f"UPDATE {sql.SESSION} SET {sets} WHERE id = %s"
+        ops = cursor.db.ops
+        params = [
+            ops.adapt_datetimefield_value(v) if isinstance(v, datetime) else v
+            for v in values.values()
+        ]
+        cursor.execute(statement, [*params, session_id])
+        return int(cursor.rowcount)
+
+    def prepare_upsert(
+        self, kind: str, session_id: str, *, stamp: datetime, **values: Any
+    ) -> PreparedUpsert:
+        """Build :meth:`upsert`'s statement and parameters (outside the transaction).
+
+        Inserting a session of ``kind``, or updating ``updated_at`` (= ``stamp``)
+        and ``values`` of an existing one. Prepared before the write so the
+        per-step path holds the write lock only for the statements, and a
+        retried write reuses the same values.
+        """
+        names = tuple(values)
+        key = (kind, *names)
+        statement = _UPSERT_CACHE.get(key)
+        if statement is None:
+            _check_columns(values)
+            sets = ", ".join(f"{c} = excluded.{c}" for c in ("updated_at", *names))
+            statement = _UPSERT_CACHE[key] = (
+                f"{_INSERT} ON CONFLICT (id) DO UPDATE SET {sets} "
+                f"WHERE {sql.SESSION}.kind = '{_check_kind(kind)}'"
+            )
+        adapted = connections[self.using].ops.adapt_datetimefield_value(stamp)
+        params = sql.row(
+            Session, id=session_id, kind=kind, created_at=adapted, updated_at=adapted, **values
+        )
+        return PreparedUpsert(statement, params, session_id, kind)
+
+    def upsert(self, cursor: CursorWrapper, prepared: PreparedUpsert) -> None:
+        """Run a :meth:`prepare_upsert` (inside the caller's write transaction).
+
+        ``INSERT … ON CONFLICT (id) DO UPDATE … WHERE kind = …`` (the same on
+        SQLite ≥ 3.24 and PostgreSQL) is race-free on both: two transactions
+        creating one session cannot both insert. An id of another kind changes
+        nothing and raises ``SessionExists``. The loop store's per-step path.
+        """
+        cursor.execute(prepared.statement, prepared.params)
+        # The DO UPDATE only applies to sessions of ``kind``, so no row changed
+        # means the id belongs to another store: refuse (the transaction rolls
+        # back) instead of grafting, say, a step trace onto a tree session.
+        if cursor.rowcount == 0:
+            cursor.execute(_KIND_OF, [prepared.session_id])
+            row = cursor.fetchone()
+            other = row[0] if row else "?"
+            raise exceptions.SessionExists(
+                f"session {prepared.session_id!r} is a {other} session, "
+                f"not a {prepared.kind} session"
+            )
+
+    def lock_kind(self, cursor: CursorWrapper, session_id: str) -> str | None:
+        """The session's kind, its row locked on PostgreSQL; ``None`` when missing."""
+        suffix = " FOR UPDATE" if cursor.db.vendor == "postgresql" else ""
+        cursor.execute(_KIND_OF + suffix, [session_id])
+        row = cursor.fetchone()
+        return None if row is None else str(row[0])
+
+    def delete_rows(self, cursor: CursorWrapper, session_id: str, kind: str) -> None:
+        """Delete a session of ``kind`` and what belongs to it (see :meth:`delete`)."""
+        using = self.using
+        # The agent task that ran *in* this session: its generic task row
+        # belongs to the parent session, so it would survive the cascade.
+        Task.objects.using(using).filter(agent__child_session_id=session_id).delete()
+        # Entries, parts and steps go with set-based statements: the ORM's
+        # cascade would load every row into memory first.
+        cursor.execute(_DELETE_PARTS, [session_id])
+        cursor.execute(_DELETE_ENTRIES, [session_id])
+        cursor.execute(_DELETE_STEPS, [session_id])
+        if kind == SessionKind.LOOP:
+            # A stale grant must never pre-approve a later session reusing the id.
+            Grant.objects.using(using).filter(session_id=session_id).delete()
+        # What is left (owned tasks with their events and details, the hold)
+        # cascades through the ORM.
+        Session.objects.using(using).filter(pk=session_id).delete()

@@ -1,0 +1,197 @@
+"""The hand-written SQL's vocabulary, derived from the models' ``_meta``.
+
+The hot paths (appends, claims, last-N, branch walks) bypass the ORM and run
+hand-written SQL through Django's connection cursor (``docs/development.md``,
+"Hot paths"). Such SQL must name tables and columns, and an INSERT must name
+every NOT NULL column with its value, because Django's field defaults live in
+Python, not in the table. Copying those lists by hand lets them drift from the
+models; so every table name, column list and default used by raw SQL comes
+from here, computed once from the models::
+
+    from agentstore.stores import sql
+
+    f"INSERT INTO {sql.ENTRY} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
+    params = sql.row(Entry, session_id=sid, seq=1, entry_id=eid, ...)   # defaults filled
+
+``tests/stores/test_sql.py`` compares every list here with ``_meta``.
+
+Column names are written unquoted: every agentstore column is a lowercase
+identifier that is not reserved on SQLite or PostgreSQL (the test checks that
+too), which keeps the statements identical on both backends.
+
+Timestamps: Django stores SQLite datetimes as naive-UTC text and registers a
+converter that runs a regex per value; reading the column ``CAST … AS TEXT``
+(:func:`timestamp_column`) and parsing it with :func:`utc` is several times
+cheaper on long reads. PostgreSQL returns aware datetimes. This is the one copy
+of that fast path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import models
+from django.utils.dateparse import parse_datetime
+
+from agentstore import exceptions
+from agentstore.models import (
+    Document,
+    Entry,
+    Holder,
+    MessagePart,
+    Ref,
+    RefLog,
+    Session,
+    Step,
+    Task,
+    TaskEvent,
+    WorkflowRun,
+)
+
+__all__ = [
+    "DOCUMENT",
+    "ENTRY",
+    "HOLDER",
+    "PART",
+    "REF",
+    "REF_LOG",
+    "SESSION",
+    "STEP",
+    "TASK",
+    "TASK_EVENT",
+    "WORKFLOW_RUN",
+    "column_names",
+    "columns",
+    "marks",
+    "row",
+    "timestamp_column",
+    "utc",
+]
+
+SESSION = Session._meta.db_table
+DOCUMENT = Document._meta.db_table
+ENTRY = Entry._meta.db_table
+PART = MessagePart._meta.db_table
+HOLDER = Holder._meta.db_table
+REF = Ref._meta.db_table
+REF_LOG = RefLog._meta.db_table
+STEP = Step._meta.db_table
+TASK = Task._meta.db_table
+TASK_EVENT = TaskEvent._meta.db_table
+WORKFLOW_RUN = WorkflowRun._meta.db_table
+
+
+def _writable_fields(model: type[models.Model]) -> list[models.Field[Any, Any]]:
+    """Concrete fields in declaration order, without an auto-incremented primary key."""
+    return [
+        f
+        for f in model._meta.concrete_fields
+        if not isinstance(f, models.AutoField | models.BigAutoField | models.SmallAutoField)
+    ]
+
+
+def column_names(model: type[models.Model], *, exclude: Iterable[str] = ()) -> list[str]:
+    """The model's writable column names in declaration order (``exclude``: field names)."""
+    skip = set(exclude)
+    return [str(f.column) for f in _writable_fields(model) if f.name not in skip]
+
+
+def columns(model: type[models.Model], *, exclude: Iterable[str] = (), prefix: str = "") -> str:
+    """``column, column, …`` of :func:`column_names` (each with ``prefix``, e.g. ``"e."``)."""
+    return ", ".join(prefix + name for name in column_names(model, exclude=exclude))
+
+
+def marks(model: type[models.Model], *, exclude: Iterable[str] = ()) -> str:
+    """``%s, %s, …``: one placeholder per column of :func:`columns`."""
+    return ", ".join(["%s"] * len(column_names(model, exclude=exclude)))
+
+
+class _Plan:
+    """How :func:`row` fills a model's columns, prepared once (it runs once per append).
+
+    ``template`` holds the constant defaults in column order; callable defaults
+    (``Session.incarnation``) are called per row, like the ORM does; a column
+    with no default must be given.
+    """
+
+    __slots__ = ("callables", "index", "required", "template")
+
+    def __init__(self, model: type[models.Model], exclude: frozenset[str]) -> None:
+        self.template: list[Any] = []
+        self.index: dict[str, int] = {}
+        self.callables: list[tuple[int, Any]] = []
+        self.required: dict[str, int] = {}
+        for f in _writable_fields(model):
+            if f.name in exclude:
+                continue
+            position = len(self.template)
+            self.index[f.attname] = position
+            if f.has_default() and callable(f.default):
+                self.callables.append((position, f.default))
+                self.template.append(None)
+            elif f.has_default() or f.null:
+                self.template.append(f.get_default())
+            else:
+                self.required[f.attname] = position
+                self.template.append(None)
+
+
+_PLANS: dict[tuple[type[models.Model], frozenset[str]], _Plan] = {}
+
+
+def row(model: type[models.Model], /, *, exclude: Iterable[str] = (), **values: Any) -> list[Any]:
+    """Parameters for ``INSERT INTO <table> (columns(model)) VALUES (marks(model))``.
+
+    ``exclude`` (field names) matches :func:`columns`. ``values`` are keyed by
+    attribute name (``session_id``, not ``session``) and must already be
+    adapted for the database where the backend needs it
+    (datetimes through ``connection.ops.adapt_datetimefield_value``). Every
+    column missing from ``values`` gets the model's default; a column without
+    one raises ``KeyError`` — a raw INSERT must not silently write NULL — and
+    so does a name that is not a column.
+    """
+    skip = exclude if isinstance(exclude, frozenset) else frozenset(exclude)
+    plan = _PLANS.get((model, skip))
+    if plan is None:
+        plan = _PLANS[(model, skip)] = _Plan(model, skip)
+    params = plan.template.copy()
+    index = plan.index
+    for name, value in values.items():
+        params[index[name]] = value
+    for position, default in plan.callables:
+        if params[position] is None:
+            params[position] = default()
+    for name in plan.required:
+        if name not in values:
+            raise KeyError(f"{model.__name__}.{name} has no default: pass a value")
+    return params
+
+
+def timestamp_column(column: str, vendor: str) -> str:
+    """A datetime column as selected by the fast path (text on SQLite; see :func:`utc`)."""
+    return f"CAST({column} AS TEXT)" if vendor == "sqlite" else column
+
+
+def utc(value: Any) -> datetime:
+    """A timestamp read back through :func:`timestamp_column`, as an aware UTC datetime.
+
+    SQLite gives Django's text form (``YYYY-MM-DD HH:MM:SS[.ffffff]``, naive
+    UTC); PostgreSQL an aware datetime in the connection's zone.
+    """
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value + "+00:00")
+        except ValueError:
+            stamp = parse_datetime(value)
+            if stamp is None:
+                raise exceptions.ValidationError(
+                    f"unreadable timestamp {value!r}", field="created_at"
+                ) from None
+            value = stamp
+    if not isinstance(value, datetime):
+        raise exceptions.ValidationError(f"unreadable timestamp {value!r}", field="created_at")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)

@@ -1,0 +1,74 @@
+"""The bulk seeding helpers the demo, the benchmarks and tests share (agentstore.demo.seeding)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from agentstore import exceptions
+from agentstore.demo import seeding
+from agentstore.models import Session, Task, TaskEvent
+from agentstore.stores import SessionStore, TreeStore
+from agentstore.tasks import TaskRepository
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 2, 1, tzinfo=UTC)
+
+
+def test_sessions_in_bulk_with_an_owner() -> None:
+    alice = get_user_model().objects.create_user("alice")
+
+    ids = seeding.sessions(
+        3, cwd=lambda i: f"/repo/{i}", name="bulk", start=START, owner=alice, kind="loop"
+    )
+
+    rows = {r.id: r for r in SessionStore().list()}
+    assert list(rows) == list(reversed(ids))  # one a minute: the last is the newest
+    assert [(rows[i].kind, rows[i].cwd, rows[i].owner_id) for i in ids] == [
+        ("loop", "/repo/0", alice.pk),
+        ("loop", "/repo/1", alice.pk),
+        ("loop", "/repo/2", alice.pk),
+    ]
+    assert rows[ids[0]].created_at == START
+
+
+def test_bulk_sessions_refuse_a_taken_id_and_write_nothing() -> None:
+    taken = seeding.session(cwd="/w")
+    rows = [
+        {"id": "fresh", "created_at": START, "updated_at": START},
+        {"id": taken, "created_at": START, "updated_at": START},
+    ]
+    with pytest.raises(exceptions.SessionExists):
+        SessionStore().create_many("tree", rows)
+    assert list(Session.objects.values_list("id", flat=True)) == [taken]
+
+
+def test_entries_form_a_chain_the_tree_store_reads() -> None:
+    sid = seeding.session(cwd="/w")
+
+    assert seeding.entries(sid, [seeding.message(seq) for seq in range(1, 8)]) == 7
+
+    branch = TreeStore().branch(sid, "")
+    assert [e.seq for e in branch] == [1, 2, 3, 4, 5, 6, 7]
+    assert [e.message.role for e in branch[:2]] == ["user", "assistant"]
+    assert branch[-1].message.content == "message 7"
+    assert branch[0].parent_id is None and branch[1].parent_id == branch[0].id
+
+
+def test_queued_tasks_are_claimed_in_order() -> None:
+    owner = seeding.session(cwd="/w")
+
+    ids = seeding.queued_tasks(owner, 3, kind="bench", start=START)
+
+    assert (
+        list(
+            Task.objects.filter(state="queued").order_by("created_at").values_list("id", flat=True)
+        )
+        == ids
+    )
+    assert TaskEvent.objects.filter(kind="task_queued", sequence=1).count() == 3
+    claimed = TaskRepository().claim_next_queued("bench", "w", datetime(2100, 1, 1, tzinfo=UTC))
+    assert claimed == ids[0]
