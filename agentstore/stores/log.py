@@ -97,7 +97,8 @@ from agentstore.types.log import (
     RefTarget,
     Summary,
 )
-from agentstore.validation import require_aware
+from agentstore.validation import json_problem, require_aware, require_name
+from agentstore.validation import parse_json as parse_strict_json
 
 __all__ = ["LogStore"]
 
@@ -216,10 +217,7 @@ class LogStore(StoreBase):
             else:
                 session = Session.new(header)
             sid = session.id
-            if len(sid) > _MAX_ID:
-                raise exceptions.ValidationError(
-                    f"header.id is longer than {_MAX_ID} characters", field="header.id"
-                )
+            require_name(sid, "header.id", _MAX_ID)
             parent = str(session.header.get("parent_session") or "")
             if len(parent) > _MAX_ID:
                 raise exceptions.ValidationError(
@@ -689,13 +687,11 @@ class LogStore(StoreBase):
         references (``UnresolvedMigration``, as ``dumps`` refuses them).
         """
         self._writable()
+        _refuse_unstorable(text)
         session = loads(text, tolerate_truncated=False)
         session.check_writable()
         sid = session.id
-        if len(sid) > _MAX_ID:
-            raise exceptions.ValidationError(
-                f"header.id is longer than {_MAX_ID} characters", field="header.id"
-            )
+        require_name(sid, "header.id", _MAX_ID)
         created_at = parse_time(str(session.header["created_at"]), "header.created_at")
         now = self.now()
         cwd = session.header.get("cwd")
@@ -1052,6 +1048,34 @@ class LogStore(StoreBase):
                 )
             seen.add(successor)
             current = successor
+
+
+def _refuse_unstorable(text: str | bytes) -> None:
+    """Refuse a file whose JSON holds what a database cannot store, naming the line.
+
+    The format itself refuses non-finite numbers and lone surrogates; a NUL
+    character is valid JSON but PostgreSQL text cannot hold it (the entry type,
+    a session name) and SQLite would keep what PostgreSQL refuses, so imports
+    refuse it on both, as the API does. Lines that do not parse are left to the
+    format's reader, which reports them.
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return  # the reader says "file is not valid UTF-8"
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = parse_strict_json(line)
+        except ValueError:
+            continue
+        problem = json_problem(value)
+        if problem:
+            raise exceptions.ValidationError(
+                f"line {number}: the JSON value {problem}", field=f"line {number}"
+            )
 
 
 def _full_config(settings: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from agentstore.api import serializers as s
 from agentstore.api.exceptions import exception_handler
+from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import errors
 from agentstore.api.views.session_extras import document_response
 
@@ -33,6 +34,7 @@ class DocumentView(APIView):
     """One document by (namespace, key)."""
 
     permission_classes = [IsAdminUser]
+    parser_classes = PARSER_CLASSES
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler

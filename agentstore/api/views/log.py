@@ -31,6 +31,7 @@ from rest_framework.views import APIView
 
 from agentstore.api import log_serializers as g
 from agentstore.api.exceptions import exception_handler
+from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import AgentstoreViewSet, errors
 from agentstore.exceptions import NoRef, RefMoved
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
@@ -110,6 +111,8 @@ class LogSessionViewSet(AgentstoreViewSet):
 
 
 class _RefBase(APIView):
+    parser_classes = PARSER_CLASSES
+
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
 
