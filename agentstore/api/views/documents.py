@@ -42,7 +42,7 @@ class DocumentView(APIView):
     @extend_schema(
         summary="Read a document (staff)",
         parameters=_PATH,
-        responses={200: s.DocumentSerializer, **errors(403, 404)},
+        responses={200: s.DocumentSerializer, **errors(400, 403, 404)},
         tags=["documents"],
     )
     def get(self, request: Request, namespace: str, key: str) -> Response:
@@ -61,7 +61,7 @@ class DocumentView(APIView):
     @extend_schema(
         summary="Delete a document (staff)",
         parameters=_PATH,
-        responses={204: None, **errors(403, 404)},
+        responses={204: None, **errors(400, 403, 404)},
         tags=["documents"],
     )
     def delete(self, request: Request, namespace: str, key: str) -> Response:
