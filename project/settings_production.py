@@ -20,6 +20,7 @@ redirects already), ``DJANGO_HSTS_SECONDS`` (default one year),
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -71,4 +72,4 @@ if not SECURE_HSTS_PRELOAD:
     SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 if os.environ.get("DJANGO_STATIC_ROOT"):
-    STATIC_ROOT = os.environ["DJANGO_STATIC_ROOT"]
+    STATIC_ROOT = Path(os.environ["DJANGO_STATIC_ROOT"])
