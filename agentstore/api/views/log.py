@@ -193,7 +193,8 @@ class RefView(_RefBase):
                 # Creating a name someone else's ref holds: ref names are one
                 # namespace, so the name cannot be had, but nothing says whose
                 # it is or where it points — the same answer as a name that
-                # clashes with a hidden ref (docs/decisions.md "Inputs: refs").
+                # clashes with a hidden ref (docs/decisions.md "Isolation: a name held
+                # by a hidden ref").
                 raise _unavailable(name) from None
             if current is not None and current.session not in self.visible_ids({current.session}):
                 # The ref moved to someone else's session in the meantime: say it
