@@ -20,8 +20,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connections
+from rest_framework.test import APIClient
 
 from agentstore.exceptions import ValidationError
 from agentstore.models import Session as SessionRow
@@ -29,7 +29,7 @@ from agentstore.models import Task
 from agentstore.stores import LogStore, TreeStore, log_holds
 from agentstore.tasks import TaskRepository
 from agentstore.types import TaskEntity
-from tests.api.conftest import API, assert_error, token_client
+from tests.api.conftest import API, assert_error
 from tests.conftest import REPO_ROOT
 from tests.tasks.conftest import TickingClock, claim_for
 
@@ -91,9 +91,7 @@ def test_a_cancel_request_still_reaches_a_leased_task(tasks: TaskRepository) -> 
 
 
 @pytest.mark.django_db
-def test_the_api_transition_is_fenced_too() -> None:
-    alice = get_user_model().objects.create_user("alice", password="pw-alice-123")
-    api = token_client(alice)
+def test_the_api_transition_is_fenced_too(api: APIClient) -> None:
     sid = api.post(f"{API}/sessions", {"cwd": "/w"}, format="json").json()["id"]
     task_id = api.post(f"{API}/tasks", {"owner_session_id": sid, "kind": "job"}, format="json")
     task_id = task_id.json()["id"]

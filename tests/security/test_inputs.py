@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
@@ -34,26 +33,6 @@ pytestmark = pytest.mark.django_db
 #: Names no id, key or ref segment may be: each would climb out of a directory,
 #: be cut at NUL by one backend and refused by the other, or be too long.
 UNSAFE = ["../../x", "/abs/path", "a/b", "a\\b", "..", ".", "a\x00b", "x" * 256, " "]
-
-
-@pytest.fixture
-def alice(db: None) -> Any:
-    return get_user_model().objects.create_user("alice", password="pw-alice-123")
-
-
-@pytest.fixture
-def staff(db: None) -> Any:
-    return get_user_model().objects.create_user("root", password="pw-root-123", is_staff=True)
-
-
-@pytest.fixture
-def api(alice: Any) -> APIClient:
-    return token_client(alice)
-
-
-@pytest.fixture
-def staff_api(staff: Any) -> APIClient:
-    return token_client(staff)
 
 
 def command(*args: str) -> str:

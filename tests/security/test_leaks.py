@@ -10,35 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from agentstore.ids import new_id
 from agentstore.models import Session, Task
-from tests.api.conftest import API, assert_error, create_session, token_client
+from tests.api.conftest import API, assert_error, create_session
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def alice(db: None) -> Any:
-    return get_user_model().objects.create_user("alice", password="pw-alice-123")
-
-
-@pytest.fixture
-def api(alice: Any) -> APIClient:
-    return token_client(alice)
-
-
-@pytest.fixture
-def bob_api(db: None) -> APIClient:
-    return token_client(get_user_model().objects.create_user("bob", password="pw-bob-123"))
-
-
-@pytest.fixture
-def staff_api(db: None) -> APIClient:
-    root = get_user_model().objects.create_user("root", password="pw-root", is_staff=True)
-    return token_client(root)
 
 
 def new_log(client: APIClient) -> str:
