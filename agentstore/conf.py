@@ -57,6 +57,10 @@ DEFAULTS: dict[str, Any] = {
     # statements are then invisible to connection.queries, execute_wrapper()
     # and debug tooling. Off by default; docs/operations.md.
     "SQLITE_RAW_TASK_CURSOR": False,
+    # How deeply a JSON value may nest arrays and objects, in request bodies
+    # and imported files. Python's parser and encoder recurse and fail near
+    # 1000 levels; agentstore's own data needs a handful (docs/operations.md).
+    "JSON_MAX_DEPTH": 100,
 }
 
 

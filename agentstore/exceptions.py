@@ -284,6 +284,13 @@ class RefNameError(ValidationError):
     code = "ref_name"
     default_message = "invalid ref name"
 
+    def __init__(
+        self, message: str | None = None, *, field: str = "", conflicts_with: str = ""
+    ) -> None:
+        super().__init__(message, field=field)
+        #: The existing ref whose name forbids this one (creation conflicts), or "".
+        self.conflicts_with = conflicts_with
+
 
 # -- tasks -------------------------------------------------------------------
 

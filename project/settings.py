@@ -2,8 +2,11 @@
 
 The database is a SQLite file in WAL mode by default; set ``DATABASE_URL`` to
 use another file or PostgreSQL (see ``project/database_url.py``). Not for
-production as is: the secret key and ``DEBUG`` come from the environment with
-demo defaults.
+production: deploy with ``project.settings_production``, which refuses to start
+without a real secret key and passes ``manage.py check --deploy``
+(docs/operations.md "Production checklist"). ``DEBUG`` is off unless
+``DJANGO_DEBUG=1`` (``scripts/demo`` sets it), so no deployment gets debug pages
+by accident.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 VAR_DIR.mkdir(exist_ok=True)
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "agentstore-demo-insecure-key-change-me")
-DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+#: The demo's fallback key; ``project.settings_production`` refuses it.
+DEMO_SECRET_KEY = "agentstore-demo-insecure-key-change-me"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEMO_SECRET_KEY)
+DEBUG = os.environ.get("DJANGO_DEBUG", "0") == "1"
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver", "[::1]"]
 
 INSTALLED_APPS = [

@@ -20,6 +20,7 @@ from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework import serializers, status
@@ -180,6 +181,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         status_code = _domain_status(exc)
         headers = {"Retry-After": "1"} if isinstance(exc, errors.DatabaseBusy) else None
         return error_response(status_code, exc.code, exc.message, _domain_details(exc), headers)
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own body bound (forms, multipart, ``request.body``).
+        return error_response(
+            status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, "request_too_large", str(exc) or "too large"
+        )
+    if isinstance(exc, TooManyFieldsSent | TooManyFilesSent):
+        return error_response(status.HTTP_400_BAD_REQUEST, "too_many_fields", str(exc))
     if isinstance(exc, Http404):
         exc = drf.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

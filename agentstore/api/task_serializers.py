@@ -163,6 +163,14 @@ class TransitionInput(serializers.Serializer[Any]):
     target_state = serializers.ChoiceField(choices=STATES)
     kind = serializers.CharField(max_length=64, help_text="The event appended with the change.")
     payload = serializers.JSONField(required=False, default=dict)
+    lease_owner = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The lease holder moving its own task (fenced on its live lease). Without "
+        "it, a task under someone's live lease only moves to canceling.",
+    )
 
     def validate_payload(self, value: Any) -> Any:
         _check_json_text(value)

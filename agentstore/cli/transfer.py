@@ -18,8 +18,9 @@ from typing import Any
 
 from agentstore.cli import Context, Subcommand, fail, usage
 from agentstore.models import Session
+from agentstore.validation import name_problem
 
-__all__ = ["COMMANDS", "export_session", "import_text"]
+__all__ = ["COMMANDS", "export_path", "export_session", "import_text"]
 
 FORMATS = {"tree": "pi", "log": "agentsession"}
 
@@ -45,6 +46,22 @@ def export_session(session: Session, fmt: str | None = None) -> str:
     assert entity is not None
     path = store.branch(session.id, "")
     return pi_jsonl.export(entity, store.entries_after(session.id), path[-1].id if path else None)
+
+
+def export_path(directory: Path, session_id: str) -> Path | None:
+    """``directory/<id>.jsonl``, or ``None`` when the id could land anywhere else.
+
+    Two locks on one door: the id must pass the shared name rule (no ``/``,
+    ``\\``, NUL, not ``..``), and the resolved path must still be a direct
+    child of the resolved directory (symlinks and platform quirks included).
+    """
+    if name_problem(session_id):
+        return None
+    root = directory.resolve()
+    target = (root / f"{session_id}.jsonl").resolve()
+    if target.parent != root:
+        return None
+    return target
 
 
 def _export_arguments(parser: Any) -> None:
@@ -73,7 +90,13 @@ def _export(name: str, ctx: Context) -> None:
             ctx.note(f"no such session: {session_id}")
             failed += 1
             continue
-        target = directory / f"{session_id}.jsonl"
+        target = export_path(directory, session_id)
+        if target is None:
+            # Stored before ids were checked, or written around the stores:
+            # such an id never names a file (docs/commands.md "export").
+            ctx.note(f"refusing to export {session_id!r}: not a safe file name")
+            failed += 1
+            continue
         target.write_text(export_session(sessions[session_id], ctx.opt("format")), encoding="utf-8")
         ctx.note(f"[{number}/{len(ids)}] · exported {session_id} to {target}")
     if failed:

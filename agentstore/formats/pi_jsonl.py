@@ -39,6 +39,7 @@ from agentstore.types.tree import (
     MessagePartEntity,
     SessionEntity,
 )
+from agentstore.validation import UnstorableJSON, json_problem, parse_json
 
 __all__ = [
     "CURRENT_VERSION",
@@ -310,10 +311,35 @@ def _new_id(taken: set[str]) -> str:
             return candidate
 
 
+class _Damaged(ValueError):
+    """A line that is not JSON at all (a torn write): skipped, as pi skips it."""
+
+
+def _load_line(line: str, number: int) -> Any:
+    """Parse one line; a damaged line raises ``_Damaged``, an unstorable one ``ValueError``.
+
+    JSON that parses but that agentstore will not store — ``1e999`` (read as
+    infinity, which breaks every later JSON answer), NUL characters, lone
+    surrogates, nesting past ``JSON_MAX_DEPTH`` — refuses the whole file with
+    its line number, as the API refuses such bodies (docs/commands.md "import").
+    """
+    try:
+        value = parse_json(line)
+    except UnstorableJSON as exc:
+        raise ValueError(f"line {number}: {exc}") from None
+    except ValueError:
+        raise _Damaged(line) from None
+    problem = json_problem(value)
+    if problem:
+        raise ValueError(f"line {number}: the JSON value {problem}")
+    return value
+
+
 def parse(text: str) -> PiSession:
     """Parse a pi session file; malformed lines are skipped and listed in ``skipped``.
 
-    Raises ``ValueError`` when the first line is not a session header.
+    Raises ``ValueError`` when the first line is not a session header, and
+    when a line holds JSON that cannot be stored (see :func:`_load_line`).
     """
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -321,8 +347,8 @@ def parse(text: str) -> PiSession:
     if not lines:
         raise ValueError("empty file: a pi session starts with a session header line")
     try:
-        header = json.loads(lines[0])
-    except ValueError:
+        header = _load_line(lines[0], 1)
+    except _Damaged:
         raise ValueError("line 1 is not JSON: a pi session starts with a session header") from None
     if not isinstance(header, dict) or header.get("type") != "session":
         raise ValueError('line 1 is not a pi session header ({"type":"session",…})')
@@ -336,8 +362,8 @@ def parse(text: str) -> PiSession:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except ValueError:
+            obj = _load_line(line, number)
+        except _Damaged:
             session.skipped.append((number, "not JSON"))
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):

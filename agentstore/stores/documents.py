@@ -18,7 +18,7 @@ from agentstore.models import Document
 from agentstore.stores import sql
 from agentstore.stores.base import StoreBase
 from agentstore.types.tree import DocumentEntity
-from agentstore.validation import require_aware, require_json, require_max_length, require_text
+from agentstore.validation import require_aware, require_json, require_name
 
 __all__ = ["DocumentSource", "DocumentStore"]
 
@@ -30,11 +30,19 @@ _UPSERT = (
 )
 
 
+def _require_names(namespace: str, key: str) -> None:
+    # One rule for names (docs/decisions.md "Inputs: one rule for names"): a
+    # NUL in a key was stored on SQLite and refused (a 500) by PostgreSQL.
+    require_name(namespace, "document.namespace")
+    require_name(key, "document.key")
+
+
 class DocumentStore(StoreBase):
     """Runtime documents (the librecode ``DocumentRepository`` behaviour)."""
 
     def get(self, namespace: str, key: str) -> DocumentEntity | None:
-        """Return the document, or ``None``."""
+        """Return the document, or ``None``; an impossible name raises ``ValidationError``."""
+        _require_names(namespace, key)
         row = (
             Document.objects.using(self.using)
             .filter(namespace=namespace, key=key)
@@ -49,10 +57,7 @@ class DocumentStore(StoreBase):
         """Store or replace a document; ``updated_at`` defaults to now. Returns what was stored."""
         if document is None:
             raise ValidationError("document is required", field="document")
-        require_text(document.namespace, "document.namespace")
-        require_text(document.key, "document.key")
-        require_max_length(document.namespace, 255, "document.namespace")
-        require_max_length(document.key, 255, "document.key")
+        _require_names(document.namespace, document.key)
         require_json(document.value_json, "document.value_json")
         stamp = (
             require_aware(document.updated_at, "document.updated_at")
@@ -84,6 +89,7 @@ class DocumentStore(StoreBase):
 
     def delete(self, namespace: str, key: str) -> None:
         """Delete the document; a missing one is not an error."""
+        _require_names(namespace, key)
         self.write(
             lambda: Document.objects.using(self.using).filter(namespace=namespace, key=key).delete()
         )

@@ -62,6 +62,7 @@ from agentstore.db import is_unique_violation, read_only
 from agentstore.formats.agentsession import (
     CURRENT_FORMAT,
     Outcome,
+    PendingAppend,
     Session,
     canonical_json,
     dumps,
@@ -97,7 +98,8 @@ from agentstore.types.log import (
     RefTarget,
     Summary,
 )
-from agentstore.validation import require_aware
+from agentstore.validation import json_problem, require_aware, require_name
+from agentstore.validation import parse_json as parse_strict_json
 
 __all__ = ["LogStore"]
 
@@ -215,42 +217,57 @@ class LogStore(StoreBase):
                 session = Session.fork(origin, header)
             else:
                 session = Session.new(header)
-            sid = session.id
-            if len(sid) > _MAX_ID:
-                raise exceptions.ValidationError(
-                    f"header.id is longer than {_MAX_ID} characters", field="header.id"
-                )
-            parent = str(session.header.get("parent_session") or "")
-            if len(parent) > _MAX_ID:
-                raise exceptions.ValidationError(
-                    f"header.parent_session is longer than {_MAX_ID} characters",
-                    field="header.parent_session",
-                )
-            if sid in self._open:
-                raise exceptions.SessionExists(f"session exists: {sid}")
-            created_at = parse_time(str(session.header["created_at"]), "header.created_at")
-            now = self.now()
-            cwd = session.header.get("cwd")
+            insert = self._creation(session, owner)
             dead: builtins.list[LockInfo] = []
 
             def tx() -> None:
                 dead.clear()
                 with connections[self.using].cursor() as cursor:
-                    self._insert_session(cursor, session, created_at, now, cwd, parent, owner)
-                    taken = log_holds.claim(
-                        cursor, sid, pid=self.pid, host=self.host, token=self.token, now=now
-                    )
+                    taken = insert(cursor)
                     if taken is not None:
                         dead.append(taken)
 
             self.write(tx)
-            self._report(dead)
-            self._held.add(sid)
-            self._refused.pop(sid, None)
-            self._open[sid] = self._adopt(session)
-            if _stale_format(session.header):
-                self._stale.add(sid)
+            self._created(session, dead)
             return session
+
+    def _creation(self, session: Session, owner: Any = None) -> Callable[[Any], LockInfo | None]:
+        """Check a new session's header; return the statements that insert and hold it.
+
+        The statements (run on a cursor inside a write transaction) return the
+        hold of a dead process they took over, if any.
+        """
+        sid = session.id
+        require_name(sid, "header.id", _MAX_ID)
+        parent = str(session.header.get("parent_session") or "")
+        if len(parent) > _MAX_ID:
+            raise exceptions.ValidationError(
+                f"header.parent_session is longer than {_MAX_ID} characters",
+                field="header.parent_session",
+            )
+        if sid in self._open:
+            raise exceptions.SessionExists(f"session exists: {sid}")
+        created_at = parse_time(str(session.header["created_at"]), "header.created_at")
+        now = self.now()
+        cwd = session.header.get("cwd")
+
+        def statements(cursor: Any) -> LockInfo | None:
+            self._insert_session(cursor, session, created_at, now, cwd, parent, owner)
+            return log_holds.claim(
+                cursor, sid, pid=self.pid, host=self.host, token=self.token, now=now
+            )
+
+        return statements
+
+    def _created(self, session: Session, dead: builtins.list[LockInfo]) -> None:
+        """Record a session this store created (and holds) once its transaction committed."""
+        sid = session.id
+        self._report(dead)
+        self._held.add(sid)
+        self._refused.pop(sid, None)
+        self._open[sid] = self._adopt(session)
+        if _stale_format(session.header):
+            self._stale.add(sid)
 
     def _find_origin(self, base: str, parent_session: str) -> Session:
         def candidates() -> builtins.list[str]:
@@ -373,9 +390,26 @@ class LogStore(StoreBase):
         pending = session.prepare(entry)
         if pending.outcome is Outcome.HELD:
             return pending.entry.id
-        new = pending.entry
         now = self.now()
         raise_header = session_id in self._stale
+        statements = self._append_statements(session_id, pending, now, raise_header)
+
+        def tx() -> None:
+            with connections[self.using].cursor() as cursor:
+                statements(cursor)
+
+        self._write_append(session_id, pending, tx)
+        session.commit(pending)
+        if raise_header:
+            session.raise_format()
+            self._stale.discard(session_id)
+        return pending.entry.id
+
+    def _append_statements(
+        self, session_id: str, pending: PendingAppend, now: datetime, raise_header: bool
+    ) -> Callable[[Any], None]:
+        """The statements of one append, to run on a cursor inside a write transaction."""
+        new = pending.entry
         columns: dict[str, Any] = {"updated_at": now}
         if new.type == "info":
             name = new.data.get("name")
@@ -386,15 +420,26 @@ class LogStore(StoreBase):
             if isinstance(successor, str) and successor:
                 columns["superseded_by"] = successor[:_MAX_ID]
 
-        def tx() -> None:
-            with connections[self.using].cursor() as cursor:
-                # The fence: zero rows means another store broke or took our hold.
-                log_holds.heartbeat(cursor, session_id, self.token, now)
-                if raise_header:
-                    self._raise_header(cursor, session_id)
-                insert_entries(cursor, session_id, pending.seq, [new], now)
-                self.sessions.update(cursor, session_id, **columns)
+        def statements(cursor: Any) -> None:
+            # The fence: zero rows means another store broke or took our hold.
+            log_holds.heartbeat(cursor, session_id, self.token, now)
+            if raise_header:
+                self._raise_header(cursor, session_id)
+            insert_entries(cursor, session_id, pending.seq, [new], now)
+            self.sessions.update(cursor, session_id, **columns)
 
+        return statements
+
+    def _write_append(
+        self, session_id: str, pending: PendingAppend, tx: Callable[[], None]
+    ) -> None:
+        """Run a transaction that appends ``pending`` to ``session_id``; map its failures.
+
+        A lost hold refuses the session (``SessionLocked``) and a UNIQUE clash on
+        the sequence means another writer appended (``ConcurrentWriter``), both
+        until :meth:`release`; any failure drops the cached session.
+        """
+        new = pending.entry
         try:
             self.write(tx)
         except exceptions.SessionLocked as exc:
@@ -416,11 +461,6 @@ class LogStore(StoreBase):
         except BaseException:
             self._drop(session_id)
             raise
-        session.commit(pending)
-        if raise_header:
-            session.raise_format()
-            self._stale.discard(session_id)
-        return new.id
 
     def _raise_header(self, cursor: Any, session_id: str) -> None:
         cursor.execute(f"SELECT header FROM {SESSION_TABLE} WHERE id = %s", [session_id])
@@ -689,13 +729,11 @@ class LogStore(StoreBase):
         references (``UnresolvedMigration``, as ``dumps`` refuses them).
         """
         self._writable()
+        _refuse_unstorable(text)
         session = loads(text, tolerate_truncated=False)
         session.check_writable()
         sid = session.id
-        if len(sid) > _MAX_ID:
-            raise exceptions.ValidationError(
-                f"header.id is longer than {_MAX_ID} characters", field="header.id"
-            )
+        require_name(sid, "header.id", _MAX_ID)
         created_at = parse_time(str(session.header["created_at"]), "header.created_at")
         now = self.now()
         cwd = session.header.get("cwd")
@@ -844,7 +882,9 @@ class LogStore(StoreBase):
         clash = log_refs.conflict(name, refs.values_list("name", flat=True))
         if clash:
             raise exceptions.RefNameError(
-                f"ref name {name!r} conflicts with existing ref {clash!r}", field="name"
+                f"ref name {name!r} conflicts with existing ref {clash!r}",
+                field="name",
+                conflicts_with=clash,
             )
         refs.create(
             name=name,
@@ -965,21 +1005,54 @@ class LogStore(StoreBase):
         leaf, then ``summary_item`` as an item if given, then the old name as an
         ``info``; the old session gets ``link{rel: continued_in}``, which sets its
         ``superseded_by`` (``ListFilter(current=True)`` then hides it).
+
+        All of it is one write transaction: the successor with its entries and
+        the old session's link commit together or not at all, so a process
+        killed midway never leaves a successor its parent does not point to
+        (docs/log-store.md "Continuing a session").
         """
         self._writable()
+        with self._lock:
+            try:
+                return self._continue(session_id, summary_item)
+            finally:
+                self._hub.ring()
+
+    def _continue(self, session_id: str, summary_item: dict[str, Any] | None) -> Session:
         old = self.open(session_id)
         settings = old.context().settings if old.leaf else {}
         header: dict[str, Any] = {"parent_session": session_id}
         for member in ("harness", "records", "cwd", "media"):
             if member in old.header:
                 header[member] = copy.deepcopy(old.header[member])
-        successor = self.create(header)
-        self.append(successor.id, _full_config(settings))
+        # Build the successor in memory first (every entry validated and hashed
+        # by the format), so a bad summary item refuses before anything is written.
+        successor = self._adopt(Session.new(header))
+        successor.append(_full_config(settings))
         if summary_item is not None:
-            self.append(successor.id, {"type": "item", "item": summary_item})
+            successor.append({"type": "item", "item": summary_item})
         if old.name():
-            self.append(successor.id, {"type": "info", "name": old.name()})
-        self.append(session_id, {"type": "link", "rel": "continued_in", "session": successor.id})
+            successor.append({"type": "info", "name": old.name()})
+        insert = self._creation(successor)
+        link = old.prepare({"type": "link", "rel": "continued_in", "session": successor.id})
+        raise_header = session_id in self._stale
+        append = self._append_statements(session_id, link, self.now(), raise_header)
+        dead: builtins.list[LockInfo] = []
+
+        def tx() -> None:
+            dead.clear()
+            with connections[self.using].cursor() as cursor:
+                taken = insert(cursor)
+                if taken is not None:
+                    dead.append(taken)
+                append(cursor)
+
+        self._write_append(session_id, link, tx)
+        self._created(successor, dead)
+        old.commit(link)
+        if raise_header:
+            old.raise_format()
+            self._stale.discard(session_id)
         return successor
 
     def session_for(self, name: str, header: dict[str, Any] | None = None) -> Session:
@@ -1052,6 +1125,34 @@ class LogStore(StoreBase):
                 )
             seen.add(successor)
             current = successor
+
+
+def _refuse_unstorable(text: str | bytes) -> None:
+    """Refuse a file whose JSON holds what a database cannot store, naming the line.
+
+    The format itself refuses non-finite numbers and lone surrogates; a NUL
+    character is valid JSON but PostgreSQL text cannot hold it (the entry type,
+    a session name) and SQLite would keep what PostgreSQL refuses, so imports
+    refuse it on both, as the API does. Lines that do not parse are left to the
+    format's reader, which reports them.
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return  # the reader says "file is not valid UTF-8"
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = parse_strict_json(line)
+        except ValueError:
+            continue
+        problem = json_problem(value)
+        if problem:
+            raise exceptions.ValidationError(
+                f"line {number}: the JSON value {problem}", field=f"line {number}"
+            )
 
 
 def _full_config(settings: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 
 from agentstore import exceptions
+from agentstore.validation import name_problem
 
 __all__ = ["MAX_NAME", "check_name", "check_prefix", "conflict"]
 
@@ -36,7 +37,9 @@ def check_name(name: object) -> str:
     if len(name.encode("utf-8")) > MAX_NAME:
         raise exceptions.RefNameError(f"ref name is longer than {MAX_NAME} bytes", field="name")
     for segment in name.split("/"):
-        if segment in ("", ".", "..") or not _SEGMENT.match(segment):
+        # The shared rule for names (agentstore.validation) holds for every
+        # segment; the ref grammar is stricter still (ASCII letters, digits, ._-).
+        if name_problem(segment, MAX_NAME) or not _SEGMENT.match(segment):
             raise exceptions.RefNameError(
                 f"ref name {name!r}: segments are non-empty [A-Za-z0-9._-], not . or ..",
                 field="name",

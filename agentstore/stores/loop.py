@@ -59,7 +59,7 @@ from agentstore.stores import sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.sessions import SessionStore
 from agentstore.types.loop import FinalizeSummary, LoopSession, RunStep, SessionInfo, TokenUsage
-from agentstore.validation import require_json
+from agentstore.validation import require_json, require_name
 
 __all__ = ["LoopStore", "prompt_digest"]
 
@@ -493,9 +493,8 @@ class _Statements:
 
 
 def _clean_session_id(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{field} is required", field=field)
-    return _clean_text(value, field, max_length=255)
+    # The one rule for ids (docs/decisions.md "Inputs: one rule for names").
+    return require_name(value, field)
 
 
 def _clean_text(value: Any, field: str, *, max_length: int | None = None) -> str:

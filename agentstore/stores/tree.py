@@ -65,6 +65,7 @@ from agentstore.validation import (
     require_aware,
     require_json,
     require_max_length,
+    require_name,
     require_text,
 )
 
@@ -429,8 +430,7 @@ class TreeStore(StoreBase):
         each parent must be an earlier entry; the whole session is written in one
         transaction or not at all. An existing id raises ``SessionExists``.
         """
-        session_id = require_text(imported.id, "session.id")
-        require_max_length(session_id, 255, "session.id")
+        session_id = require_name(imported.id, "session.id")
         require_text(imported.cwd, "session.cwd")
         require_max_length(imported.name, 500, "session.name")
         require_max_length(imported.parent_session, 255, "session.parent_session")
@@ -443,8 +443,7 @@ class TreeStore(StoreBase):
         seen: set[str] = set()
         for index, item in enumerate(imported.entries):
             where = f"entries[{index}]"
-            entry_id = require_text(item.id, f"{where}.id")
-            require_max_length(entry_id, 128, f"{where}.id")
+            entry_id = require_name(item.id, f"{where}.id", 128)
             if entry_id in seen:
                 raise exceptions.ValidationError(
                     f"{where}.id {entry_id!r} is repeated", field=f"{where}.id"

@@ -410,6 +410,8 @@ class TaskRepository(StoreBase):
         payload_json: str,
         event_id: str,
         now: datetime,
+        *,
+        lease_owner: str = "",
     ) -> bool:
         at = self._db_time(now)
         sets = ["state = %s", "updated_at = %s"]
@@ -421,15 +423,29 @@ class TaskRepository(StoreBase):
         if terminal:
             sets += ["finished_at = %s", "lease_owner = NULL", "lease_expires_at = NULL"]
             params.append(at)
+        elif target_state == QUEUED:
+            # A queued task holds no lease: whoever claims it next sets one.
+            sets += ["lease_owner = NULL", "lease_expires_at = NULL"]
         sql = (
             f"UPDATE {TASK_TABLE} SET {', '.join(sets)} "
             f"WHERE id = %s AND state IN ({_in(from_states)})"
         )
         params += [task_id, *from_states]
-        if terminal:
+        if lease_owner:
+            # The lease holder moves its own task: fenced like renew/finish
+            # (owner and liveness in the same statement).
+            sql += " AND lease_owner = %s AND lease_expires_at > %s"
+            params += [lease_owner, at]
+        elif terminal:
             # A transition never settles leased work: that is the owner's finish
             # (or recovery after the lease expired).
             sql += " AND lease_owner IS NULL"
+        elif target_state != CANCELING:
+            # Anyone else may not take a task away from a live lease (running →
+            # queued under a working worker); only the cancel *request* goes
+            # through, because canceling keeps the lease and the worker settles.
+            sql += " AND (lease_owner IS NULL OR lease_expires_at <= %s)"
+            params.append(at)
         cursor.execute(sql, params)
         if cursor.rowcount != 1:
             return False
@@ -756,12 +772,17 @@ class TaskRepository(StoreBase):
         target_state: str,
         kind: str,
         payload_json: str = "",
+        lease_owner: str = "",
     ) -> bool:
         """Move the task from one of ``from_states`` to ``target_state`` and append ``kind``.
 
-        No transition graph: the caller names the allowed sources. A terminal
+        No transition graph: the caller names the allowed sources. The lease
+        fences it like :meth:`renew_lease` and :meth:`finish`: with
+        ``lease_owner``, that owner's lease must be live; without, a terminal
         target needs a task without a lease (leased work is settled by its
-        owner's :meth:`finish` or by recovery). ``""`` payload means ``{}``.
+        owner's :meth:`finish` or by recovery) and any other target but
+        ``canceling`` (a request the lease holder answers) needs no *live* lease.
+        Moving to ``queued`` clears the lease. ``""`` payload means ``{}``.
         """
         states = require_states(from_states, "from_states")
         if not states:
@@ -769,10 +790,19 @@ class TaskRepository(StoreBase):
         target = require_states([target_state], "target_state")[0]
         payload = payload_json or "{}"
         require_event(kind, payload)
+        require_max_length(lease_owner, 255, "lease_owner")
         event_id, now = new_id(), self.now()
         return self.write(
             lambda: self.transition_row(
-                self.cursor(), task_id, states, target, kind, payload, event_id, now
+                self.cursor(),
+                task_id,
+                states,
+                target,
+                kind,
+                payload,
+                event_id,
+                now,
+                lease_owner=lease_owner,
             )
         )
 

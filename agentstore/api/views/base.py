@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import viewsets
 from rest_framework.request import Request
@@ -17,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentstore.api.exceptions import ErrorSerializer, error_response, exception_handler
+from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.exceptions import NoSession
 from agentstore.models import Session
 from agentstore.selectors.sessions import visible_session
@@ -34,6 +36,7 @@ _ERROR_TEXT = {
     403: "Not allowed (staff only).",
     404: "No such resource, or not yours.",
     409: "Conflict with the current state; `details` says what won.",
+    413: "The request body is larger than the server accepts.",
     423: "The session is held by another writer.",
     429: "Too many live followers for you on this server process; close one.",
     503: "Busy: the database writer queue or this process's follower capacity; retry.",
@@ -63,6 +66,7 @@ class AgentstoreViewSetMixin(_Base):
     """Install agentstore's error shape even when the host keeps DRF's default handler."""
 
     lookup_value_regex = "[^/]+"
+    parser_classes = PARSER_CLASSES
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
@@ -80,8 +84,15 @@ class AgentstoreViewSet(AgentstoreViewSetMixin, viewsets.GenericViewSet):  # typ
     """Base of the resource viewsets."""
 
 
+@csrf_exempt
 def not_found_view(request: Any, *args: Any, **kwargs: Any) -> Response:
-    """Answer unknown API paths in the one error shape (not Django's HTML page)."""
+    """Answer unknown API paths in the one error shape (not Django's HTML page).
+
+    Exempt from CSRF: the check would otherwise answer a POST/PUT/PATCH/DELETE
+    to an unknown path with Django's HTML 403 before this view could say 404.
+    Nothing is written here, so there is nothing to forge; real endpoints keep
+    DRF's CSRF check for session-authenticated writes.
+    """
     return _NotFound.as_view()(request)
 
 

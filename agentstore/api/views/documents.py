@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from agentstore.api import serializers as s
 from agentstore.api.exceptions import exception_handler
+from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import errors
 from agentstore.api.views.session_extras import document_response
 
@@ -33,6 +34,7 @@ class DocumentView(APIView):
     """One document by (namespace, key)."""
 
     permission_classes = [IsAdminUser]
+    parser_classes = PARSER_CLASSES
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
@@ -40,7 +42,7 @@ class DocumentView(APIView):
     @extend_schema(
         summary="Read a document (staff)",
         parameters=_PATH,
-        responses={200: s.DocumentSerializer, **errors(403, 404)},
+        responses={200: s.DocumentSerializer, **errors(400, 403, 404)},
         tags=["documents"],
     )
     def get(self, request: Request, namespace: str, key: str) -> Response:
@@ -59,7 +61,7 @@ class DocumentView(APIView):
     @extend_schema(
         summary="Delete a document (staff)",
         parameters=_PATH,
-        responses={204: None, **errors(403, 404)},
+        responses={204: None, **errors(400, 403, 404)},
         tags=["documents"],
     )
     def delete(self, request: Request, namespace: str, key: str) -> Response:

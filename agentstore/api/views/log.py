@@ -7,7 +7,7 @@
     GET  /refs?prefix=                   refs whose session you can see
     GET  /refs/{name}                    resolve a ref
     PUT  /refs/{name}                    compare-and-swap (409 ``ref_moved``, current target)
-    GET  /ref-log/{name}                 the ref's update log, newest first
+    GET  /ref-log/{name}                 the ref's update log, newest first (rows you may see)
 
 Each request uses a fresh ``LogStore`` and closes it, so the API process holds a
 session only for the length of one append (the hold protocol then tells a
@@ -31,8 +31,9 @@ from rest_framework.views import APIView
 
 from agentstore.api import log_serializers as g
 from agentstore.api.exceptions import exception_handler
+from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import AgentstoreViewSet, errors
-from agentstore.exceptions import NoRef, RefMoved
+from agentstore.exceptions import NoRef, RefMoved, RefNameError
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
 from agentstore.stores import LogStore
 from agentstore.types.log import RefTarget
@@ -110,6 +111,8 @@ class LogSessionViewSet(AgentstoreViewSet):
 
 
 class _RefBase(APIView):
+    parser_classes = PARSER_CLASSES
+
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
 
@@ -186,16 +189,31 @@ class RefView(_RefBase):
             store.update_ref(name, expected, target, values["reason"])
         except RefMoved as exc:
             current = exc.current
+            if existing is None and expected is None:
+                # Creating a name someone else's ref holds: ref names are one
+                # namespace, so the name cannot be had, but nothing says whose
+                # it is or where it points — the same answer as a name that
+                # clashes with a hidden ref (docs/decisions.md "Isolation: a name held
+                # by a hidden ref").
+                raise _unavailable(name) from None
             if current is not None and current.session not in self.visible_ids({current.session}):
                 # The ref moved to someone else's session in the meantime: say it
                 # moved, but not where.
                 raise RefMoved(f"ref {name} moved", name=name, current=None) from None
+            raise
+        except RefNameError as exc:
+            if exc.conflicts_with and self.current(store, exc.conflicts_with) is None:
+                raise _unavailable(name) from None
             raise
         finally:
             store.close()
         if target is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(g.RefTargetSerializer(target).data)
+
+
+def _unavailable(name: str) -> RefNameError:
+    return RefNameError(f"ref name {name!r} is not available", field="name")
 
 
 class RefLogView(_RefBase):
@@ -207,6 +225,19 @@ class RefLogView(_RefBase):
     )
     def get(self, request: Request, name: str) -> Response:
         store = LogStore(read_only=True)
-        if self.current(store, name) is None and not is_staff(request.user):
+        if is_staff(request.user):
+            return Response(g.RefLogSerializer(store.ref_log(name), many=True).data)
+        if self.current(store, name) is None:
             raise NoRef(f"no such ref: {name}")
-        return Response(g.RefLogSerializer(store.ref_log(name), many=True).data)
+        # A name outlives its refs: a deleted ref's history (its sessions, its
+        # reasons) belongs to whoever held it, so a row is shown only when every
+        # session it names is one the caller may see.
+        rows = store.ref_log(name)
+        named = {t.session for r in rows for t in (r.old, r.new) if t is not None and t.session}
+        visible = self.visible_ids(named)
+        shown = [
+            r
+            for r in rows
+            if all(t is None or not t.session or t.session in visible for t in (r.old, r.new))
+        ]
+        return Response(g.RefLogSerializer(shown, many=True).data)

@@ -108,7 +108,7 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         methods=["GET"],
         summary="Read a document attached to the session",
         parameters=[_KEY],
-        responses={200: s.DocumentSerializer, **errors(404)},
+        responses={200: s.DocumentSerializer, **errors(400, 404)},
         tags=["documents"],
     )
     @extend_schema(
@@ -123,7 +123,7 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         methods=["DELETE"],
         summary="Delete a document attached to the session",
         parameters=[_KEY],
-        responses={204: None, **errors(404)},
+        responses={204: None, **errors(400, 404)},
         tags=["documents"],
     )
     @action(

@@ -150,13 +150,17 @@ class SessionViewSet(
     @extend_schema(
         summary="Create a session you own",
         request=s.SessionCreateInput,
-        responses={201: s.SessionSerializer, **errors(400)},
+        responses={201: s.SessionSerializer, **errors(400, 404)},
         tags=["sessions"],
     )
     def create(self, request: Request) -> Response:
         data = s.SessionCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
+        if values["parent_session"]:
+            # Same rule as a task's parent: someone else's session is "not
+            # there" (404), or B's session would show as A's child.
+            self.session_or_404(values["parent_session"])
         if values["kind"] == SessionKind.LOOP:
             session_id = (
                 SessionStore()

@@ -84,6 +84,18 @@ class _TaskBound(AgentstoreViewSet):
     def owner_session_or_404(self, session_id: str) -> str:
         return self.session_or_404(session_id).id
 
+    def parent_task_or_404(self, task_id: str) -> str:
+        """A ``parent_task_id`` the user may see (or none); else 404, missing or not.
+
+        Every create that takes a parent goes through here, so someone else's
+        task is "not there" exactly like a random id — no existence oracle, and
+        no child hung under another user's task (whose session's deletion would
+        cascade into it).
+        """
+        if task_id and visible_task(self.request.user, task_id) is None:
+            raise NoSession(f"no such task: {task_id}")
+        return task_id
+
 
 @extend_schema_view(
     list=extend_schema(
@@ -119,16 +131,11 @@ class TaskViewSet(mixins.ListModelMixin, _TaskBound):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         owner = self.owner_session_or_404(values["owner_session_id"])
-        if (
-            values["parent_task_id"]
-            and visible_task(request.user, values["parent_task_id"]) is None
-        ):
-            raise NoSession(f"no such task: {values['parent_task_id']}")
         task = TaskRepository().create(
             TaskEntity(
                 kind=values["kind"],
                 owner_session_id=owner,
-                parent_task_id=values["parent_task_id"],
+                parent_task_id=self.parent_task_or_404(values["parent_task_id"]),
                 concurrency_key=values["concurrency_key"],
             )
         )
@@ -325,9 +332,12 @@ class TaskViewSet(mixins.ListModelMixin, _TaskBound):
             values["target_state"],
             values["kind"],
             t.compact(values["payload"]),
+            values["lease_owner"],
         )
         if not done:
-            return _conflict(tasks, task.id, "the task is not in one of from_states")
+            return _conflict(
+                tasks, task.id, "the task is not in one of from_states, or its lease forbids it"
+            )
         return Response(t.TaskSerializer(tasks.get(task.id)).data)
 
     @extend_schema(
@@ -414,7 +424,7 @@ class ToolTaskViewSet(_TaskBound):
                 task=TaskEntity(
                     kind="tool",
                     owner_session_id=owner,
-                    parent_task_id=v["parent_task_id"],
+                    parent_task_id=self.parent_task_or_404(v["parent_task_id"]),
                     concurrency_key=v["concurrency_key"],
                 ),
                 owner_session_id=owner,
@@ -493,8 +503,6 @@ class AgentTaskViewSet(_TaskBound):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         owner = self.owner_session_or_404(v["owner_session_id"])
-        if v["parent_task_id"] and visible_task(request.user, v["parent_task_id"]) is None:
-            raise NoSession(f"no such task: {v['parent_task_id']}")
         # The child session inherits the owner session's user (the store does it),
         # so the caller sees the subagent's session too.
         created = AgentTaskRepository().create_with_child_session(
@@ -502,7 +510,7 @@ class AgentTaskViewSet(_TaskBound):
                 task=TaskEntity(
                     kind="agent",
                     owner_session_id=owner,
-                    parent_task_id=v["parent_task_id"],
+                    parent_task_id=self.parent_task_or_404(v["parent_task_id"]),
                     concurrency_key=v["concurrency_key"],
                 ),
                 agent_name=v["agent_name"],
@@ -563,7 +571,7 @@ class WorkflowViewSet(_TaskBound):
                 task=TaskEntity(
                     kind="workflow",
                     owner_session_id=owner,
-                    parent_task_id=v["parent_task_id"],
+                    parent_task_id=self.parent_task_or_404(v["parent_task_id"]),
                     concurrency_key=v["concurrency_key"],
                 ),
                 name=v["name"],
