@@ -698,9 +698,23 @@ class LogStore(StoreBase):
         key = self._hub.register(wake)
         gen = log_follow.steps(self.using, session_id, cursor, self.follow_interval)
         done = object()
+        # A cancelled consumer can leave a step running in its worker thread
+        # (threads cannot be interrupted); closing the generator then would
+        # fail with "generator already executing". Steps hold this lock, and
+        # the close below waits for it off the event loop.
+        stepping = threading.Lock()
+
+        def step_once() -> object:
+            with stepping:
+                return next(gen, done)
+
+        def close_when_idle() -> None:
+            with stepping:
+                gen.close()
+
         try:
             while True:
-                step = await asyncio.to_thread(next, gen, done)
+                step = await asyncio.to_thread(step_once)
                 if step is done:
                     return
                 if isinstance(step, Change):
@@ -712,7 +726,13 @@ class LogStore(StoreBase):
                 woken.clear()
         finally:
             self._hub.unregister(key)
-            gen.close()
+            if stepping.acquire(blocking=False):
+                try:
+                    gen.close()
+                finally:
+                    stepping.release()
+            else:
+                threading.Thread(target=close_when_idle, daemon=True).start()
 
     # -- export / import ----------------------------------------------------------
 
