@@ -21,9 +21,8 @@ A framework's memory object (``openai_agents.AgentStoreSession``,
   being hung after a conversation the agent never saw. Read again and retry.
 * **Ownership**: with an ``owner`` (a Django user) a session this object
   creates is that user's from its first transaction (the API and the admin
-  scope it), and a
-  session the owner may not see is ``NoSession`` — the API's rule
-  (docs/decisions.md 56).
+  scope it), and a session the owner may not see is ``NoSession`` — the
+  API's rule (docs/decisions.md 56).
 
 The session id is the framework's conversation id (at most 255 characters),
 so the admin, ``manage.py agentstore export`` and the API find it under the
