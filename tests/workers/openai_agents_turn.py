@@ -11,7 +11,8 @@ scripted ``WeatherModel`` (no network) and prints one JSON line: the final
 output, the number of input items of each model call, and the pid — or
 ``{"error": "session_locked"}`` when another process holds the conversation
 (``concurrent_writer`` when it moved on after this turn read it).
-``--start-file`` (``tests/processes.run_together``) waits for it after set-up.
+``--start-file`` (``tests/processes.run_together``): announce readiness after
+set-up, then wait for it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import time
-from pathlib import Path
 
 
 def main() -> None:
@@ -41,14 +40,12 @@ def main() -> None:
     from agentstore import exceptions
     from agentstore.integrations.openai_agents import AgentStoreSession
     from tests.integrations.agents_fakes import WeatherModel, offline, weather_agent
+    from tests.workers.start import ready_then_wait
 
     offline()
     owner = get_user_model().objects.get(username=args.owner) if args.owner else None
     model = WeatherModel()
-    if args.start_file:
-        deadline = time.monotonic() + 60
-        while not Path(args.start_file).exists() and time.monotonic() < deadline:
-            time.sleep(0.005)
+    ready_then_wait(args.start_file)  # tests/processes.py's handshake
 
     async def turn() -> str:
         async with AgentStoreSession(args.session, owner=owner) as session:
