@@ -49,7 +49,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -71,6 +71,7 @@ from agentstore.formats.agentsession import (
     loads,
     parse_json,
 )
+from agentstore.formats.agentsession import Entry as LogEntry
 from agentstore.ids import new_token
 from agentstore.models import Entry, Holder, Ref, RefLog
 from agentstore.models import Session as SessionRow
@@ -97,6 +98,7 @@ from agentstore.types.log import (
     RefLogEntry,
     RefTarget,
     Summary,
+    Tail,
 )
 from agentstore.validation import json_problem, require_aware, require_name
 from agentstore.validation import parse_json as parse_strict_json
@@ -386,6 +388,92 @@ class LogStore(StoreBase):
                 # Same-store followers look now, whatever the outcome.
                 self._hub.ring()
 
+    def append_many(
+        self,
+        session_id: str,
+        entries: Sequence[dict[str, Any]],
+        *,
+        expected_leaf: str | None = None,
+    ) -> builtins.list[str]:
+        """Append ``entries`` in order in **one** write transaction; return their ids.
+
+        Each entry obeys the rules of :meth:`append`, applied as if appended one
+        after the other (an entry without ``parent`` hangs from the leaf the
+        previous one left). All or nothing: if any entry is refused, or the
+        transaction fails, nothing is stored and the session is as it was.
+        Entries the session already holds are no-ops (their ids are returned).
+
+        ``expected_leaf`` (a leaf read earlier, e.g. :attr:`Tail.leaf`; ``""``:
+        an empty session) makes the append conditional: if the session's leaf
+        is another one — someone wrote since that read — it raises
+        ``ConcurrentWriter`` and writes nothing (the session is not refused:
+        read again and retry).
+        """
+        self._writable()
+        if not isinstance(entries, Sequence) or isinstance(entries, str | bytes | dict):
+            raise exceptions.ValidationError("entries must be a list", field="entries")
+        if not entries:
+            return []
+        with self._lock:
+            session = self.open(session_id)
+            if expected_leaf is not None and session.leaf != expected_leaf:
+                raise exceptions.ConcurrentWriter(
+                    f"the leaf of {session_id} moved since it was read: "
+                    f"{session.leaf or 'none'}, not {expected_leaf or 'none'}"
+                )
+            try:
+                return self._append_many_open(session_id, session, entries)
+            finally:
+                # Same-store followers look now, whatever the outcome.
+                self._hub.ring()
+
+    def _append_many_open(
+        self, session_id: str, session: Session, entries: Sequence[dict[str, Any]]
+    ) -> builtins.list[str]:
+        # Entries are applied to the session as they are prepared (each one's
+        # parent may be the previous one's id); if anything fails before the
+        # transaction commits, ``truncate`` undoes them, so the caller's object
+        # is as it was, and the rows are untouched (the transaction rolled back).
+        base_len, base_leaf = len(session), session.leaf
+        ids: builtins.list[str] = []
+        written: builtins.list[PendingAppend] = []
+        try:
+            for entry in entries:
+                pending = session.prepare(entry)
+                ids.append(pending.entry.id)
+                if pending.outcome is not Outcome.HELD:
+                    written.append(pending)
+                session.commit(pending)
+        except BaseException:
+            session.truncate(base_len, base_leaf)
+            raise
+        if not written:
+            return ids
+        now = self.now()
+        raise_header = session_id in self._stale
+        # Each entry's statements as a single append runs them (heartbeat fence,
+        # insert, session update; a later name or link wins), the header raised
+        # once — all in one transaction.
+        steps = [
+            self._append_statements(session_id, p, now, raise_header and i == 0)
+            for i, p in enumerate(written)
+        ]
+
+        def tx() -> None:
+            with connections[self.using].cursor() as cursor:
+                for step in steps:
+                    step(cursor)
+
+        try:
+            self._write_append(session_id, written[0], tx)
+        except BaseException:
+            session.truncate(base_len, base_leaf)
+            raise
+        if raise_header:
+            session.raise_format()
+            self._stale.discard(session_id)
+        return ids
+
     def _append_open(self, session_id: str, session: Session, entry: dict[str, Any]) -> str:
         pending = session.prepare(entry)
         if pending.outcome is Outcome.HELD:
@@ -461,6 +549,42 @@ class LogStore(StoreBase):
         except BaseException:
             self._drop(session_id)
             raise
+
+    def tail(
+        self,
+        session_id: str,
+        limit: int | None = None,
+        *,
+        types: Collection[str] | None = None,
+    ) -> Tail:
+        """The last ``limit`` entries on the path to the leaf (oldest first), and the leaf.
+
+        On a session this store has open (:meth:`open`, :meth:`append`) it is
+        the store's own view — the leaf the next append hangs from — and the
+        walk goes up ``parent`` links from the leaf, stopping after ``limit``
+        kept entries: O(limit) plus the skipped entries, not O(session length).
+        Otherwise the session is read afresh (as :meth:`read`: no hold, O(session
+        length)) and walked the same way. ``types`` keeps only entries of those
+        types (``{"item"}``: the conversation); ``limit=None`` walks the whole
+        path. Raises ``NoSession``.
+        """
+        if limit is not None and (isinstance(limit, bool) or limit < 0):
+            raise exceptions.ValidationError("limit must not be negative", field="limit")
+        wanted = frozenset(types) if types is not None else None
+        with self._lock:
+            session = self._open.get(session_id) or self._load(session_id)
+            out: builtins.list[LogEntry] = []
+            current = session.leaf or None
+            while current is not None and (limit is None or len(out) < limit):
+                entry = session.entry(current)
+                if entry is None:
+                    break
+                if wanted is None or entry.type in wanted:
+                    out.append(entry)
+                current = entry.parent
+            leaf = session.leaf
+        out.reverse()
+        return Tail(entries=out, leaf=leaf)
 
     def _raise_header(self, cursor: Any, session_id: str) -> None:
         cursor.execute(f"SELECT header FROM {SESSION_TABLE} WHERE id = %s", [session_id])

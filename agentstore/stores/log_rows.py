@@ -37,6 +37,7 @@ __all__ = [
     "SESSION_TABLE",
     "OctetLength",
     "insert_entries",
+    "item_projection",
     "parse_time",
     "read_rows",
     "require_log",
@@ -51,8 +52,13 @@ REF_TABLE = sql.REF
 REF_LOG_TABLE = sql.REF_LOG
 
 # Every entry column (stores/sql.py); the projection columns belong to the
-# TreeStore's entries, so a log entry leaves them at their model defaults.
+# TreeStore's entries, so a log entry leaves them at their model defaults —
+# except ``role``, ``content`` and ``tool_name`` of an item, filled for the
+# admin's tree and search (see :func:`item_projection`).
 INSERT_ENTRY = f"INSERT INTO {ENTRY_TABLE} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
+#: Characters of an item's text kept in the ``content`` projection (the line
+#: keeps everything; the column is for previews and search).
+PROJECTED_CHARS = 4000
 
 _RFC3339 = re.compile(
     r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
@@ -96,11 +102,53 @@ def entry_created_at(entry: LogEntry, fallback: datetime) -> datetime:
         return fallback
 
 
+def _text(value: Any) -> str:
+    """The text of a Responses content value: a string, or the ``text`` of its parts."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return " ".join(
+            part["text"]
+            for part in value
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def item_projection(entry: LogEntry) -> tuple[str, str, str]:
+    """``(role, content, tool_name)`` of an ``item`` entry, for display; blanks otherwise.
+
+    A message gives its role and text; a ``function_call`` its name and
+    arguments; a ``*_output`` its output; a ``reasoning`` item its summary.
+    """
+    item = entry.data.get("item") if entry.type == "item" else None
+    if not isinstance(item, dict):
+        return "", "", ""
+    kind = item.get("type")
+    role = item.get("role")
+    tool = item.get("name") if kind == "function_call" else ""
+    if kind == "function_call":
+        text = _text(item.get("arguments"))
+    elif isinstance(kind, str) and kind.endswith("_output"):
+        text = _text(item.get("output"))
+    elif kind == "reasoning":
+        text = _text(item.get("summary"))
+    else:
+        text = _text(item.get("content"))
+    # The line escapes a NUL; a PostgreSQL text column cannot hold a raw one.
+    return (
+        (role if isinstance(role, str) else "").replace("\x00", "")[:64],
+        text.replace("\x00", "")[:PROJECTED_CHARS],
+        (tool if isinstance(tool, str) else "").replace("\x00", "")[:255],
+    )
+
+
 def entry_params(
     cursor: CursorWrapper, session_id: str, seq: int, entry: LogEntry, fallback: Any
 ) -> list[Any]:
     """The bound parameters of :data:`INSERT_ENTRY` for one line at ``seq``."""
     stamp = cursor.db.ops.adapt_datetimefield_value(entry_created_at(entry, fallback))
+    role, content, tool_name = item_projection(entry)
     return sql.row(
         Entry,
         session_id=session_id,
@@ -110,6 +158,9 @@ def entry_params(
         type=entry.type[:64],
         line=entry.line,
         created_at=stamp,
+        role=role,
+        content=content,
+        tool_name=tool_name,
         model_facing=False,
     )
 

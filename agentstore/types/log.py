@@ -30,6 +30,7 @@ __all__ = [
     "RefLogEntry",
     "RefTarget",
     "Summary",
+    "Tail",
 ]
 
 
@@ -137,3 +138,16 @@ class Summary:
     def id(self) -> str:
         """The session id (``header["id"]``)."""
         return str(self.header.get("id", ""))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tail:
+    """The newest entries on a session's current branch (``LogStore.tail``).
+
+    ``entries`` oldest first; ``leaf`` is the entry the next append hangs from
+    ("" for none) — pass it as ``append_many(..., expected_leaf=leaf)`` to
+    append only if nobody moved the session on since this read.
+    """
+
+    entries: list[Entry]
+    leaf: str = ""

@@ -690,9 +690,14 @@ class Session:
             else:
                 obj.pop("parents")
         self._check_parents(obj.get("parents"), parent, "entry")
-        if "ts" not in obj or obj["ts"] in (None, ""):
-            obj["ts"] = self.clock() if self.clock else _now_ts()
-        check_ts(obj["ts"])
+        if "ts" in obj and obj["ts"] not in (None, ""):
+            check_ts(obj["ts"])
+        elif self.clock:
+            obj["ts"] = check_ts(self.clock())
+        else:
+            # format_ts writes the one spelling; re-checking it (a regex and a
+            # strptime) cost a tenth of an append.
+            obj["ts"] = _now_ts()
         body = {k: v for k, v in obj.items() if k not in ENVELOPE}
         fixed, records = canonical.normalise(body)
         if records:
@@ -759,6 +764,34 @@ class Session:
     def append(self, entry: dict[str, Any]) -> AppendResult:
         """Validate, hash and add ``entry``; return the id, exact line and outcome."""
         return self.commit(self.prepare(entry))
+
+    def truncate(self, length: int, leaf: str) -> None:
+        """Forget the entries after the first ``length`` and put the leaf back on ``leaf``.
+
+        The undo of :meth:`commit` for a store that applies several appends in
+        memory (each one's parent may be the previous one's id) before its one
+        transaction commits: if that transaction fails, the session returns to
+        exactly what it was. Only entries committed since ``length`` may go.
+        """
+        if isinstance(length, bool) or not 0 <= length <= len(self._entries):
+            raise exceptions.ValidationError("length is out of range", field="length")
+        if leaf and leaf not in self._index:
+            raise exceptions.NoEntry(f"no such entry: {leaf}")
+        for e in reversed(self._entries[length:]):
+            del self._index[e.id]
+            siblings = self._children.get(e.parent)
+            if siblings is not None:
+                siblings.remove(e.id)
+                if not siblings:
+                    del self._children[e.parent]
+            item = e.data.get("item") if e.type == "item" else None
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                # A committed call id was new (CallIDRepeated otherwise).
+                self._call_ids.discard(str(item.get("call_id")))
+        del self._entries[length:]
+        if leaf and leaf not in self._index:
+            raise exceptions.NoEntry(f"no such entry: {leaf}")
+        self._leaf = leaf
 
     def extend_line(self, line: str, *, live: bool = False) -> Entry:
         """Add one stored line; return its entry (the held one for a repeated line).

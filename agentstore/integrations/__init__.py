@@ -1,0 +1,14 @@
+"""Integrations: agent frameworks keeping their memory in agentstore.
+
+Each module needs its framework, installed through an optional extra, and
+imports it at module level — import the module you use, not this package:
+
+* :mod:`agentstore.integrations.openai_agents` — ``pip install "agentstore[openai-agents]"``:
+  ``AgentStoreSession``, a session for the OpenAI Agents SDK's ``Runner``
+  (docs/integrations/openai-agents.md).
+* :mod:`agentstore.integrations.pydantic_ai` — ``pip install "agentstore[pydantic-ai]"``:
+  ``MessageHistory``, Pydantic AI's ``message_history`` kept in a session
+  (docs/integrations/pydantic-ai.md).
+"""
+
+from __future__ import annotations

@@ -1,0 +1,185 @@
+"""One conversation kept as a LogStore session: what every integration shares.
+
+    log = ConversationLog("conv-1", owner=user, harness="my-framework")
+    entries = log.read(50, types={"item"})      # no hold; remembers the leaf it saw
+    log.write([{"type": "item", "item": {...}}])  # holds, creates if new, one transaction
+    log.close()                                 # let go of the hold
+
+A framework's memory object (``openai_agents.AgentStoreSession``,
+``pydantic_ai.MessageHistory``) maps its own calls onto these few:
+
+* **Reads take no hold** (:meth:`ConversationLog.read`, via
+  :meth:`LogStore.tail`): a reader — a web page showing the conversation —
+  must never lock the agent out. On a session this object already holds the
+  read is O(limit); otherwise it reads the session afresh.
+* **Writes hold the session** (LogStore holds: one writer process at a time;
+  another gets ``SessionLocked`` until :meth:`close` or process exit) and are
+  one transaction each (:meth:`LogStore.append_many`).
+* **A write after a read is conditional** on the leaf that read saw
+  (``append_many(expected_leaf=...)``): a turn computed from history another
+  writer has since extended is refused with ``ConcurrentWriter`` instead of
+  being hung after a conversation the agent never saw. Read again and retry.
+* **Ownership**: with an ``owner`` (a Django user) a session this object
+  creates is that user's from its first transaction (the API and the admin
+  scope it), and a session the owner may not see is ``NoSession`` — the
+  API's rule (docs/decisions.md 56).
+
+The session id is the framework's conversation id (at most 255 characters),
+so the admin, ``manage.py agentstore export`` and the API find it under the
+name the application already uses.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from agentstore import exceptions
+from agentstore.formats.agentsession import Entry, entry_id, format_ts
+from agentstore.selectors.sessions import visible_session
+from agentstore.stores.log import LogStore
+from agentstore.stores.sessions import SessionStore
+
+__all__ = ["ConversationLog"]
+
+
+class ConversationLog:
+    """A conversation stored as the log session ``session_id`` (see the module docstring).
+
+    ``store`` shares a :class:`LogStore` (default: one of this object's own on
+    ``using``, closed by :meth:`close`). ``harness`` names the framework in the
+    header of a session this object creates (``harness.name``); ``header``
+    adds members to it (``cwd``, …).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        harness: str,
+        owner: Any = None,
+        store: LogStore | None = None,
+        using: str = "default",
+        header: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise exceptions.ValidationError("session_id must be a non-blank string", field="id")
+        self.session_id = session_id
+        self.owner = owner
+        self.store = store if store is not None else LogStore(using=using)
+        self._own_store = store is None
+        self._header = {"harness": {"name": harness}, **(header or {}), "id": session_id}
+        # One operation at a time per object (a read-then-write must not interleave).
+        self.lock = threading.RLock()
+        #: The owner was checked against the session row (once per hold).
+        self._owner_checked = False
+        #: The leaf the last read or write of this object saw (None: none yet).
+        self.seen_leaf: str | None = None
+
+    # -- the session row ------------------------------------------------------
+
+    def _exists(self) -> bool:
+        # Tells "no row yet" (an empty conversation) from a session of another
+        # kind or another owner (NoSession).
+        return SessionStore(using=self.store.using).kind_of(self.session_id) is not None
+
+    def _visible(self) -> bool:
+        """Whether there is a session to read (``NoSession``: someone else's)."""
+        if self.owner is None:
+            return True
+        if visible_session(self.owner, self.session_id, using=self.store.using) is not None:
+            return True
+        if self._exists():
+            raise exceptions.NoSession(f"no such session: {self.session_id}")
+        return False
+
+    def _open(self, *, create: bool) -> None:
+        """Open (hold) the session, creating it if ``create`` (else ``NoSession``)."""
+        sid = self.session_id
+        try:
+            self.store.open(sid)
+        except exceptions.NoSession:
+            if not create:
+                raise
+            try:
+                # Owned from its first transaction (the API's and admin's scope).
+                self.store.create(dict(self._header), owner=self.owner)
+            except exceptions.SessionExists:
+                # Created meanwhile by another process — or a session of
+                # another kind under this id, which this open refuses.
+                self.store.open(sid)
+            else:
+                self._owner_checked = True
+                return
+        if self._owner_checked or self.owner is None:
+            return
+        if visible_session(self.owner, sid, using=self.store.using) is None:
+            self.store.release(sid)  # not this owner's: let go at once
+            raise exceptions.NoSession(f"no such session: {sid}")
+        self._owner_checked = True
+
+    def hold(self) -> bool:
+        """Open the session for writing (holding it); ``False`` when there is none."""
+        try:
+            self._open(create=False)
+        except exceptions.NoSession:
+            if self._exists():
+                raise
+            return False
+        return True
+
+    # -- reading and writing --------------------------------------------------
+
+    def read(self, limit: int | None, *, types: Collection[str]) -> list[Entry]:
+        """The newest ``limit`` entries of ``types`` on the branch, oldest first (no hold).
+
+        An absent session reads as empty. The leaf seen is remembered for the
+        next :meth:`write`.
+        """
+        entries: list[Entry] = []
+        leaf = ""
+        if self._visible():
+            try:
+                tail = self.store.tail(self.session_id, limit, types=types)
+            except exceptions.NoSession:
+                if self._exists():
+                    raise
+            else:
+                entries, leaf = tail.entries, tail.leaf
+        self.seen_leaf = leaf
+        return entries
+
+    def write(self, entries: Sequence[dict[str, Any]], *, create: bool = True) -> list[str]:
+        """Append ``entries`` in one transaction, holding (and if new creating) the session.
+
+        Conditional on the leaf of this object's last read or write: if another
+        writer moved the session on since, ``ConcurrentWriter`` and nothing is
+        written.
+        """
+        if not entries:
+            return []
+        self._open(create=create)
+        ids = self.store.append_many(self.session_id, entries, expected_leaf=self.seen_leaf)
+        self.seen_leaf = self.store.open(self.session_id).leaf
+        return ids
+
+    def empty_root(self, reason: str, mark: str) -> list[dict[str, Any]]:
+        """Entries that start an empty branch: an ``info`` root and a ``leaf`` label onto it.
+
+        The label must name the root's id before either is stored; with its
+        ``ts`` fixed here, the root's id is known (the format's ``entry_id``).
+        ``{mark: reason}`` on the root says who started the branch and why.
+        """
+        now: datetime = self.store.now()
+        root = {"type": "info", "parent": None, "ts": format_ts(now), mark: reason}
+        return [root, {"type": "label", "target": entry_id(root), "label": "leaf"}]
+
+    def close(self) -> None:
+        """Release this object's hold (its own store: every hold, and forget the cache)."""
+        self._owner_checked = False
+        if self._own_store:
+            self.store.close()
+        else:
+            self.store.release(self.session_id)

@@ -1,0 +1,270 @@
+"""The OpenAI Agents SDK's session memory, kept as an agentsession log in agentstore.
+
+    from agents import Agent, Runner
+    from agentstore.integrations.openai_agents import AgentStoreSession
+
+    session = AgentStoreSession("conv-1", owner=request.user)   # owner optional
+    result = await Runner.run(agent, "What is 2+2?", session=session)
+    await session.aclose()          # release the hold (servers: once per request)
+
+:class:`AgentStoreSession` implements the SDK's session protocol
+(``agents.memory.SessionABC``: ``session_id``, ``session_settings``,
+``get_items(limit)``, ``add_items``, ``pop_item``, ``clear_session``) and is a
+drop-in for the SDK's ``SQLiteSession``. The SDK's items are OpenAI Responses
+input items — what the agentsession format's ``item`` entries carry — so the
+conversation is a :class:`~agentstore.stores.LogStore` session whose id is the
+SDK's ``session_id``: one ``item`` entry per item, in order, the item kept
+exactly (the admin shows it, ``manage.py agentstore export`` writes it as
+agentsession JSONL, ``verify()`` checks it, ``follow`` streams it).
+
+How the protocol maps onto the log (docs/integrations/openai-agents.md has the
+whole story; docs/decisions.md "OpenAI Agents" the reasons):
+
+* ``get_items(limit)`` is the item entries on the path from the root to the
+  leaf (:meth:`LogStore.tail`, O(limit) once the session is open).
+* ``add_items(items)`` appends one entry per item in **one** transaction
+  (:meth:`LogStore.append_many`): all are stored or none.
+* ``pop_item()`` destroys nothing: it moves the leaf back to the popped item's
+  parent with a durable ``leaf`` label, leaving the item on an abandoned
+  branch; the next ``add_items`` continues from the new leaf.
+* ``clear_session()`` starts a new, empty root (an ``info`` entry) and moves the
+  leaf onto it: the caller sees no items, the store keeps every old item.
+
+An item without ``type`` (the SDK's ``{"role": "user", "content": "hi"}``) is
+stored with ``"type": "message"`` — the format requires a type — and the entry
+records ``"openai_agents": {"typeless": true}`` so ``get_items`` gives back the
+item exactly as it was added.
+
+The methods are coroutines, as the SDK wants; each runs its database work with
+``sync_to_async`` (thread-sensitive: the thread owning Django's connection), so
+the event loop never blocks. The ``*_sync`` twins serve synchronous code.
+Writing holds the session (LogStore holds): another process writing the same
+conversation gets ``SessionLocked`` until this one calls :meth:`close` (or
+exits); different conversations never contend beyond SQLite's writer queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar, cast
+
+from agents.items import TResponseInputItem
+from agents.memory import SessionABC, SessionSettings
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+from asgiref.sync import sync_to_async
+
+from agentstore import exceptions
+from agentstore.formats.agentsession import Entry
+from agentstore.integrations.conversation import ConversationLog
+from agentstore.stores.log import LogStore
+
+__all__ = ["HARNESS", "MARK", "AgentStoreSession", "entry_item", "item_entry"]
+
+T = TypeVar("T")
+
+#: ``harness.name`` of the sessions this module creates (``ListFilter(harness=...)``).
+HARNESS = "openai-agents"
+#: The entry member this module writes: ``{"typeless": true}`` on item entries
+#: whose item had no ``type``; ``"clear_session"``/``"pop_item"`` on the
+#: ``info`` roots that start an empty branch.
+MARK = "openai_agents"
+_ITEM_TYPES = frozenset({"item"})
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of decoded JSON (the store's entries are shared; callers may mutate).
+
+    ``copy.deepcopy`` keeps a memo for cycles JSON cannot have; this was most of
+    a ``get_items(50)``.
+    """
+    if type(value) is dict:
+        return {k: _copy_json(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy_json(v) for v in value]
+    return value
+
+
+def item_entry(item: Any, *, index: int = 0) -> dict[str, Any]:
+    """The ``item`` entry (a dict to append) that stores one SDK item.
+
+    An item without ``type`` is stored as a ``message`` and marked so that
+    :func:`entry_item` gives it back without. ``index`` names the item in errors.
+    """
+    if not isinstance(item, dict):
+        raise exceptions.ValidationError(
+            f"items[{index}] must be a JSON object (a Responses input item)",
+            field=f"items[{index}]",
+        )
+    if "type" in item:
+        return {"type": "item", "item": item}
+    return {"type": "item", "item": {"type": "message", **item}, MARK: {"typeless": True}}
+
+
+def entry_item(entry: Entry) -> TResponseInputItem:
+    """The SDK item a stored ``item`` entry holds (a fresh copy, equal to what was added)."""
+    item = _copy_json(entry.data["item"])
+    mark = entry.data.get(MARK)
+    if isinstance(mark, dict) and mark.get("typeless") is True:
+        item.pop("type", None)
+    return cast(TResponseInputItem, item)
+
+
+async def _finish(awaitable: Awaitable[T]) -> T:
+    """Await a write to its end even if the caller is cancelled meanwhile.
+
+    The write runs in a thread, which cancellation cannot stop; returning early
+    would let the caller believe it did not happen. Like the SDK's own
+    sessions, wait for the outcome, then re-raise the cancellation.
+    """
+    task = asyncio.ensure_future(awaitable)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    result = task.result()
+    if cancelled is not None:
+        raise cancelled
+    return result
+
+
+class AgentStoreSession(SessionABC):
+    """An OpenAI Agents SDK session stored as an agentstore log session.
+
+    ``session_id`` is the log session's id (at most 255 characters). ``owner``
+    (a Django user, optional) becomes the owner of a session this object
+    creates, so the API and the admin scope it; an existing session the owner
+    may not see is ``NoSession``. ``store`` shares a :class:`LogStore` between
+    sessions (default: one of its own on ``using``); ``header`` adds members to
+    the header of a session this object creates (``cwd``, …).
+    ``session_settings`` is the SDK's (its ``limit`` is the default of
+    :meth:`get_items`). The storage rules are :class:`.ConversationLog`'s.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        owner: Any = None,
+        store: LogStore | None = None,
+        using: str = "default",
+        header: dict[str, Any] | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        self.log = ConversationLog(
+            session_id, harness=HARNESS, owner=owner, store=store, using=using, header=header
+        )
+        self.session_id = session_id
+        self.session_settings = (
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
+        )
+
+    @property
+    def store(self) -> LogStore:
+        """The :class:`LogStore` this session writes through."""
+        return self.log.store
+
+    # -- the protocol, synchronously ------------------------------------------
+
+    def get_items_sync(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The items on the current branch, oldest first; the newest ``limit`` if given.
+
+        ``limit=None`` uses ``session_settings.limit``; 0 gives none, a negative
+        limit all (the SDK's SQLite semantics). An unknown session has no items
+        (nothing is created). Takes no hold.
+        """
+        wanted = resolve_session_limit(limit, self.session_settings)
+        if wanted is not None and wanted < 0:
+            wanted = None
+        if wanted == 0:
+            return []
+        with self.log.lock:
+            entries = self.log.read(wanted, types=_ITEM_TYPES)
+        return [entry_item(e) for e in entries]
+
+    def add_items_sync(self, items: Sequence[TResponseInputItem]) -> None:
+        """Append the items, in order, in one transaction (creating the session if new).
+
+        If this object read the session (``get_items``) and another writer has
+        moved it on since — a turn computed from stale history — the append is
+        refused with ``ConcurrentWriter`` and nothing is written, rather than
+        hung after a conversation the agent never saw.
+        """
+        entries = [item_entry(item, index=i) for i, item in enumerate(items)]
+        with self.log.lock:
+            self.log.write(entries)
+
+    def pop_item_sync(self) -> TResponseInputItem | None:
+        """Take back the newest item: the leaf moves to its parent; the item stays stored.
+
+        ``None`` when the branch has no item. The popped item remains in the
+        session as an abandoned branch (the admin's tree view shows it).
+        """
+        with self.log.lock:
+            last = self.log.read(1, types=_ITEM_TYPES) if self.log.hold() else []
+            if not last:
+                return None
+            popped = last[0]
+            if popped.parent:
+                moves = [{"type": "label", "target": popped.parent, "label": "leaf"}]
+            else:
+                moves = self.log.empty_root("pop_item", MARK)  # it was a root
+            self.log.write(moves, create=False)
+        return entry_item(popped)
+
+    def clear_session_sync(self) -> None:
+        """Start an empty branch: no items are seen any more, none is deleted.
+
+        Writes an ``info`` root (``"openai_agents": "clear_session"``) and a
+        ``leaf`` label onto it, in one transaction; a session without items
+        (or without a row) is left alone. To delete the rows, use
+        ``LogStore.delete(session_id)``.
+        """
+        with self.log.lock:
+            if self.log.hold() and self.log.read(1, types=_ITEM_TYPES):
+                self.log.write(self.log.empty_root("clear_session", MARK), create=False)
+
+    def close(self) -> None:
+        """Release this object's hold on the session (its own store: every hold)."""
+        with self.log.lock:
+            self.log.close()
+
+    # -- the protocol, as the SDK calls it ---------------------------------------
+    # sync_to_async's default (thread_sensitive=True) runs the database work on
+    # the thread that owns Django's connection, never on the event loop.
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """Async :meth:`get_items_sync` (the SDK protocol)."""
+        return await sync_to_async(self.get_items_sync)(limit)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Async :meth:`add_items_sync` (the SDK protocol); completes even if cancelled."""
+        await _finish(sync_to_async(self.add_items_sync)(list(items)))
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Async :meth:`pop_item_sync` (the SDK protocol); completes even if cancelled."""
+        return await _finish(sync_to_async(self.pop_item_sync)())
+
+    async def clear_session(self) -> None:
+        """Async :meth:`clear_session_sync` (the SDK protocol); completes even if cancelled."""
+        await _finish(sync_to_async(self.clear_session_sync)())
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        await sync_to_async(self.close)()
+
+    def __enter__(self) -> AgentStoreSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AgentStoreSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
