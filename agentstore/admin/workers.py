@@ -39,9 +39,8 @@ class WorkerAdmin(ReadOnlyAdmin):
         held = Task.objects.filter(lease_owner=OuterRef("id"), state__in=LEASED_STATES).order_by(
             "started_at", "id"
         )
-        return (
-            super().get_queryset(request).annotate(current_task_id=Subquery(held.values("id")[:1]))
-        )
+        workers: QuerySet[Worker] = super().get_queryset(request)
+        return workers.annotate(current_task_id=Subquery(held.values("id")[:1]))
 
     @admin.display(description=_("current task"))
     def current_task(self, obj: Worker) -> str:
