@@ -833,15 +833,15 @@ class TaskRepository(StoreBase):
         Each is fenced on its own lease exactly as :meth:`finish`; a worker
         settling a batch of short tasks pays one commit instead of one each.
         """
-        clean = [self._validated_finish(finish) for finish in finishes]
+        clean = [self.validated_finish(finish) for finish in finishes]
         if not clean:
             return []
         event_ids, now = [new_id() for _ in clean], self.now()
 
         def finish_them() -> list[bool]:
-            cursor = self._cursor()
+            cursor = self.cursor()
             return [
-                self._finish(cursor, finish, event_id, now)
+                self.finish_row(cursor, finish, event_id, now)
                 for finish, event_id in zip(clean, event_ids, strict=True)
             ]
 
@@ -1043,7 +1043,7 @@ class TaskRepository(StoreBase):
         )
 
         def insert_it() -> None:
-            cursor = self._cursor()
+            cursor = self.cursor()
             if owner:
                 cursor.execute("SELECT 1 FROM agentstore_session WHERE id = %s", [owner])
                 if cursor.fetchone() is None:
@@ -1134,7 +1134,7 @@ class TaskRepository(StoreBase):
         """
         if not queues:
             raise ValidationError("claim requires at least one queue", field="queues")
-        clean = [self._validated_finish(finish) for finish in finishes]
+        clean = [self.validated_finish(finish) for finish in finishes]
         finish_ids = [new_id() for _ in clean]
         if not lease_owner.strip() or lease_expires_at is None:
             raise ValidationError("task claim requires an owner and expiry", field="lease_owner")
@@ -1146,7 +1146,7 @@ class TaskRepository(StoreBase):
         at = self._db_time(now)
         event_ids = [new_id() for _ in range(limit)]
         kind_filter = f" AND kind IN ({_in(kinds)})" if kinds else ""
-        lock = "" if self._vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
         pick = (
             f"SELECT id FROM {TASK_TABLE} WHERE state = 'queued' "
             f"AND queue_name IN ({_in(queues)}){kind_filter} "
@@ -1156,9 +1156,9 @@ class TaskRepository(StoreBase):
         owner_json = json.dumps(lease_owner)
 
         def claim_them() -> tuple[list[bool], list[TaskEntity]]:
-            cursor = self._cursor()
+            cursor = self.cursor()
             flags = [
-                self._finish(cursor, finish, finish_id, now)
+                self.finish_row(cursor, finish, finish_id, now)
                 for finish, finish_id in zip(clean, finish_ids, strict=True)
             ]
             cursor.execute(pick, [*queues, *kinds, at])
@@ -1189,7 +1189,7 @@ class TaskRepository(StoreBase):
             "AND (run_after IS NULL OR run_after <= %s) LIMIT 1"
         )
         if look_first:
-            cursor = self._cursor()
+            cursor = self.cursor()
             cursor.execute(ready, [*queues, *kinds, at])
             if cursor.fetchone() is None:
                 return (self.finish_many(clean) if clean else []), []
@@ -1219,7 +1219,7 @@ class TaskRepository(StoreBase):
         at = self._db_time(self.now())
 
         def renew() -> list[str]:
-            cursor = self._cursor()
+            cursor = self.cursor()
             held = []
             for task_id in task_ids:
                 cursor.execute(_RENEW, [expires, at, task_id, lease_owner, at])
@@ -1255,7 +1255,7 @@ class TaskRepository(StoreBase):
         )
 
         def retry_it() -> bool:
-            cursor = self._cursor()
+            cursor = self.cursor()
             cursor.execute(sql, [when, error_code, error_message, at, task_id, lease_owner, at])
             if cursor.rowcount != 1:
                 return False
@@ -1276,7 +1276,7 @@ class TaskRepository(StoreBase):
         """
         before = self._db_time(require_aware(expires_before, "expires_before"))
         kind_filter = f" AND kind IN ({_in(kinds)})" if kinds else ""
-        lock = "" if self._vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
         select = (
             f"SELECT id, lease_owner FROM {TASK_TABLE} WHERE state = 'running' "
             f"AND lease_expires_at <= %s AND attempts < max_attempts{kind_filter} "
@@ -1294,7 +1294,7 @@ class TaskRepository(StoreBase):
             at = self._db_time(self.now())
 
             def batch(event_ids: list[str] = event_ids, at: Any = at) -> tuple[int, list[str]]:
-                cursor = self._cursor()
+                cursor = self.cursor()
                 cursor.execute(select, [before, *kinds])
                 candidates = cursor.fetchall()
                 changed = []
@@ -1329,7 +1329,7 @@ class TaskRepository(StoreBase):
         payload = json.dumps({"worker_id": lease_owner})
 
         def release_it() -> bool:
-            cursor = self._cursor()
+            cursor = self.cursor()
             cursor.execute(sql, [at, task_id, lease_owner, at])
             if cursor.rowcount != 1:
                 return False
