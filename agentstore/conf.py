@@ -61,6 +61,19 @@ DEFAULTS: dict[str, Any] = {
     # and imported files. Python's parser and encoder recurse and fail near
     # 1000 levels; agentstore's own data needs a handful (docs/operations.md).
     "JSON_MAX_DEPTH": 100,
+    # The worker (manage.py agentstore worker; docs/tasks.md "Running tasks").
+    # Handlers by task kind, as dotted paths, beside those registered with
+    # @agentstore.tasks.handlers.handler("kind").
+    "WORKER_HANDLERS": {},
+    # Lease of a claimed task in seconds; the worker renews it every third.
+    "WORKER_LEASE": 30.0,
+    # Idle poll interval (seconds) when no task is ready.
+    "WORKER_POLL_INTERVAL": 0.02,
+    # Retry n of a failed task waits min(BASE * 2 ** (n - 1), MAX) seconds.
+    "WORKER_RETRY_BACKOFF_BASE": 1.0,
+    "WORKER_RETRY_BACKOFF_MAX": 300.0,
+    # SIGTERM/SIGINT: how long the running task may take before it is released.
+    "WORKER_GRACE": 30.0,
 }
 
 

@@ -134,3 +134,14 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"agentstore": {"handlers": ["console"], "level": "WARNING"}},
 }
+
+# Django's task framework (django.tasks on Django 6, the django-tasks backport on
+# Django 5.2) stores @task calls in agentstore's task table; `manage.py agentstore
+# worker` runs them (docs/tasks.md "Running tasks"). An empty QUEUES allows any queue.
+TASKS = {
+    "default": {
+        "BACKEND": "agentstore.tasks.backends.AgentStoreBackend",
+        "QUEUES": [],
+        "OPTIONS": {"MAX_ATTEMPTS": 1},
+    }
+}

@@ -101,6 +101,8 @@ def test_every_model_has_its_table() -> None:
         "agentstore_taskevent",
         "agentstore_agenttask",
         "agentstore_tooltask",
+        "agentstore_functiontask",
+        "agentstore_worker",
         "agentstore_workflowrun",
         "agentstore_workflowagenttask",
     } == expected

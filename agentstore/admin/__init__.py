@@ -7,7 +7,8 @@ for each model on ``django.contrib.admin.site``:
   grants views, and "break lock";
 * ``entries``, ``loop``, ``refs``, ``documents`` — the other session-side tables;
 * ``tasks`` — tasks with their event timeline, agent/tool/workflow details, and
-  the "cancel" and "recover expired leases" operations.
+  the "cancel" and "recover expired leases" operations;
+* ``workers`` — running workers and the depth of each queue.
 
 Nothing can be added or edited by hand; deletes and operations call the stores
 and task repositories. The dashboard block on the admin index comes from the
@@ -19,9 +20,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from agentstore.admin import documents, entries, loop, refs, sessions, tasks
+from agentstore.admin import documents, entries, loop, refs, sessions, tasks, workers
 
-__all__ = ["documents", "entries", "loop", "refs", "sessions", "tasks"]
+__all__ = ["documents", "entries", "loop", "refs", "sessions", "tasks", "workers"]
 
 # The dashboard block extends the stock index; a project that chose its own
 # index template keeps it (and can {% include "admin/agentstore/dashboard.html" %}).

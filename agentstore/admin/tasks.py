@@ -26,7 +26,15 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from agentstore.admin.mixins import ReadOnlyAdmin, choices_filter, clip
-from agentstore.models import AgentTask, Task, TaskEvent, ToolTask, WorkflowAgentTask, WorkflowRun
+from agentstore.models import (
+    AgentTask,
+    FunctionTask,
+    Task,
+    TaskEvent,
+    ToolTask,
+    WorkflowAgentTask,
+    WorkflowRun,
+)
 from agentstore.models.tasks import LEASED_STATES
 from agentstore.selectors.admin_views import expired_leases
 from agentstore.stores.base import utc_now
@@ -171,7 +179,8 @@ class TaskAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("owner session"))
     def owner(self, obj: Task) -> str:
-        return _session_link(obj.owner_session_id)
+        # django.tasks functions have no owner session.
+        return _session_link(obj.owner_session_id) if obj.owner_session_id else "-"
 
     @admin.display(description=_("parent task"))
     def parent(self, obj: Task) -> str:
@@ -309,7 +318,7 @@ class TaskEventAdmin(ReadOnlyAdmin):
 
 
 class _TaskDetailsAdmin(ReadOnlyAdmin):
-    """Shared columns of the admins of a task's detail rows (agent, tool, workflow)."""
+    """Shared columns of the admins of a task's detail rows (agent, tool, function, workflow)."""
 
     list_select_related = ("task",)
     list_filter = ("task__state",)
@@ -352,6 +361,17 @@ class ToolTaskAdmin(_TaskDetailsAdmin):
     @admin.display(description=_("outcome"))
     def outcome(self, obj: ToolTask) -> str:
         return clip(obj.outcome_json or "—", 60)
+
+
+@admin.register(FunctionTask)
+class FunctionTaskAdmin(_TaskDetailsAdmin):
+    list_display = ("task_link", "function", "state", "backend", "arguments")
+    search_fields = ("=task__id", "^function")
+    raw_id_fields = ("task",)
+
+    @admin.display(description=_("arguments"))
+    def arguments(self, obj: FunctionTask) -> str:
+        return clip(obj.arguments_json, 60)
 
 
 @admin.register(WorkflowRun)

@@ -49,7 +49,8 @@ class TaskSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     kind = serializers.CharField()
     state = serializers.CharField()
-    owner_session_id = serializers.CharField()
+    # null for django.tasks functions, which no session owns (only staff see those).
+    owner_session_id = serializers.CharField(allow_null=True)
     parent_task_id = serializers.CharField(allow_null=True)
     concurrency_key = serializers.CharField()
     result = serializers.CharField()

@@ -133,7 +133,7 @@ class Subcommand:
 
 
 #: The area modules, in the order their subcommands are listed in ``--help``.
-AREAS = ("sessions", "locks", "refs", "tasks", "transfer", "maintenance")
+AREAS = ("sessions", "locks", "refs", "tasks", "worker", "transfer", "maintenance")
 
 
 def _load() -> list[Subcommand]:

@@ -77,7 +77,7 @@ def _tasks(name: str, ctx: Context) -> None:
         ctx,
         ["ID", "KIND", "STATE", "OWNER SESSION", "UPDATED (UTC)", "LEASE"],
         [
-            [t.id, t.kind, t.state, t.owner_session_id, stamp(t.updated_at), _lease(t, now)]
+            [t.id, t.kind, t.state, t.owner_session_id or "-", stamp(t.updated_at), _lease(t, now)]
             for t in rows
         ],
     )

@@ -13,13 +13,22 @@ from agentstore.models.holds import Holder
 from agentstore.models.loop import Grant, Step
 from agentstore.models.refs import Ref, RefLog
 from agentstore.models.sessions import Session
-from agentstore.models.tasks import AgentTask, Task, TaskEvent, TaskState, ToolTask
+from agentstore.models.tasks import (
+    AgentTask,
+    FunctionTask,
+    Task,
+    TaskEvent,
+    TaskState,
+    ToolTask,
+    Worker,
+)
 from agentstore.models.workflows import WorkflowAgentTask, WorkflowRun
 
 __all__ = [
     "AgentTask",
     "Document",
     "Entry",
+    "FunctionTask",
     "Grant",
     "Holder",
     "MessagePart",
@@ -33,4 +42,5 @@ __all__ = [
     "ToolTask",
     "WorkflowAgentTask",
     "WorkflowRun",
+    "Worker",
 ]

@@ -86,10 +86,14 @@ class Task(models.Model):
         blank=True,
         related_name="child_tasks",
     )
+    # NULL for work no agent session owns: django.tasks functions enqueued
+    # through AgentStoreBackend (docs/tasks.md "Running tasks").
     owner_session = models.ForeignKey(
         "agentstore.Session",
         verbose_name=_("owner session"),
         on_delete=models.CASCADE,
+        null=True,
+        blank=True,
         related_name="owned_tasks",
     )
     concurrency_key = models.CharField(_("concurrency key"), max_length=255, default="", blank=True)
@@ -105,6 +109,15 @@ class Task(models.Model):
         _("lease owner"), max_length=255, null=True, blank=True
     )
     lease_expires_at = models.DateTimeField(_("lease expires at"), null=True, blank=True)
+    # What a worker (agentstore.tasks.worker) picks by: the queue it serves,
+    # highest priority first, nothing before run_after (NULL: at once).
+    queue_name = models.CharField(_("queue"), max_length=64, default="default")
+    priority = models.SmallIntegerField(_("priority"), default=0)
+    run_after = models.DateTimeField(_("run after"), null=True, blank=True)
+    # Claims so far (each claim counts one) and how many a worker may make
+    # before a failure is final (retries = max_attempts - 1).
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    max_attempts = models.PositiveIntegerField(_("max attempts"), default=1)
 
     objects = TaskQuerySet.as_manager()
 
@@ -129,6 +142,18 @@ class Task(models.Model):
                 fields=["kind", "state", "lease_expires_at", "id"],
                 name="agentstore_task_leases",
             ),
+            # The worker's pick: queued rows only, in claim order.
+            models.Index(
+                fields=["queue_name", "-priority", "created_at", "id"],
+                name="agentstore_task_ready",
+                condition=Q(state="queued"),
+            ),
+            # The sweeper's scan of expired leases across kinds.
+            models.Index(
+                fields=["lease_expires_at"],
+                name="agentstore_task_lease_expiry",
+                condition=Q(state__in=["running", "canceling"]),
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -139,6 +164,13 @@ class Task(models.Model):
             models.CheckConstraint(
                 condition=Q(lease_owner__isnull=True) | ~Q(lease_owner=""),
                 name="agentstore_task_lease_owner_not_empty",
+            ),
+            models.CheckConstraint(
+                condition=Q(priority__gte=-100, priority__lte=100),
+                name="agentstore_task_priority_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_attempts__gte=1), name="agentstore_task_max_attempts_positive"
             ),
         ]
 
@@ -217,6 +249,68 @@ class AgentTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_name} ({self.task_id})"
+
+
+class FunctionTask(models.Model):
+    """A ``django.tasks`` function call: a task of kind ``function``.
+
+    Written by :class:`agentstore.tasks.backends.AgentStoreBackend`;
+    ``function`` is the task's module path (``app.tasks.send_mail``), imported
+    again by the worker. The return value is the task's ``result`` (JSON).
+    """
+
+    task = models.OneToOneField(
+        Task,
+        verbose_name=_("task"),
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="function",
+    )
+    function = models.CharField(_("function"), max_length=255)
+    backend = models.CharField(_("backend alias"), max_length=64, default="default")
+    # {"args": [...], "kwargs": {...}}
+    arguments_json = models.TextField(_("arguments (JSON)"), default="{}")
+
+    class Meta:
+        verbose_name = _("function task")
+        verbose_name_plural = _("function tasks")
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(function=""), name="agentstore_functiontask_function_not_empty"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.function} ({self.task_id})"
+
+
+class Worker(models.Model):
+    """A running ``manage.py agentstore worker`` loop, for people watching the queue.
+
+    The row is a notice board, not a lock: exclusivity is each task's lease,
+    whose owner is this ``id``. Workers upsert their row on start, bump
+    ``heartbeat_at`` with every lease renewal tick, and delete it on a clean
+    stop; a sweep deletes rows past ``expires_at`` (a killed worker's).
+    """
+
+    id = models.CharField(_("id"), max_length=128, primary_key=True)
+    host = models.CharField(_("host"), max_length=255)
+    pid = models.PositiveIntegerField(_("pid"))
+    queues = models.CharField(_("queues"), max_length=1024, default="", blank=True)
+    started_at = models.DateTimeField(_("started at"))
+    heartbeat_at = models.DateTimeField(_("heartbeat at"))
+    # heartbeat + 3 of this worker's leases: past it, any worker's sweep removes the row
+    # (workers may run with different leases, so each says when it counts as gone).
+    expires_at = models.DateTimeField(_("expires at"))
+    tasks_done = models.PositiveIntegerField(_("tasks done"), default=0)
+
+    class Meta:
+        verbose_name = _("worker")
+        verbose_name_plural = _("workers")
+        ordering = ["host", "pid", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.id} on {self.host} (pid {self.pid})"
 
 
 #: Bound of a tool task's arguments JSON (bytes), as in the spec.
@@ -305,8 +399,10 @@ __all__ = [
     "LEASED_STATES",
     "TERMINAL_STATES",
     "AgentTask",
+    "FunctionTask",
     "Task",
     "TaskEvent",
     "TaskState",
     "ToolTask",
+    "Worker",
 ]

@@ -47,13 +47,15 @@ are made before the transaction because a busy SQLite write may be re-run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils.dateparse import parse_datetime
 
 from agentstore.conf import agentstore_settings
 from agentstore.exceptions import NoSession, ValidationError
@@ -113,6 +115,14 @@ TASK_FIELDS = (
     "updated_at",
     "lease_owner",
     "lease_expires_at",
+    "queue_name",
+    "priority",
+    "run_after",
+    "attempts",
+    "max_attempts",
+)
+_DATETIME_FIELDS = tuple(
+    name for name in TASK_FIELDS if name.endswith("_at") or name == "run_after"
 )
 EVENT_FIELDS = ("task_id", "sequence", "event_id", "kind", "payload_json", "created_at")
 
@@ -127,7 +137,7 @@ _INSERT_EVENT = f"INSERT INTO {EVENT_TABLE} ({_EVENT_COLUMNS}) VALUES ({sql.mark
 _CLAIM = (
     f"UPDATE {TASK_TABLE} SET state = 'running', started_at = COALESCE(started_at, %s), "
     "finished_at = NULL, result = '', error_code = '', error_message = '', "
-    "lease_owner = %s, lease_expires_at = %s, updated_at = %s "
+    "lease_owner = %s, lease_expires_at = %s, updated_at = %s, attempts = attempts + 1 "
     "WHERE id = %s AND state = %s"
 )
 _RENEW = (
@@ -201,7 +211,7 @@ def task_from_values(row: dict[str, Any]) -> TaskEntity:
         kind=row["kind"],
         state=row["state"],
         parent_task_id=row["parent_task_id"] or "",
-        owner_session_id=row["owner_session_id"],
+        owner_session_id=row["owner_session_id"] or "",
         concurrency_key=row["concurrency_key"],
         result=row["result"],
         error_code=row["error_code"],
@@ -212,6 +222,11 @@ def task_from_values(row: dict[str, Any]) -> TaskEntity:
         updated_at=row["updated_at"],
         lease_owner=row["lease_owner"] or "",
         lease_expires_at=row["lease_expires_at"],
+        queue_name=row["queue_name"],
+        priority=row["priority"],
+        run_after=row["run_after"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
     )
 
 
@@ -812,6 +827,26 @@ class TaskRepository(StoreBase):
         event_id, now = new_id(), self.now()
         return self.write(lambda: self.finish_row(self.cursor(), clean, event_id, now))
 
+    def finish_many(self, finishes: Sequence[TaskFinish]) -> list[bool]:
+        """:meth:`finish` for several tasks in one write transaction; one flag per finish.
+
+        Each is fenced on its own lease exactly as :meth:`finish`; a worker
+        settling a batch of short tasks pays one commit instead of one each.
+        """
+        clean = [self.validated_finish(finish) for finish in finishes]
+        if not clean:
+            return []
+        event_ids, now = [new_id() for _ in clean], self.now()
+
+        def finish_them() -> list[bool]:
+            cursor = self.cursor()
+            return [
+                self.finish_row(cursor, finish, event_id, now)
+                for finish, event_id in zip(clean, event_ids, strict=True)
+            ]
+
+        return self.write(finish_them)
+
     def recover_expired(self, recovery: TaskRecovery | None) -> list[str]:
         """Settle running/canceling tasks of one kind whose lease is absent or expired.
 
@@ -957,3 +992,348 @@ class TaskRepository(StoreBase):
             .values(*EVENT_FIELDS)[: clamp_limit(limit, cap=None)]
         )
         return [event_from_values(row) for row in rows]
+
+    # -- worker support (agentstore.tasks.worker; docs/tasks.md "Running tasks") ----
+    #
+    # Not in librecode: what a worker loop needs beyond claim_next_queued —
+    # queues, priorities, run_after, retries and lease-expiry requeueing. Each
+    # method is still one short write transaction fenced by a guarded UPDATE.
+
+    def enqueue(
+        self,
+        task: TaskEntity,
+        also: Callable[[SqlCursor, str], None] | None = None,
+    ) -> TaskEntity:
+        """Insert a queued task and its ``task_queued`` event; ``also`` adds detail rows.
+
+        Unlike :meth:`create` the owner session is optional (a ``django.tasks``
+        function has none) and the scheduling fields are taken from ``task``:
+        ``queue_name`` (``""`` is ``default``), ``priority`` (-100..100),
+        ``run_after`` (aware or ``None``) and ``max_attempts`` (0 is 1).
+        ``also(cursor, task_id)`` runs in the same write transaction, so the
+        task and its details appear together or not at all.
+        """
+        kind = require_text(task.kind, "task.kind").strip()
+        require_max_length(kind, 64, "task.kind")
+        owner = task.owner_session_id.strip()
+        if owner:
+            require_uuid7(owner, "task.owner_session_id")
+        parent = task.parent_task_id.strip()
+        if parent:
+            require_uuid7(parent, "task.parent_task_id")
+        require_max_length(task.concurrency_key, 255, "task.concurrency_key")
+        queue = task.queue_name or "default"
+        require_max_length(queue, 64, "task.queue_name")
+        if not -100 <= task.priority <= 100:
+            raise ValidationError(
+                "task.priority must be between -100 and 100", field="task.priority"
+            )
+        if task.max_attempts < 0:
+            raise ValidationError("task.max_attempts must be 1 or more", field="task.max_attempts")
+        max_attempts = task.max_attempts or 1
+        run_after = None
+        if task.run_after is not None:
+            run_after = require_aware(task.run_after, "task.run_after")
+        task_id, event_id, now = new_id(), new_id(), self.now()
+        insert = (
+            f"INSERT INTO {TASK_TABLE} (id, kind, state, parent_task_id, owner_session_id, "
+            "concurrency_key, result, error_code, error_message, created_at, updated_at, "
+            "queue_name, priority, run_after, attempts, max_attempts) "
+            "VALUES (%s, %s, 'queued', %s, %s, %s, '', '', '', %s, %s, %s, %s, %s, 0, %s)"
+        )
+
+        def insert_it() -> None:
+            cursor = self.cursor()
+            if owner:
+                cursor.execute("SELECT 1 FROM agentstore_session WHERE id = %s", [owner])
+                if cursor.fetchone() is None:
+                    raise NoSession(f"enqueue task: owner session {owner} does not exist")
+            if parent:
+                cursor.execute(f"SELECT 1 FROM {TASK_TABLE} WHERE id = %s", [parent])
+                if cursor.fetchone() is None:
+                    raise ValidationError(
+                        f"enqueue task: task.parent_task_id {parent} names no task",
+                        field="task.parent_task_id",
+                    )
+            at = self._db_time(now)
+            cursor.execute(
+                insert,
+                [
+                    task_id,
+                    kind,
+                    parent or None,
+                    owner or None,
+                    task.concurrency_key,
+                    at,
+                    at,
+                    queue,
+                    task.priority,
+                    self._db_time(run_after),
+                    max_attempts,
+                ],
+            )
+            cursor.execute(_INSERT_EVENT, [task_id, 1, event_id, "task_queued", "{}", at])
+            if also is not None:
+                also(cursor, task_id)
+
+        self.write(insert_it)
+        return TaskEntity(
+            id=task_id,
+            kind=kind,
+            state=QUEUED,
+            parent_task_id=parent,
+            owner_session_id=owner,
+            concurrency_key=task.concurrency_key,
+            created_at=now,
+            updated_at=now,
+            queue_name=queue,
+            priority=task.priority,
+            run_after=run_after,
+            max_attempts=max_attempts,
+        )
+
+    def claim_ready(
+        self,
+        queues: Sequence[str],
+        kinds: Sequence[str],
+        lease_owner: str,
+        lease_expires_at: datetime,
+        limit: int = 1,
+        event_kind: str = "task_started",
+    ) -> list[TaskEntity]:
+        """Claim up to ``limit`` ready tasks for ``lease_owner``; return them as claimed.
+
+        Ready: queued, in one of ``queues``, of one of ``kinds`` (empty: any
+        kind), and ``run_after`` absent or past. Highest priority first, then
+        oldest. Each claim counts an attempt and appends ``event_kind`` with
+        ``{"worker_id": …, "attempt": n}``. On PostgreSQL the pick skips rows
+        other claimers hold, so workers do not queue behind one another.
+        """
+        return self.finish_and_claim(
+            (), queues, kinds, lease_owner, lease_expires_at, limit, event_kind
+        )[1]
+
+    def finish_and_claim(
+        self,
+        finishes: Sequence[TaskFinish],
+        queues: Sequence[str],
+        kinds: Sequence[str],
+        lease_owner: str,
+        lease_expires_at: datetime,
+        limit: int = 1,
+        event_kind: str = "task_started",
+        look_first: bool = True,
+    ) -> tuple[list[bool], list[TaskEntity]]:
+        """:meth:`finish_many` then :meth:`claim_ready`, in one write transaction.
+
+        A worker settles the task it just ran and claims its next one for the
+        price of one commit (the busiest path of a queue of short tasks). One
+        flag per finish, each fenced on its own lease, and the claimed tasks.
+        ``look_first`` checks for a ready task without the write lock first (an
+        idle poll then costs one read); a busy worker passes ``False``.
+        """
+        if not queues:
+            raise ValidationError("claim requires at least one queue", field="queues")
+        clean = [self.validated_finish(finish) for finish in finishes]
+        finish_ids = [new_id() for _ in clean]
+        if not lease_owner.strip() or lease_expires_at is None:
+            raise ValidationError("task claim requires an owner and expiry", field="lease_owner")
+        require_max_length(lease_owner, 255, "lease_owner")
+        require_text(event_kind, "event.kind")
+        expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
+        limit = max(1, min(limit, RECOVERY_BATCH))
+        now = self.now()
+        at = self._db_time(now)
+        event_ids = [new_id() for _ in range(limit)]
+        kind_filter = f" AND kind IN ({_in(kinds)})" if kinds else ""
+        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        pick = (
+            f"SELECT id FROM {TASK_TABLE} WHERE state = 'queued' "
+            f"AND queue_name IN ({_in(queues)}){kind_filter} "
+            "AND (run_after IS NULL OR run_after <= %s) "
+            f"ORDER BY priority DESC, created_at, id LIMIT {limit}{lock}"
+        )
+        owner_json = json.dumps(lease_owner)
+
+        def claim_them() -> tuple[list[bool], list[TaskEntity]]:
+            cursor = self.cursor()
+            flags = [
+                self.finish_row(cursor, finish, finish_id, now)
+                for finish, finish_id in zip(clean, finish_ids, strict=True)
+            ]
+            cursor.execute(pick, [*queues, *kinds, at])
+            picked = [str(row[0]) for row in cursor.fetchall()]
+            claimed: list[str] = []
+            for task_id in picked:
+                cursor.execute(_CLAIM, [at, lease_owner, expires, at, task_id, QUEUED])
+                if cursor.rowcount == 1:
+                    claimed.append(task_id)
+            if not claimed:
+                return flags, []
+            # The claimed rows as they are now, read in the same transaction.
+            cursor.execute(
+                f"SELECT {', '.join(TASK_FIELDS)} FROM {TASK_TABLE} WHERE id IN ({_in(claimed)})",
+                claimed,
+            )
+            rows = {str(row[0]): self._row_values(row) for row in cursor.fetchall()}
+            for task_id, event_id in zip(claimed, event_ids, strict=False):
+                payload = f'{{"worker_id": {owner_json}, "attempt": {rows[task_id]["attempts"]}}}'
+                self._append_next_event(cursor, task_id, event_id, event_kind, payload, at)
+            return flags, [task_from_values(rows[task_id]) for task_id in claimed]
+
+        # An idle worker polls often: look without the write lock first (hand-written,
+        # like the claim: the ORM would cost more than the query).
+        ready = (
+            f"SELECT 1 FROM {TASK_TABLE} WHERE state = 'queued' "
+            f"AND queue_name IN ({_in(queues)}){kind_filter} "
+            "AND (run_after IS NULL OR run_after <= %s) LIMIT 1"
+        )
+        if look_first:
+            cursor = self.cursor()
+            cursor.execute(ready, [*queues, *kinds, at])
+            if cursor.fetchone() is None:
+                return (self.finish_many(clean) if clean else []), []
+        return self.write(claim_them)
+
+    def _row_values(self, row: Sequence[Any]) -> dict[str, Any]:
+        """A raw ``SELECT`` of :data:`TASK_FIELDS` as ``values()`` would return it."""
+        values = dict(zip(TASK_FIELDS, row, strict=True))
+        for name in _DATETIME_FIELDS:
+            value = values[name]
+            if isinstance(value, str):  # SQLite's own cursor may hand back the stored text
+                value = parse_datetime(value)
+            if isinstance(value, datetime) and value.tzinfo is None:
+                value = value.replace(tzinfo=UTC)  # stored as naive UTC on SQLite
+            values[name] = value
+        return values
+
+    def renew_leases(
+        self, task_ids: Sequence[str], lease_owner: str, lease_expires_at: datetime
+    ) -> list[str]:
+        """:meth:`renew_lease` for several tasks in one write; return the ids still held."""
+        if not task_ids:
+            return []
+        if not lease_owner.strip() or lease_expires_at is None:
+            raise ValidationError("lease renewal requires an owner and expiry", field="lease_owner")
+        expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
+        at = self._db_time(self.now())
+
+        def renew() -> list[str]:
+            cursor = self.cursor()
+            held = []
+            for task_id in task_ids:
+                cursor.execute(_RENEW, [expires, at, task_id, lease_owner, at])
+                if cursor.rowcount == 1:
+                    held.append(task_id)
+            return held
+
+        return self.write(renew)
+
+    def retry(
+        self,
+        task_id: str,
+        lease_owner: str,
+        run_after: datetime,
+        *,
+        error_code: str = "",
+        error_message: str = "",
+        event_kind: str = "task_retry_scheduled",
+        payload_json: str = "{}",
+    ) -> bool:
+        """Put a running task back in its queue until ``run_after``; fenced on the live lease.
+
+        The lease is released and the error kept on the task (a later claim
+        clears it); ``False`` when ``lease_owner`` no longer holds the task.
+        """
+        require_event(event_kind, payload_json)
+        when = self._db_time(require_aware(run_after, "run_after"))
+        event_id, at = new_id(), self._db_time(self.now())
+        sql = (
+            f"UPDATE {TASK_TABLE} SET state = 'queued', run_after = %s, lease_owner = NULL, "
+            "lease_expires_at = NULL, error_code = %s, error_message = %s, updated_at = %s "
+            "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s"
+        )
+
+        def retry_it() -> bool:
+            cursor = self.cursor()
+            cursor.execute(sql, [when, error_code, error_message, at, task_id, lease_owner, at])
+            if cursor.rowcount != 1:
+                return False
+            self._append_next_event(cursor, task_id, event_id, event_kind, payload_json, at)
+            return True
+
+        return self.write(retry_it)
+
+    def requeue_expired(self, expires_before: datetime, kinds: Sequence[str] = ()) -> list[str]:
+        """Queue again running tasks whose lease expired and that have attempts left.
+
+        At-least-once delivery for work whose worker died: each such task goes
+        back to ``queued`` (event ``task_lease_expired`` naming the lost
+        worker), and the dead worker's late writes stay fenced out because it
+        no longer holds the lease. Tasks out of attempts are left for
+        :meth:`recover_expired`. ``kinds`` empty means every kind. Returns the
+        requeued ids.
+        """
+        before = self._db_time(require_aware(expires_before, "expires_before"))
+        kind_filter = f" AND kind IN ({_in(kinds)})" if kinds else ""
+        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+        select = (
+            f"SELECT id, lease_owner FROM {TASK_TABLE} WHERE state = 'running' "
+            f"AND lease_expires_at <= %s AND attempts < max_attempts{kind_filter} "
+            f"ORDER BY lease_expires_at, id LIMIT {RECOVERY_BATCH}{lock}"
+        )
+        update = (
+            f"UPDATE {TASK_TABLE} SET state = 'queued', lease_owner = NULL, "
+            "lease_expires_at = NULL, error_code = 'lease_expired', "
+            "error_message = 'task worker lease expired', updated_at = %s "
+            "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at <= %s"
+        )
+        requeued: list[str] = []
+        while True:
+            event_ids = [new_id() for _ in range(RECOVERY_BATCH)]
+            at = self._db_time(self.now())
+
+            def batch(event_ids: list[str] = event_ids, at: Any = at) -> tuple[int, list[str]]:
+                cursor = self.cursor()
+                cursor.execute(select, [before, *kinds])
+                candidates = cursor.fetchall()
+                changed = []
+                for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
+                    cursor.execute(update, [at, task_id, owner, before])
+                    if cursor.rowcount != 1:
+                        continue
+                    payload = json.dumps({"worker_id": owner, "error_code": "lease_expired"})
+                    self._append_next_event(
+                        cursor, task_id, event_id, "task_lease_expired", payload, at
+                    )
+                    changed.append(str(task_id))
+                return len(candidates), changed
+
+            selected, changed = self.write(batch)
+            requeued += changed
+            if selected < RECOVERY_BATCH or not changed:
+                return requeued
+
+    def release(self, task_id: str, lease_owner: str) -> bool:
+        """Give a claimed task back to its queue unrun (a stopping worker); fenced on the lease.
+
+        The claim's attempt is not counted; event ``task_released``.
+        """
+        event_id, at = new_id(), self._db_time(self.now())
+        sql = (
+            f"UPDATE {TASK_TABLE} SET state = 'queued', lease_owner = NULL, "
+            "lease_expires_at = NULL, attempts = attempts - 1, updated_at = %s "
+            "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s "
+            "AND attempts > 0"
+        )
+        payload = json.dumps({"worker_id": lease_owner})
+
+        def release_it() -> bool:
+            cursor = self.cursor()
+            cursor.execute(sql, [at, task_id, lease_owner, at])
+            if cursor.rowcount != 1:
+                return False
+            self._append_next_event(cursor, task_id, event_id, "task_released", payload, at)
+            return True
+
+        return self.write(release_it)

@@ -59,6 +59,13 @@ class TaskEntity:
     #: ``""`` when the task holds no lease.
     lease_owner: str = ""
     lease_expires_at: datetime | None = None
+    #: Worker scheduling (not in librecode; docs/tasks.md "Running tasks"):
+    #: ``""`` is the ``default`` queue, ``max_attempts`` 0 is 1.
+    queue_name: str = ""
+    priority: int = 0
+    run_after: datetime | None = None
+    attempts: int = 0
+    max_attempts: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

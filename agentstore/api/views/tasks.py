@@ -300,7 +300,7 @@ class TaskViewSet(mixins.ListModelMixin, _TaskBound):
         tasks = TaskRepository()
         if task.kind == "tool":
             # Tool tasks settle with their canonical canceled outcome.
-            ToolTaskRepository(tasks=tasks).cancel(task.owner_session_id, task.id)
+            ToolTaskRepository(tasks=tasks).cancel(task.owner_session_id or "", task.id)
             changed = tasks.get(task.id)
             if changed is not None and changed.state in ("canceled", "canceling"):
                 return Response(t.TaskSerializer(changed).data)

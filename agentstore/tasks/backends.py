@@ -1,0 +1,254 @@
+"""``AgentStoreBackend``: Django's task framework, stored in agentstore's task table.
+
+Point ``TASKS`` at it and ``@task`` functions are durable agentstore tasks
+(kind ``function``) that ``manage.py agentstore worker`` runs::
+
+    TASKS = {
+        "default": {
+            "BACKEND": "agentstore.tasks.backends.AgentStoreBackend",
+            "QUEUES": ["default", "mail"],
+            "OPTIONS": {"DATABASE": "default", "MAX_ATTEMPTS": 3},
+        }
+    }
+
+    @task(priority=10, queue_name="mail", max_attempts=5)   # max_attempts: ours
+    def send(to: str) -> str: ...
+
+    result = send.enqueue("a@example.com")
+    result.refresh(); result.status, result.return_value, result.errors, result.attempts
+
+Django 6 ships ``django.tasks``; Django 5.2 needs the ``django-tasks`` backport
+(``agentstore[tasks]``); :mod:`agentstore.tasks.framework` picks whichever is
+installed. Every feature flag the framework names is supported: ``priority``,
+``run_after`` (defer), async task functions and ``get_result`` from any
+process. ``attempts`` and ``worker_ids`` come from the task's ``task_started``
+events, ``errors`` from its failure events, the return value from ``result``.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.utils.module_loading import import_string
+
+from agentstore.models import FunctionTask
+from agentstore.tasks.framework import framework
+from agentstore.tasks.handlers import FUNCTION_KIND, NotRetryable
+from agentstore.tasks.repository import SqlCursor, TaskRepository
+from agentstore.types.tasks import TaskEntity
+
+if TYPE_CHECKING:
+    from agentstore.tasks.handlers import Job
+
+__all__ = ["AgentStoreBackend", "AgentStoreTask", "exception_payload", "run_function"]
+
+if framework is None:  # pragma: no cover - exercised only without either framework
+    raise ImproperlyConfigured(
+        "AgentStoreBackend needs Django's task framework: Django 6, or on Django 5.2 "
+        "the django-tasks backport (pip install 'agentstore[tasks]')."
+    )
+
+_F = framework
+# Base classes as plain Any-typed names (mypy cannot follow a runtime-chosen module).
+_BaseTask: Any = _F.Task
+_BaseBackend: Any = _F.BaseTaskBackend
+_INSERT_FUNCTION = (
+    f"INSERT INTO {FunctionTask._meta.db_table} (task_id, function, backend, arguments_json) "
+    "VALUES (%s, %s, %s, %s)"
+)
+_SELECT_FUNCTION = (
+    f"SELECT function, backend, arguments_json FROM {FunctionTask._meta.db_table} "
+    "WHERE task_id = %s"
+)
+#: Event kinds whose payload carries a TaskError (exception_class_path, traceback).
+ERROR_EVENTS = frozenset({"task_retry_scheduled", "task_failed"})
+
+_STATUS = {
+    "queued": "READY",
+    "running": "RUNNING",
+    "canceling": "RUNNING",
+    "succeeded": "SUCCESSFUL",
+    "failed": "FAILED",
+    "canceled": "FAILED",
+    "interrupted": "FAILED",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentStoreTask(_BaseTask):  # type: ignore[misc]
+    """The framework's ``Task`` plus ``max_attempts`` (0: the backend's ``MAX_ATTEMPTS``)."""
+
+    max_attempts: int = 0
+
+
+class AgentStoreBackend(_BaseBackend):  # type: ignore[misc]
+    """Store ``@task`` calls as agentstore tasks; read their results back from any process."""
+
+    task_class = AgentStoreTask
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        options = self.options or {}
+        self.database: str = options.get("DATABASE", DEFAULT_DB_ALIAS)
+        self.max_attempts: int = int(options.get("MAX_ATTEMPTS", 1))
+        if self.max_attempts < 1:
+            raise ImproperlyConfigured(f"TASKS[{alias!r}]['OPTIONS']['MAX_ATTEMPTS'] must be ≥ 1")
+
+    def validate_task(self, task: Any) -> None:
+        super().validate_task(task)
+        if getattr(task, "max_attempts", 0) < 0:
+            raise _F.InvalidTask("max_attempts must be 0 (the backend's default) or more.")
+
+    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        self.validate_task(task)
+        args = _F.normalize_json(list(args))
+        kwargs = _F.normalize_json(dict(kwargs))
+        arguments = json.dumps({"args": args, "kwargs": kwargs})
+        path, alias = task.module_path, self.alias
+
+        def details(cursor: SqlCursor, task_id: str) -> None:
+            cursor.execute(_INSERT_FUNCTION, [task_id, path, alias, arguments])
+
+        entity = TaskRepository(using=self.database).enqueue(
+            TaskEntity(
+                kind=FUNCTION_KIND,
+                queue_name=task.queue_name,
+                priority=task.priority,
+                run_after=task.run_after,
+                max_attempts=getattr(task, "max_attempts", 0) or self.max_attempts,
+            ),
+            also=details,
+        )
+        result = _F.TaskResult(
+            task=task,
+            id=entity.id,
+            status=_F.TaskResultStatus.READY,
+            enqueued_at=entity.created_at,
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=args,
+            kwargs=kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        _F.task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> Any:
+        return function_result(str(result_id), self.database, self.alias)
+
+
+def _task_object(path: str, entity: TaskEntity) -> Any:
+    """The ``@task`` object at ``path`` with this call's priority, queue and run_after."""
+    try:
+        found = import_string(path)
+    except ImportError as error:
+        raise NotRetryable(f"cannot import task function {path!r}: {error}") from error
+    if not isinstance(found, _F.Task):
+        raise NotRetryable(f"{path!r} is not a task (decorate it with @task)")
+    if (found.priority, found.queue_name, found.run_after) == (
+        entity.priority,
+        entity.queue_name,
+        entity.run_after,
+    ):
+        return found  # the common case; using() would validate the task again
+    return found.using(
+        priority=entity.priority, queue_name=entity.queue_name, run_after=entity.run_after
+    )
+
+
+def function_result(result_id: str, using: str, alias: str) -> Any:
+    """Build the framework's ``TaskResult`` of a stored function task."""
+    tasks = TaskRepository(using=using)
+    entity = tasks.get(result_id)
+    row = (
+        FunctionTask.objects.using(using).filter(pk=result_id).values().first()
+        if entity is not None and entity.kind == FUNCTION_KIND
+        else None
+    )
+    if entity is None or row is None:
+        raise _F.TaskResultDoesNotExist(result_id)
+    arguments = json.loads(row["arguments_json"] or "{}")
+    worker_ids: list[str] = []
+    errors: list[Any] = []
+    last_attempted_at = None
+    # Bounded: at most one start and one failure event per attempt, plus a few.
+    for event in tasks.list_events(result_id, 0, 4 * entity.max_attempts + 16):
+        if event.event.kind == "task_started":
+            payload = json.loads(event.event.payload_json or "{}")
+            worker_ids.append(str(payload.get("worker_id", "")))
+            last_attempted_at = event.event.created_at
+        elif event.event.kind in ERROR_EVENTS:
+            payload = json.loads(event.event.payload_json or "{}")
+            if "exception_class_path" in payload:
+                errors.append(
+                    _F.TaskError(
+                        exception_class_path=payload["exception_class_path"],
+                        traceback=payload.get("traceback", ""),
+                    )
+                )
+    try:
+        task = _task_object(row["function"], entity)
+    except NotRetryable as error:
+        raise _F.TaskResultDoesNotExist(f"{result_id}: {error}") from error
+    result = _F.TaskResult(
+        task=task,
+        id=entity.id,
+        status=_F.TaskResultStatus[_STATUS[entity.state]],
+        enqueued_at=entity.created_at,
+        started_at=entity.started_at,
+        finished_at=entity.finished_at,
+        last_attempted_at=last_attempted_at,
+        args=arguments.get("args", []),
+        kwargs=arguments.get("kwargs", {}),
+        backend=row["backend"] or alias,
+        errors=errors,
+        worker_ids=worker_ids,
+    )
+    if entity.state == "succeeded" and entity.result:
+        object.__setattr__(result, "_return_value", json.loads(entity.result))
+    return result
+
+
+def exception_payload(error: BaseException, worker_id: str) -> dict[str, Any]:
+    """The framework's TaskError fields for a failure event's payload."""
+    kind = type(error)
+    return {
+        "worker_id": worker_id,
+        "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
+        "traceback": "".join(traceback.format_exception(error)),
+    }
+
+
+def run_function(job: Job) -> str:
+    """The built-in handler of kind ``function``: call the ``@task`` function; JSON result."""
+    # Hand-written: this read is on every task's path, and the ORM costs more than it.
+    with connections[job.tasks.using].cursor() as cursor:
+        cursor.execute(_SELECT_FUNCTION, [job.task.id])
+        found = cursor.fetchone()
+    if found is None:
+        raise NotRetryable(f"function task {job.task.id} has no call details")
+    row = dict(zip(("function", "backend", "arguments_json"), found, strict=True))
+    task = _task_object(row["function"], job.task)
+    arguments = json.loads(row["arguments_json"] or "{}")
+    args, kwargs = arguments.get("args", []), arguments.get("kwargs", {})
+    if task.takes_context:
+        context_result = function_result(job.task.id, job.tasks.using, row["backend"])
+        value = task.call(_F.TaskContext(task_result=context_result), *args, **kwargs)
+    else:
+        value = task.call(*args, **kwargs)
+    try:
+        return json.dumps(_F.normalize_json(value))
+    except (TypeError, ValueError) as error:
+        raise NotRetryable(f"task return value is not JSON: {error}") from error

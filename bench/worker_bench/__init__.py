@@ -1,0 +1,1 @@
+"""Settings and ``@task`` functions of ``bench/worker_throughput.py`` (not part of the app)."""
