@@ -177,6 +177,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             # Special channels (error, interrupt, resume…) keep the latest value;
             # a regular write is stored once (a retried task changes nothing).
             replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
+            owner_id=self.owner_id,
         )
 
     def delete_thread(self, thread_id: str) -> None:

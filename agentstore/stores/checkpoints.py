@@ -186,6 +186,7 @@ class CheckpointStore:
         writes: Sequence[PendingWriteRow],
         *,
         replace: bool = False,
+        owner_id: int | None = None,
     ) -> None:
         """Store a task's pending writes after a checkpoint.
 
@@ -213,7 +214,12 @@ class CheckpointStore:
             for w in writes
         ]
 
+        now = self.clock()
+
         def write() -> None:
+            # A run saves a step's writes in the background: they may commit
+            # before the checkpoint that creates the thread's session does.
+            touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
             with connection.cursor() as cursor:
                 cursor.executemany(sql.upsert_write if replace else sql.insert_write, rows)
 
