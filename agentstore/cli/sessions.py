@@ -91,7 +91,7 @@ def entry_summary(entry: Any) -> str:
 def _ls_arguments(parser: Any) -> None:
     parser.add_argument("--cwd", help="only sessions in this working directory")
     parser.add_argument("--owner", help="only sessions of this user (username)")
-    parser.add_argument("--kind", choices=["tree", "loop", "log"], help="only this kind")
+    parser.add_argument("--kind", choices=["tree", "loop", "log", "graph"], help="only this kind")
     parser.add_argument(
         "--current", action="store_true", help="hide sessions continued in a successor"
     )

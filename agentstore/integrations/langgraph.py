@@ -192,7 +192,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self.store.prune([str(t) for t in thread_ids], strategy=strategy)
 
-    def get_next_version(self, current: str | None, channel: None) -> str:
+    def get_next_version(self, current: str | int | None, channel: None) -> str:
         """A version that sorts after ``current`` and is unique to this write.
 
         The random suffix matters: blobs are keyed by (channel, version), and a

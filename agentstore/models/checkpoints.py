@@ -42,7 +42,8 @@ class Checkpoint(models.Model):
     )
     checkpoint_ns = models.TextField(_("checkpoint namespace"), default="", blank=True)
     checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
-    parent_checkpoint_id = models.CharField(
+    # NULL for a root, as LangGraph has it ("" would be a checkpoint id).
+    parent_checkpoint_id = models.CharField(  # noqa: DJ001
         _("parent checkpoint id"), max_length=64, null=True, blank=True
     )
     type = models.CharField(_("serializer type"), max_length=64)

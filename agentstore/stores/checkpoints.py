@@ -33,7 +33,9 @@ import builtins
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -86,11 +88,7 @@ def touch_thread(
         return
     # ON CONFLICT DO NOTHING: two processes starting one thread both get past here.
     sessions.bulk_create(
-        [
-            Session(
-                id=thread_id, kind=GRAPH, owner_id=owner_id, created_at=now, updated_at=now
-            )
-        ],
+        [Session(id=thread_id, kind=GRAPH, owner_id=owner_id, created_at=now, updated_at=now)],
         ignore_conflicts=True,
     )
     kind = sessions.filter(pk=thread_id).values_list("kind", flat=True).first()
@@ -275,9 +273,12 @@ class CheckpointStore:
                 .filter(pk=source_thread_id, kind=GRAPH)
                 .values_list("owner_id", flat=True)
             )
-            if not source.exists() or not Checkpoint.objects.using(self.using).filter(
-                session_id=source_thread_id
-            ).exists():
+            if (
+                not source.exists()
+                or not Checkpoint.objects.using(self.using)
+                .filter(session_id=source_thread_id)
+                .exists()
+            ):
                 return False
             touch_thread(target_thread_id, now, owner_id=source.first(), using=self.using)
             with connection.cursor() as cursor:
@@ -307,7 +308,7 @@ class CheckpointStore:
             if strategy == "delete":
                 self.delete_thread(thread_id)
             else:
-                atomic_write(lambda t=thread_id: self._keep_latest(t), using=self.using)
+                atomic_write(partial(self._keep_latest, thread_id), using=self.using)
 
     def _keep_latest(self, thread_id: str) -> None:
         checkpoints = Checkpoint.objects.using(self.using).filter(session_id=thread_id)
@@ -318,12 +319,11 @@ class CheckpointStore:
             raise NotImplementedError(
                 f"keep_latest can't prune thread {thread_id!r}: it uses a DeltaChannel"
             )
-        heads = {
-            ns: latest
-            for ns, latest in checkpoints.values_list("checkpoint_ns")
+        heads = dict(
+            checkpoints.values_list("checkpoint_ns")
             .annotate(latest=Max("checkpoint_id"))
             .order_by()
-        }
+        )
         root_head = heads.get("")
         kept = {
             (row.checkpoint_ns, row.checkpoint_id): row
@@ -332,7 +332,6 @@ class CheckpointStore:
             ).only("checkpoint_ns", "checkpoint_id", "metadata", "channel_versions")
         }
         for ns, head in heads.items():
-            places = {"session_id": thread_id, "checkpoint_ns": ns}
             row = kept[(ns, head)]
             parents = row.metadata.get("parents") if isinstance(row.metadata, dict) else None
             root = parents.get("") if isinstance(parents, dict) else None
@@ -342,23 +341,25 @@ class CheckpointStore:
                 and root != root_head
                 and checkpoints.filter(checkpoint_ns="", checkpoint_id=root).exists()
             )
-            for model in (CheckpointWrite, CheckpointBlob, Checkpoint):
-                rows = model.objects.using(self.using).filter(**places)
-                if call:
-                    # A subgraph call belongs to the root checkpoint it started
-                    # from; that one is being deleted, so the call goes whole.
+            writes = CheckpointWrite.objects.using(self.using).filter(
+                session_id=thread_id, checkpoint_ns=ns
+            )
+            blobs = CheckpointBlob.objects.using(self.using).filter(
+                session_id=thread_id, checkpoint_ns=ns
+            )
+            in_ns = checkpoints.filter(checkpoint_ns=ns)
+            if call:
+                # A subgraph call belongs to the root checkpoint it started from;
+                # that one is being deleted, so the call's namespace goes whole.
+                for rows in (writes, blobs, in_ns):
                     rows._raw_delete(self.using)
-                elif model is CheckpointWrite:
-                    rows.exclude(checkpoint_id=head)._raw_delete(self.using)
-                elif model is Checkpoint:
-                    rows.exclude(checkpoint_id=head)._raw_delete(self.using)
-                    rows.update(parent_checkpoint_id=None)
-                else:
-                    versions = row.channel_versions if isinstance(row.channel_versions, dict) else {}
-                    read = _any_of(
-                        [Q(channel=ch, version=str(v)) for ch, v in versions.items()]
-                    )
-                    (rows.exclude(read) if versions else rows)._raw_delete(self.using)
+                continue
+            writes.exclude(checkpoint_id=head)._raw_delete(self.using)
+            in_ns.exclude(checkpoint_id=head)._raw_delete(self.using)
+            in_ns.update(parent_checkpoint_id=None)
+            versions = row.channel_versions if isinstance(row.channel_versions, dict) else {}
+            read = _any_of([Q(channel=ch, version=str(v)) for ch, v in versions.items()])
+            blobs.exclude(read)._raw_delete(self.using)
 
     # -- reads ------------------------------------------------------------------------
 
@@ -410,9 +411,7 @@ class CheckpointStore:
         for n, (key, value) in enumerate((metadata or {}).items()):
             if value is None or isinstance(value, str | int | float | bool):
                 alias = f"_meta_{n}"
-                rows = rows.alias(**{alias: KeyTransform(key, "metadata")}).filter(
-                    **{alias: value}
-                )
+                rows = rows.alias(**{alias: KeyTransform(key, "metadata")}).filter(**{alias: value})
             else:
                 in_python[key] = value
         rows = rows.order_by("-checkpoint_id", "-session_id", "-checkpoint_ns")
@@ -493,8 +492,6 @@ class CheckpointStore:
         """Attach the blobs each record reads and its pending writes (two queries a place)."""
         if not records:
             return records
-        from dataclasses import replace
-
         by_place: dict[tuple[str, str], builtins.list[CheckpointRecord]] = defaultdict(list)
         for record in records:
             by_place[(record.thread_id, record.checkpoint_ns)].append(record)
@@ -529,7 +526,9 @@ class CheckpointStore:
                     checkpoint_ns=ns,
                     checkpoint_id__in=sorted({r.checkpoint_id for r in group}),
                 )
-                .values_list("checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "blob")
+                .values_list(
+                    "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "blob"
+                )
             ):
                 writes[(thread_id, ns, cid)].append(
                     PendingWriteRow(
@@ -544,16 +543,18 @@ class CheckpointStore:
         hydrated = []
         for r in records:
             read = tuple(
-                blob
+                found
                 for ch, v in r.channel_versions.items()
-                if (blob := blobs.get((r.thread_id, r.checkpoint_ns, ch, str(v)))) is not None
+                if (found := blobs.get((r.thread_id, r.checkpoint_ns, ch, str(v)))) is not None
             )
             hydrated.append(
                 replace(
                     r,
                     blobs=read,
                     writes=tuple(
-                        _sorted_writes(writes.get((r.thread_id, r.checkpoint_ns, r.checkpoint_id), []))
+                        _sorted_writes(
+                            writes.get((r.thread_id, r.checkpoint_ns, r.checkpoint_id), [])
+                        )
                     ),
                 )
             )
@@ -600,7 +601,7 @@ class _Statements:
             return q(model._meta.db_table)
 
         def columns(model: Any, names: Sequence[str]) -> builtins.list[str]:
-            return [q(model._meta.get_field(name).column) for name in names]
+            return [q(str(model._meta.get_field(name).column)) for name in names]
 
         self._metadata_field = Checkpoint._meta.get_field("metadata")
         cp_names = (
@@ -668,8 +669,10 @@ class _Statements:
             f"ON CONFLICT ({', '.join(w[:4])}, {w[5]}) "
         )
         self.insert_write = insert_write + "DO NOTHING"
-        self.upsert_write = insert_write + "DO UPDATE SET " + ", ".join(
-            f"{col} = excluded.{col}" for col in (w[6], w[7], w[8], w[4])
+        self.upsert_write = (
+            insert_write
+            + "DO UPDATE SET "
+            + ", ".join(f"{col} = excluded.{col}" for col in (w[6], w[7], w[8], w[4]))
         )
 
         # copy_thread: INSERT … SELECT of every column but the primary key, with
@@ -677,9 +680,9 @@ class _Statements:
         self.copy_thread = []
         for model in (Checkpoint, CheckpointBlob, CheckpointWrite):
             fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-            names = [q(f.column) for f in fields]
-            select = ", ".join("%s" if f.name == "session" else q(f.column) for f in fields)
-            session_col = q(model._meta.get_field("session").column)
+            names = [q(str(f.column)) for f in fields]
+            select = ", ".join("%s" if f.name == "session" else q(str(f.column)) for f in fields)
+            session_col = q(str(model._meta.get_field("session").column))
             self.copy_thread.append(
                 f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {select} "
                 f"FROM {table(model)} WHERE {session_col} = %s ON CONFLICT DO NOTHING"
@@ -694,7 +697,7 @@ class _Statements:
         if isinstance(created_at, str):  # SQLite hands raw cursors the stored text
             created_at = datetime.fromisoformat(created_at)
         if timezone.is_naive(created_at):
-            created_at = timezone.make_aware(created_at, timezone.utc)
+            created_at = timezone.make_aware(created_at, UTC)
         return CheckpointRecord(
             thread_id=thread_id,
             checkpoint_ns=checkpoint_ns,

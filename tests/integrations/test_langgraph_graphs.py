@@ -43,8 +43,13 @@ def _run(database_url: str, *args: str) -> Any:
 def test_messages_state_survives_process_restarts(test_database_url: str) -> None:
     for turn, text in enumerate(["hello", "how are you", "bye"], start=1):
         messages = _run(
-            test_database_url, "-m", "tests.workers.langgraph_chat", "--thread", "chat-1",
-            "--say", text,
+            test_database_url,
+            "-m",
+            "tests.workers.langgraph_chat",
+            "--thread",
+            "chat-1",
+            "--say",
+            text,
         )
         # Each new process sees every earlier turn: memory came from the database.
         assert len(messages) == 2 * turn
