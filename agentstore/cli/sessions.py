@@ -283,7 +283,7 @@ def _graph_details(session_id: str) -> dict[str, Any]:
     from agentstore.selectors.checkpoints import thread_view
 
     root = thread_view(session_id, "", limit=GRAPH_SHOWN)
-    checkpoints = []
+    checkpoints: list[dict[str, Any]] = []
     for ns, _count in root.namespaces:
         view = root if ns == "" else thread_view(session_id, ns, limit=GRAPH_SHOWN)
         checkpoints.extend(

@@ -83,9 +83,15 @@ def touch_thread(
     """
     if not thread_id:
         raise ValidationError("thread_id must not be empty", field="thread_id")
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _statements(connection).touch_thread,
+            [connection.ops.adapt_datetimefield_value(now), thread_id],
+        )
+        if cursor.rowcount:
+            return
     sessions = Session.objects.using(using)
-    if sessions.filter(pk=thread_id, kind=GRAPH).update(updated_at=now):
-        return
     # ON CONFLICT DO NOTHING: two processes starting one thread both get past here.
     sessions.bulk_create(
         [Session(id=thread_id, kind=GRAPH, owner_id=owner_id, created_at=now, updated_at=now)],
@@ -161,7 +167,7 @@ class CheckpointStore:
             sql.json(metadata),
             sql.json(channel_versions),
             run_id if isinstance(run_id, str) else "",
-            now,
+            connection.ops.adapt_datetimefield_value(now),
         ]
         blob_params = [
             (thread_id, checkpoint_ns, b.channel, str(b.version), b.type, b.blob) for b in blobs
@@ -375,10 +381,44 @@ class CheckpointStore:
             else:
                 cursor.execute(sql.get_latest, [thread_id, checkpoint_ns])
             row = cursor.fetchone()
-        if row is None:
-            return None
-        record = sql.record(thread_id, checkpoint_ns, row)
-        return self._hydrate([record])[0]
+            if row is None:
+                return None
+            record = sql.record(thread_id, checkpoint_ns, row)
+            # The blobs it reads, by (channel, version) on the unique index, and
+            # its pending writes: two more index lookups, never the history.
+            blobs: builtins.list[ChannelBlob] = []
+            versions = sorted(record.channel_versions.items())
+            if versions:
+                cursor.execute(
+                    sql.blobs_for(len(versions)),
+                    [
+                        thread_id,
+                        checkpoint_ns,
+                        *(x for cv in versions for x in (cv[0], str(cv[1]))),
+                    ],
+                )
+                blobs = [
+                    ChannelBlob(
+                        channel=r[0],
+                        version=r[1],
+                        type=r[2],
+                        blob=None if r[3] is None else bytes(r[3]),
+                    )
+                    for r in cursor.fetchall()
+                ]
+            cursor.execute(sql.writes_of, [thread_id, checkpoint_ns, record.checkpoint_id])
+            writes = _sorted_writes(
+                PendingWriteRow(
+                    task_id=r[0],
+                    task_path=r[1],
+                    idx=r[2],
+                    channel=r[3],
+                    type=r[4],
+                    blob=bytes(r[5]),
+                )
+                for r in cursor.fetchall()
+            )
+        return replace(record, blobs=tuple(blobs), writes=tuple(writes))
 
     def list(
         self,
@@ -646,6 +686,18 @@ class _Statements:
 
         blob_names = ("session", "checkpoint_ns", "channel", "version", "type", "blob")
         b = columns(CheckpointBlob, blob_names)
+        self._blob_select = (
+            f"SELECT {', '.join(b[2:])} FROM {table(CheckpointBlob)} "
+            f"WHERE {b[0]} = %s AND {b[1]} = %s AND "
+        )
+        self._blob_pair = f"({b[2]} = %s AND {b[3]} = %s)"
+        self._blobs_for: dict[int, str] = {}
+        session_table = q(Session._meta.db_table)
+        s_updated, s_id, s_kind = columns(Session, ("updated_at", "id", "kind"))
+        self.touch_thread = (
+            f"UPDATE {session_table} SET {s_updated} = %s "
+            f"WHERE {s_id} = %s AND {s_kind} = '{GRAPH}'"
+        )
         self.insert_blob = (
             f"INSERT INTO {table(CheckpointBlob)} ({', '.join(b)}) "
             f"VALUES ({', '.join(['%s'] * len(b))}) "
@@ -663,6 +715,10 @@ class _Statements:
             "blob",
         )
         w = columns(CheckpointWrite, write_names)
+        self.writes_of = (
+            f"SELECT {', '.join(w[3:])} FROM {table(CheckpointWrite)} "
+            f"WHERE {w[0]} = %s AND {w[1]} = %s AND {w[2]} = %s"
+        )
         insert_write = (
             f"INSERT INTO {table(CheckpointWrite)} ({', '.join(w)}) "
             f"VALUES ({', '.join(['%s'] * len(w))}) "
@@ -687,6 +743,15 @@ class _Statements:
                 f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {select} "
                 f"FROM {table(model)} WHERE {session_col} = %s ON CONFLICT DO NOTHING"
             )
+
+    def blobs_for(self, pairs: int) -> str:
+        """SELECT the blobs of ``pairs`` (channel, version) pairs of one namespace."""
+        statement = self._blobs_for.get(pairs)
+        if statement is None:
+            statement = self._blobs_for[pairs] = self._blob_select + (
+                "(" + " OR ".join([self._blob_pair] * pairs) + ")"
+            )
+        return statement
 
     def json(self, value: Mapping[str, Any]) -> Any:
         """``value`` adapted for a JSON column of this backend."""

@@ -15,8 +15,6 @@ import importlib
 from collections.abc import AsyncIterator
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connections
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import (
     BASE_CAPABILITIES,
@@ -37,11 +35,7 @@ async def agentstore_saver() -> AsyncIterator[AgentstoreSaver]:
 
 
 async def _validate() -> CapabilityReport:
-    try:
-        return await validate(agentstore_saver)
-    finally:
-        # The executor thread's connection must not outlive the test database.
-        await sync_to_async(connections.close_all)()
+    return await validate(agentstore_saver)
 
 
 def test_conformance_base_and_extended_capabilities_all_pass() -> None:

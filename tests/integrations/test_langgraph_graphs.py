@@ -218,18 +218,12 @@ def test_pending_writes_of_a_failed_step_are_replayed_on_resume() -> None:
 def test_async_graph_runs_on_the_async_methods() -> None:
     import asyncio
 
-    from asgiref.sync import sync_to_async
-    from django.db import connections
-
     async def run() -> list[str]:
-        try:
-            graph = chat_graph()
-            await graph.ainvoke({"messages": [("human", "a")]}, _config("async-1"))
-            result = await graph.ainvoke({"messages": [("human", "b")]}, _config("async-1"))
-            history = [s async for s in graph.aget_state_history(_config("async-1"), limit=2)]
-            assert len(history) == 2
-            return [m.content for m in result["messages"]]
-        finally:
-            await sync_to_async(connections.close_all)()
+        graph = chat_graph()
+        await graph.ainvoke({"messages": [("human", "a")]}, _config("async-1"))
+        result = await graph.ainvoke({"messages": [("human", "b")]}, _config("async-1"))
+        history = [s async for s in graph.aget_state_history(_config("async-1"), limit=2)]
+        assert len(history) == 2
+        return [m.content for m in result["messages"]]
 
     assert asyncio.run(run()) == ["a", "#1 echo: a", "b", "#2 echo: b"]
