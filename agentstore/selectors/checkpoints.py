@@ -59,6 +59,7 @@ class CheckpointNode:
     children: list[CheckpointNode] = field(default_factory=list)
     orphan: bool = False
     is_latest: bool = False
+    branch_start: bool = False  # the first checkpoint of one branch of a fork
 
     @property
     def is_fork(self) -> bool:
@@ -179,8 +180,10 @@ def thread_view(
         node, depth = stack.pop()
         node.depth = depth
         ordered.append(node)
-        inner = depth + 1 if len(node.children) > 1 else depth
-        stack.extend((child, inner) for child in reversed(node.children))
+        fork = len(node.children) > 1
+        for child in reversed(node.children):
+            child.branch_start = fork
+            stack.append((child, depth + 1 if fork else depth))
     return ThreadView(
         thread_id=thread_id,
         checkpoint_ns=checkpoint_ns,

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Max, Q
 from django.db.models.fields.json import KeyTransform
@@ -220,14 +220,20 @@ class CheckpointStore:
 
         now = self.clock()
 
-        def write() -> None:
-            # A run saves a step's writes in the background: they may commit
-            # before the checkpoint that creates the thread's session does.
-            touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
+        def write(touch: bool) -> None:
+            if touch:
+                touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
             with connection.cursor() as cursor:
                 cursor.executemany(sql.upsert_write if replace else sql.insert_write, rows)
 
-        atomic_write(write, using=self.using)
+        try:
+            # Writes follow their checkpoint's put, which touched the thread:
+            # one statement in the usual case.
+            atomic_write(partial(write, False), using=self.using)
+        except IntegrityError:
+            # A run saves a step's writes in the background, so they can commit
+            # before the checkpoint that creates the thread's session: create it.
+            atomic_write(partial(write, True), using=self.using)
 
     def delete_thread(self, thread_id: str) -> bool:
         """Delete a thread and everything stored for it (``delete_thread_rows``)."""
@@ -391,11 +397,7 @@ class CheckpointStore:
             if versions:
                 cursor.execute(
                     sql.blobs_for(len(versions)),
-                    [
-                        thread_id,
-                        checkpoint_ns,
-                        *(x for cv in versions for x in (cv[0], str(cv[1]))),
-                    ],
+                    [x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))],
                 )
                 blobs = [
                     ChannelBlob(
@@ -686,11 +688,13 @@ class _Statements:
 
         blob_names = ("session", "checkpoint_ns", "channel", "version", "type", "blob")
         b = columns(CheckpointBlob, blob_names)
+        # One exact lookup on the unique (session, ns, channel, version) index per
+        # pair, joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR
+        # …" as a range over (session, ns) — every blob of the thread.
         self._blob_select = (
             f"SELECT {', '.join(b[2:])} FROM {table(CheckpointBlob)} "
-            f"WHERE {b[0]} = %s AND {b[1]} = %s AND "
+            f"WHERE {b[0]} = %s AND {b[1]} = %s AND {b[2]} = %s AND {b[3]} = %s"
         )
-        self._blob_pair = f"({b[2]} = %s AND {b[3]} = %s)"
         self._blobs_for: dict[int, str] = {}
         session_table = q(Session._meta.db_table)
         s_updated, s_id, s_kind = columns(Session, ("updated_at", "id", "kind"))
@@ -748,9 +752,7 @@ class _Statements:
         """SELECT the blobs of ``pairs`` (channel, version) pairs of one namespace."""
         statement = self._blobs_for.get(pairs)
         if statement is None:
-            statement = self._blobs_for[pairs] = self._blob_select + (
-                "(" + " OR ".join([self._blob_pair] * pairs) + ")"
-            )
+            statement = self._blobs_for[pairs] = " UNION ALL ".join([self._blob_select] * pairs)
         return statement
 
     def json(self, value: Mapping[str, Any]) -> Any:

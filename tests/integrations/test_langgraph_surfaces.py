@@ -164,11 +164,19 @@ IDS = r"1f000000-0000-6000-8000-\d{12}"
 
 
 def _long_thread(thread_id: str, n: int) -> Any:
-    """A thread of ``n`` checkpoints, inserted set-based (one bulk INSERT)."""
+    """A thread of ``n`` checkpoints, each reading its own version of two channels.
+
+    Inserted set-based (bulk INSERTs), not through ``put``.
+    """
     now = timezone.now()
     touch_thread(thread_id, now)
     saver = AgentstoreSaver()
     type_, data = saver.serde.dumps_typed({**empty_checkpoint(), "channel_values": {}})
+    value_type, value = saver.serde.dumps_typed({"note": "x" * 100})
+
+    def version(i: int) -> str:
+        return f"{i + 1:032}.0.5"
+
     Checkpoint.objects.bulk_create(
         [
             Checkpoint(
@@ -178,9 +186,24 @@ def _long_thread(thread_id: str, n: int) -> Any:
                 type=type_,
                 checkpoint=data,
                 metadata={"step": i},
+                channel_versions={"a": version(i), "b": version(i)},
                 created_at=now,
             )
             for i in range(n)
+        ],
+        batch_size=2000,
+    )
+    CheckpointBlob.objects.bulk_create(
+        [
+            CheckpointBlob(
+                session_id=thread_id,
+                channel=channel,
+                version=version(i),
+                type=value_type,
+                blob=value,
+            )
+            for i in range(n)
+            for channel in ("a", "b")
         ],
         batch_size=2000,
     )
@@ -201,6 +224,9 @@ def test_put_and_get_latest_issue_the_same_indexed_queries_at_10_or_100000_check
         config = _long_thread(thread_id, n)
         latest = saver.get_tuple(config)
         assert latest is not None and latest.metadata == {"step": n - 1}
+        assert latest.checkpoint["channel_values"] == {"a": {"note": "x" * 100}} | {
+            "b": {"note": "x" * 100}
+        }
         get_sql = _queries(lambda c=config: saver.get_tuple(c))
         put_config = {"configurable": {**latest.config["configurable"]}}
         put_sql = _queries(
