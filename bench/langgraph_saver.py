@@ -110,6 +110,7 @@ def postgres_half(args: argparse.Namespace) -> dict[str, Any]:
 
 def _agentstore(args: argparse.Namespace) -> dict[str, float]:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    os.environ["DJANGO_DEBUG"] = "0"  # production-like: no query recording
     import django
 
     django.setup()
