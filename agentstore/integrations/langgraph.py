@@ -217,7 +217,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
     # -- the public methods: every database call on the saver's worker thread -----------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._call(self._get_tuple, config)
+        return self._call(self._get_tuple, config, read=True)
 
     def list(
         self,
@@ -231,7 +231,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         # queries run there too and a long listing is never loaded whole.
         pages = self._list(config, filter=filter, before=before, limit=limit)
         while True:
-            page = self._call(_next_page, pages)
+            page = self._call(_next_page, pages, read=True)
             yield from page
             if len(page) < PAGE:
                 return
@@ -315,8 +315,14 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._acall(self._prune, thread_ids, strategy=strategy)
 
-    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        if getattr(_local, "worker", False):
+    def _call(self, fn: Callable[..., T], *args: Any, read: bool = False, **kwargs: Any) -> T:
+        # Reads from the main thread use its own (long-lived, Django-managed)
+        # connection: no handoff on get_state and the first read of invoke.
+        # Writes always go to the worker, so they never join a caller's
+        # transaction, whichever thread calls.
+        if getattr(_local, "worker", False) or (
+            read and threading.current_thread() is threading.main_thread()
+        ):
             return fn(*args, **kwargs)
         return _worker(self.using).submit(fn, *args, **kwargs).result()
 
