@@ -119,7 +119,7 @@ def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> bool
 
     def delete() -> bool:
         for model in (CheckpointWrite, CheckpointBlob, Checkpoint):
-            model.objects.using(using).filter(session_id=thread_id)._raw_delete(using)
+            model.objects.using(using).filter(session_id=thread_id).delete()
         deleted, _ = Session.objects.using(using).filter(pk=thread_id, kind=GRAPH).delete()
         return deleted > 0
 
@@ -283,8 +283,8 @@ class CheckpointStore:
             for (session_id, ns), cids in by_place.items():
                 CheckpointWrite.objects.using(self.using).filter(
                     session_id=session_id, checkpoint_ns=ns, checkpoint_id__in=cids
-                )._raw_delete(self.using)
-            Checkpoint.objects.using(self.using).filter(run_id__in=ids)._raw_delete(self.using)
+                ).delete()
+            Checkpoint.objects.using(self.using).filter(run_id__in=ids).delete()
             return len(doomed)
 
         return atomic_write(delete, using=self.using)
@@ -386,14 +386,14 @@ class CheckpointStore:
                 # A subgraph call belongs to the root checkpoint it started from;
                 # that one is being deleted, so the call's namespace goes whole.
                 for rows in (writes, blobs, in_ns):
-                    rows._raw_delete(self.using)
+                    rows.delete()
                 continue
-            writes.exclude(checkpoint_id=head)._raw_delete(self.using)
-            in_ns.exclude(checkpoint_id=head)._raw_delete(self.using)
+            writes.exclude(checkpoint_id=head).delete()
+            in_ns.exclude(checkpoint_id=head).delete()
             in_ns.update(parent_checkpoint_id=None)
             versions = row.channel_versions if isinstance(row.channel_versions, dict) else {}
             read = _any_of([Q(channel=ch, version=str(v)) for ch, v in versions.items()])
-            blobs.exclude(read)._raw_delete(self.using)
+            blobs.exclude(read).delete()
 
     # -- reads ------------------------------------------------------------------------
 
