@@ -49,6 +49,7 @@ from agentstore.db import atomic_write
 from agentstore.exceptions import SessionExists, ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
+from agentstore.stores.sessions import SessionStore
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 
 __all__ = [
@@ -109,21 +110,13 @@ def touch_thread(
 
 
 def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> bool:
-    """Delete a thread: its writes, blobs, checkpoints and its session row, in one transaction.
+    """Delete a thread with its checkpoints, blobs and writes; ``False`` if there is none.
 
-    Returns whether a ``graph`` session was deleted. The child tables go first with
-    one set-based DELETE each (they have no dependants, so Django deletes them
-    without loading rows), then the session row through the ORM so its other
-    cascades (holds, refs…) apply as for any session.
+    ``SessionStore.delete`` owns session deletion: the checkpoint tables cascade
+    from the session row (Django deletes those rows with one DELETE per table,
+    without loading them: they have no dependants).
     """
-
-    def delete() -> bool:
-        for model in (CheckpointWrite, CheckpointBlob, Checkpoint):
-            model.objects.using(using).filter(session_id=thread_id).delete()
-        deleted, _ = Session.objects.using(using).filter(pk=thread_id, kind=GRAPH).delete()
-        return deleted > 0
-
-    return atomic_write(delete, using=using)
+    return SessionStore(using=using).delete(thread_id, GRAPH)
 
 
 class CheckpointStore:
