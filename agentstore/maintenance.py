@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from agentstore.db import atomic_write
 from agentstore.models import (
+    Checkpoint,
     Document,
     Entry,
     Grant,
@@ -56,7 +57,7 @@ def stats(*, using: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
         .count()
     )
     return {
-        "sessions": {kind: by_kind.get(kind, 0) for kind in ("tree", "loop", "log")},
+        "sessions": {kind: by_kind.get(kind, 0) for kind in ("tree", "loop", "log", "graph")},
         "entries": Entry.objects.using(using).count(),
         "message_parts": MessagePart.objects.using(using).count(),
         "steps": Step.objects.using(using).count(),
@@ -64,6 +65,7 @@ def stats(*, using: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
         "holds": Holder.objects.using(using).count(),
         "refs": Ref.objects.using(using).count(),
         "documents": Document.objects.using(using).count(),
+        "checkpoints": Checkpoint.objects.using(using).count(),
         "tasks": {state: by_state.get(state, 0) for state in sorted(by_state)},
         "task_events": TaskEvent.objects.using(using).count(),
         "expired_leases": expired,
@@ -74,7 +76,7 @@ def prune_sessions(
     before: datetime,
     *,
     dry_run: bool = False,
-    kinds: tuple[str, ...] = ("tree", "loop", "log"),
+    kinds: tuple[str, ...] = ("tree", "loop", "log", "graph"),
     using: str = DEFAULT_DB_ALIAS,
     progress: Progress | None = None,
 ) -> list[str]:

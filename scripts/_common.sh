@@ -7,8 +7,9 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # ensure_venv DIR PYTHON [EXTRA_REQUIREMENT...]
 # Create DIR with PYTHON if missing and install agentstore (editable) with the
-# postgres and tasks extras, the integration extras (openai-agents, pydantic-ai: their
-# tests must run, never skip) and the test and lint groups, plus any extra requirements.
+# postgres and tasks extras, the integration extras (openai-agents, pydantic-ai,
+# langgraph: their tests must run, never skip) and the test and lint groups, plus any
+# extra requirements.
 # AGENTSTORE_VENV_PROFILE=demo installs only what the demo needs (the app and
 # the demo group); a later full install adds the rest to the same venv.
 # Reinstalls only when pyproject.toml, the profile or the requirements changed.
@@ -34,7 +35,7 @@ ensure_venv() {
       -e ".[postgres,tasks]" --group demo "$@"
   else
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
-      -e ".[postgres,tasks,openai-agents,pydantic-ai]" --group test --group lint --group demo "$@"
+      -e ".[postgres,tasks,openai-agents,pydantic-ai,langgraph]" --group test --group lint --group demo "$@"
     (sha256sum < pyproject.toml | cut -c1-16) > "$dir/.agentstore-full"
   fi
   echo "$stamp" > "$dir/.agentstore-stamp"

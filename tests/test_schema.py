@@ -105,6 +105,9 @@ def test_every_model_has_its_table() -> None:
         "agentstore_worker",
         "agentstore_workflowrun",
         "agentstore_workflowagenttask",
+        "agentstore_checkpoint",
+        "agentstore_checkpointblob",
+        "agentstore_checkpointwrite",
     } == expected
 
 

@@ -6,6 +6,8 @@ for each model on ``django.contrib.admin.site``:
 * ``sessions`` — the session page and its tree, context, transcript, steps and
   grants views, and "break lock";
 * ``entries``, ``loop``, ``refs``, ``documents`` — the other session-side tables;
+* ``checkpoints`` — LangGraph checkpoints, blobs and writes (the thread page is
+  a session view);
 * ``tasks`` — tasks with their event timeline, agent/tool/workflow details, and
   the "cancel" and "recover expired leases" operations;
 * ``workers`` — running workers and the depth of each queue.
@@ -20,9 +22,18 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from agentstore.admin import documents, entries, loop, refs, sessions, tasks, workers
+from agentstore.admin import (
+    checkpoints,
+    documents,
+    entries,
+    loop,
+    refs,
+    sessions,
+    tasks,
+    workers,
+)
 
-__all__ = ["documents", "entries", "loop", "refs", "sessions", "tasks", "workers"]
+__all__ = ["checkpoints", "documents", "entries", "loop", "refs", "sessions", "tasks", "workers"]
 
 # The dashboard block extends the stock index; a project that chose its own
 # index template keeps it (and can {% include "admin/agentstore/dashboard.html" %}).

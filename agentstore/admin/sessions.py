@@ -7,6 +7,8 @@
     /admin/agentstore/session/<id>/transcript/?after=  displayed messages, a page (TreeStore)
     /admin/agentstore/session/<id>/steps/           the loop step trace (LoopStore)
     /admin/agentstore/session/<id>/grants/          approvals, with "revoke" (LoopStore)
+    /admin/agentstore/session/<id>/checkpoints/     a LangGraph thread: checkpoint tree,
+                                                    state, pending writes, interrupts
     /admin/agentstore/session/<id>/break-lock/      POST: break the hold (SessionStore.break_hold)
 
 Deleting goes through the store that owns the session's kind (``TreeStore``,
@@ -16,6 +18,7 @@ purged with a loop session, the agent task of a child session removed — holds.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -39,6 +42,7 @@ from agentstore.selectors.admin_views import (
     steps_of,
     tree_rows,
 )
+from agentstore.selectors.checkpoints import checkpoint_detail, thread_view
 from agentstore.selectors.holds import break_hold, hold_of
 from agentstore.stores.loop import LoopStore
 from agentstore.stores.sessions import SessionStore
@@ -160,6 +164,11 @@ class SessionAdmin(ReadOnlyAdmin):
     @admin.display(description=_("inspect"))
     def views(self, obj: Session) -> str:
         key = quote(obj.pk)
+        if obj.kind == SessionKind.GRAPH:
+            return format_html(
+                '<a href="{}">checkpoints</a>',
+                reverse("admin:agentstore_session_checkpoints", args=[key]),
+            )
         if obj.kind == SessionKind.LOOP:
             return format_html(
                 '<a href="{}">steps</a> · <a href="{}">grants</a>',
@@ -206,6 +215,7 @@ class SessionAdmin(ReadOnlyAdmin):
             view(self.transcript_view, "transcript", "transcript"),
             view(self.steps_view, "steps", "steps"),
             view(self.grants_view, "grants", "grants"),
+            view(self.checkpoints_view, "checkpoints", "checkpoints"),
             view(require_POST(self.break_lock_view), "break_lock", "break-lock"),
             *super().get_urls(),
         ]
@@ -330,6 +340,25 @@ class SessionAdmin(ReadOnlyAdmin):
             obj=session,
             grants=store.grants(session.pk),
             can_operate=self.has_operate_permission(request),
+        )
+
+    def checkpoints_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        session = self._session(request, object_id)
+        ns = request.GET.get("ns", "")
+        older = request.GET.get("older_than", "")
+        view = thread_view(session.pk, ns, older_than=int(older) if older.isdigit() else None)
+        detail = checkpoint_detail(session.pk, ns, request.GET.get("checkpoint") or None)
+        return render_page(
+            self,
+            request,
+            "admin/agentstore/session/checkpoints.html",
+            title=f"Checkpoints of {session}",
+            obj=session,
+            view=view,
+            detail=detail,
+            metadata_json=json.dumps(detail.metadata, sort_keys=True, default=str)[:2000]
+            if detail
+            else "",
         )
 
     def break_lock_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -23,7 +23,9 @@ __all__ = ["SessionFilter", "TaskFilter"]
 class SessionFilter(django_filters.FilterSet):  # type: ignore[misc]
     """Filters of ``GET /sessions``."""
 
-    kind = django_filters.ChoiceFilter(choices=[("tree", "tree"), ("loop", "loop"), ("log", "log")])
+    kind = django_filters.ChoiceFilter(
+        choices=[("tree", "tree"), ("loop", "loop"), ("log", "log"), ("graph", "graph")]
+    )
     cwd = django_filters.CharFilter(field_name="cwd", help_text="Exact working directory.")
     parent = django_filters.CharFilter(
         field_name="parent_session", help_text="Child sessions of this session id."

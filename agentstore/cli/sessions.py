@@ -91,7 +91,7 @@ def entry_summary(entry: Any) -> str:
 def _ls_arguments(parser: Any) -> None:
     parser.add_argument("--cwd", help="only sessions in this working directory")
     parser.add_argument("--owner", help="only sessions of this user (username)")
-    parser.add_argument("--kind", choices=["tree", "loop", "log"], help="only this kind")
+    parser.add_argument("--kind", choices=["tree", "loop", "log", "graph"], help="only this kind")
     parser.add_argument(
         "--current", action="store_true", help="hide sessions continued in a successor"
     )
@@ -153,6 +153,8 @@ def _show(name: str, ctx: Context) -> None:
     document: dict[str, Any] = {"session": facts, "children": children, "hold": hold}
     if session.kind == "loop":
         document.update(_loop_details(session.id))
+    elif session.kind == "graph":
+        document.update(_graph_details(session.id))
     else:
         document.update(_tree_details(session, ctx.opt("leaf")))
     if ctx.opt("json"):
@@ -181,6 +183,24 @@ def _show(name: str, ctx: Context) -> None:
             for prompt in document["grants"]:
                 ctx.out(f"  {prompt}")
             ctx.note(f"Run `manage.py agentstore revoke {session.id}` to forget these.")
+        return
+    if session.kind == "graph":
+        ctx.out("")
+        table(
+            ctx,
+            ["NAMESPACE", "CHECKPOINT", "PARENT", "STEP", "SOURCE", "WRITES"],
+            [
+                [
+                    c["checkpoint_ns"] or "(root)",
+                    c["checkpoint_id"],
+                    c["parent_checkpoint_id"] or "-",
+                    str(c["step"]),
+                    c["source"],
+                    str(c["writes"]),
+                ]
+                for c in document["checkpoints"]
+            ],
+        )
         return
     ctx.out("")
     table(
@@ -256,6 +276,34 @@ def _tree_details(session: Session, leaf: str) -> dict[str, Any]:
             ],
         }
     return details
+
+
+def _graph_details(session_id: str) -> dict[str, Any]:
+    """The newest checkpoints of each namespace of a LangGraph thread (bounded)."""
+    from agentstore.selectors.checkpoints import thread_view
+
+    root = thread_view(session_id, "", limit=GRAPH_SHOWN)
+    checkpoints: list[dict[str, Any]] = []
+    for ns, _count in root.namespaces:
+        view = root if ns == "" else thread_view(session_id, ns, limit=GRAPH_SHOWN)
+        checkpoints.extend(
+            {
+                "checkpoint_ns": ns,
+                "checkpoint_id": n.checkpoint_id,
+                "parent_checkpoint_id": n.parent_checkpoint_id,
+                "step": n.step,
+                "source": n.source,
+                "writes": n.writes,
+                "interrupts": n.interrupts,
+                "created_at": n.created_at,
+            }
+            for n in view.rows
+        )
+    return {"namespaces": dict(root.namespaces), "checkpoints": checkpoints}
+
+
+#: Checkpoints per namespace ``show`` lists for a LangGraph thread.
+GRAPH_SHOWN = 50
 
 
 def _loop_details(session_id: str) -> dict[str, Any]:

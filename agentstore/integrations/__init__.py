@@ -9,6 +9,11 @@ imports it at module level — import the module you use, not this package:
 * :mod:`agentstore.integrations.pydantic_ai` — ``pip install "agentstore[pydantic-ai]"``:
   ``MessageHistory``, Pydantic AI's ``message_history`` kept in a session
   (docs/integrations/pydantic-ai.md).
+* :mod:`agentstore.integrations.langgraph` — ``pip install "agentstore[langgraph]"``:
+  ``AgentstoreSaver``, a LangGraph checkpointer (docs/integrations/langgraph.md).
+
+Nothing here is imported by agentstore itself: the core app runs without the
+extras installed.
 """
 
 from __future__ import annotations

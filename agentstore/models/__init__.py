@@ -7,6 +7,7 @@ entries of both formats live in :class:`Entry`, ordered by a per-session ``seq``
 
 from __future__ import annotations
 
+from agentstore.models.checkpoints import Checkpoint, CheckpointBlob, CheckpointWrite
 from agentstore.models.documents import Document
 from agentstore.models.entries import Entry, MessagePart
 from agentstore.models.holds import Holder
@@ -26,6 +27,9 @@ from agentstore.models.workflows import WorkflowAgentTask, WorkflowRun
 
 __all__ = [
     "AgentTask",
+    "Checkpoint",
+    "CheckpointBlob",
+    "CheckpointWrite",
     "Document",
     "Entry",
     "FunctionTask",

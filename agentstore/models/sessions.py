@@ -12,6 +12,8 @@ keep their zero value for the others::
 * loop (agentloop): ``model``, ``system_prompt``, ``data`` (the working-memory
   snapshot, bytes or NULL), ``message_id`` and the finalize summary columns.
 * log (agentsession): ``header`` (the exact JSON header line), ``superseded_by``.
+* graph (a LangGraph thread, ``agentstore.integrations.langgraph``): the id is the
+  ``thread_id``; its checkpoints live in ``models/checkpoints.py``.
 
 ``parent_session`` is a plain string, not a foreign key: child sessions must
 survive their parent's deletion, and a parent may live in another database.
@@ -38,6 +40,7 @@ class SessionKind(models.TextChoices):
     TREE = "tree", _("tree (entries)")
     LOOP = "loop", _("loop (steps)")
     LOG = "log", _("log (agentsession)")
+    GRAPH = "graph", _("graph (LangGraph thread)")
 
 
 class SessionQuerySet(models.QuerySet["Session"]):

@@ -320,7 +320,7 @@ def test_export_usage_errors() -> None:
 def test_stats() -> None:
     tree_session()
     numbers = json.loads(run("stats", "--json")[0])
-    assert numbers["sessions"] == {"tree": 1, "loop": 0, "log": 0}
+    assert numbers["sessions"] == {"tree": 1, "loop": 0, "log": 0, "graph": 0}
     assert numbers["entries"] == 2
     assert "sessions                1" in run("stats")[0]
 

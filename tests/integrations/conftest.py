@@ -12,11 +12,15 @@ from django.db import connections
 
 @pytest.fixture(autouse=True)
 def _close_worker_thread_connections() -> Iterator[None]:
-    """After each test, close the connection of asgiref's shared worker thread.
+    """After each test, close connections the integrations keep on their own threads.
 
-    The integrations' coroutines do their database work there (sync_to_async,
-    thread-sensitive); PostgreSQL cannot drop the test database while that
-    connection stays open.
+    The OpenAI and Pydantic AI coroutines do their database work on asgiref's
+    shared worker thread (sync_to_async, thread-sensitive), and the LangGraph
+    savers on a worker thread of their own; PostgreSQL cannot drop the test
+    database while those connections stay open.
     """
     yield
     asyncio.run(sync_to_async(connections.close_all)())
+    from agentstore.integrations.langgraph import close_connections
+
+    close_connections()

@@ -95,7 +95,7 @@ def test_get_and_list_by_kind(sessions: SessionStore) -> None:
 
 def test_an_unknown_kind_is_refused(sessions: SessionStore) -> None:
     with pytest.raises(exceptions.ValidationError) as info:
-        sessions.create("graph")
+        sessions.create("chat")
     assert info.value.field == "kind"
     assert not Session.objects.exists()
 

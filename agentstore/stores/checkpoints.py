@@ -1,0 +1,800 @@
+"""CheckpointStore: LangGraph threads, checkpoints, channel blobs and pending writes.
+
+    from agentstore.stores.checkpoints import CheckpointStore
+
+    store = CheckpointStore()                                   # using="default", clock=None
+    store.put("thread-1", "", checkpoint_id, None, "msgpack", data, {"step": 0},
+              {"messages": "…01.0.42"}, [ChannelBlob(...)])
+    record = store.get("thread-1", "")                          # the latest, or None
+    for record in store.list("thread-1", "", before=cid, limit=20): ...
+
+This is the storage half of ``agentstore.integrations.langgraph.AgentstoreSaver``:
+rows in, rows out, every value an opaque ``(type, bytes)`` pair, so it needs no
+LangGraph import and the admin, the API and ``manage.py agentstore`` read and
+delete threads with it whether LangGraph is installed or not.
+
+A thread is a :class:`~agentstore.models.Session` of kind ``graph`` whose id is the
+``thread_id``. :func:`touch_thread` creates it on the first ``put`` and moves its
+``updated_at`` on every later one; :func:`delete_thread_rows` removes it with every
+row it owns. They are the only two places that write thread session rows.
+
+Cost (docs/integrations/langgraph.md, "Performance"): ``put`` is three
+statements in one short write transaction, ``get`` of the latest checkpoint three
+index lookups (``ORDER BY checkpoint_id DESC LIMIT 1`` on the unique
+``(session, checkpoint_ns, checkpoint_id)`` index, then the blobs by
+``(channel, version)`` and the writes by checkpoint id) — neither reads the
+thread's history, so both cost the same at 10 or 100,000 checkpoints. ``list``
+pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Max, Q
+from django.db.models.fields.json import KeyTransform
+from django.utils import timezone
+
+from agentstore.db import atomic_write
+from agentstore.exceptions import SessionExists, ValidationError
+from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
+from agentstore.models.sessions import SessionKind
+from agentstore.stores.sessions import SessionStore
+from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
+
+__all__ = [
+    "PRUNE_STRATEGIES",
+    "CheckpointStore",
+    "delete_thread_rows",
+    "touch_thread",
+]
+
+GRAPH = SessionKind.GRAPH.value
+
+#: What ``prune`` accepts (LangGraph's ``BaseCheckpointSaver.prune`` strategies).
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+#: Seconds between two moves of a thread session's ``updated_at`` by ``put``.
+TOUCH_EVERY = 1.0
+# (database alias, thread id) -> when this process last touched the thread.
+_touched: dict[tuple[str, str], float] = {}
+
+#: Rows ``list`` reads per SQL page when a metadata filter must be checked in Python.
+LIST_PAGE = 100
+
+# Metadata keys a DeltaChannel leaves behind: keep_latest would cut the write
+# history such a channel is rebuilt from, so those threads are refused (as
+# LangGraph's PostgresSaver refuses them).
+_DELTA_KEYS = ("counters_since_delta_snapshot", "delta_writes_versioned")
+
+
+def touch_thread(
+    thread_id: str, now: datetime, *, owner_id: int | None = None, using: str = DEFAULT_DB_ALIAS
+) -> None:
+    """Create the ``graph`` session of ``thread_id``, or move its ``updated_at`` to ``now``.
+
+    Call inside the write transaction of the rows being added. One UPDATE when the
+    thread exists (every put after the first); raises
+    :class:`~agentstore.exceptions.SessionExists` when the id belongs to a session
+    of another kind, so a checkpoint is never grafted onto a tree or loop session.
+    """
+    if not thread_id:
+        raise ValidationError("thread_id must not be empty", field="thread_id")
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _statements(connection).touch_thread,
+            [connection.ops.adapt_datetimefield_value(now), thread_id],
+        )
+        if cursor.rowcount:
+            return
+    sessions = Session.objects.using(using)
+    # ON CONFLICT DO NOTHING: two processes starting one thread both get past here.
+    sessions.bulk_create(
+        [Session(id=thread_id, kind=GRAPH, owner_id=owner_id, created_at=now, updated_at=now)],
+        ignore_conflicts=True,
+    )
+    kind = sessions.filter(pk=thread_id).values_list("kind", flat=True).first()
+    if kind != GRAPH:
+        raise SessionExists(f"session {thread_id!r} is a {kind} session, not a LangGraph thread")
+
+
+def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Delete a thread with its checkpoints, blobs and writes; ``False`` if there is none.
+
+    ``SessionStore.delete`` owns session deletion: the checkpoint tables cascade
+    from the session row (Django deletes those rows with one DELETE per table,
+    without loading them: they have no dependants).
+    """
+    return SessionStore(using=using).delete(thread_id, GRAPH)
+
+
+class CheckpointStore:
+    """LangGraph checkpoint rows in the project's database (see the module docstring)."""
+
+    def __init__(
+        self, *, using: str = DEFAULT_DB_ALIAS, clock: Callable[[], datetime] | None = None
+    ) -> None:
+        self.using = using
+        self.clock = clock or timezone.now
+
+    # -- writes -----------------------------------------------------------------------
+
+    def put(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        parent_checkpoint_id: str | None,
+        type: str,
+        checkpoint: bytes,
+        metadata: Mapping[str, Any],
+        channel_versions: Mapping[str, Any],
+        blobs: Sequence[ChannelBlob] = (),
+        *,
+        owner_id: int | None = None,
+    ) -> None:
+        """Store one checkpoint and the channel blobs new in it (one transaction).
+
+        A blob whose ``(channel, version)`` is already stored is kept as is (a
+        version names one value); a checkpoint stored again under its id replaces
+        its data and metadata, as LangGraph's own savers do.
+        """
+        if not checkpoint_id:
+            raise ValidationError("checkpoint_id must not be empty", field="checkpoint_id")
+        now = self.clock()
+        connection = connections[self.using]
+        sql = _statements(connection)
+        run_id = metadata.get("run_id")
+        params = [
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            parent_checkpoint_id,
+            type,
+            checkpoint,
+            sql.json(metadata),
+            sql.json(channel_versions),
+            run_id if isinstance(run_id, str) else "",
+            connection.ops.adapt_datetimefield_value(now),
+        ]
+        blob_params = [
+            (thread_id, checkpoint_ns, b.channel, str(b.version), b.type, b.blob) for b in blobs
+        ]
+
+        def write(touch: bool) -> None:
+            if touch:
+                touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
+            with connection.cursor() as cursor:
+                if blob_params:
+                    cursor.executemany(sql.insert_blob, blob_params)
+                cursor.execute(sql.upsert_checkpoint, params)
+
+        # The thread's updated_at moves at most once a second per process: the
+        # UPDATE rewrites four session indexes, and listing or pruning by age
+        # needs no finer clock. The foreign key still proves the thread exists
+        # (and a thread deleted meanwhile is re-created, as on a first put).
+        place = (self.using, thread_id)
+        fresh = _touched.get(place, -TOUCH_EVERY) > time.monotonic() - TOUCH_EVERY
+        try:
+            atomic_write(partial(write, not fresh), using=self.using)
+        except IntegrityError:
+            if not fresh:
+                raise
+            atomic_write(partial(write, True), using=self.using)
+        if not fresh:
+            if len(_touched) > 10_000:
+                _touched.clear()
+            _touched[place] = time.monotonic()
+
+    def put_writes(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        writes: Sequence[PendingWriteRow],
+        *,
+        replace: bool = False,
+        owner_id: int | None = None,
+    ) -> None:
+        """Store a task's pending writes after a checkpoint.
+
+        ``replace=False`` keeps a write already stored at the same
+        ``(task_id, idx)`` (a retried task re-saving its outputs changes nothing);
+        ``replace=True`` overwrites it (LangGraph's special channels — error,
+        interrupt, resume — hold the task's latest state).
+        """
+        if not writes:
+            return
+        connection = connections[self.using]
+        sql = _statements(connection)
+        rows = [
+            (
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id,
+                w.task_id,
+                w.task_path,
+                w.idx,
+                w.channel,
+                w.type,
+                w.blob,
+            )
+            for w in writes
+        ]
+
+        now = self.clock()
+
+        def write(touch: bool) -> None:
+            if touch:
+                touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
+            with connection.cursor() as cursor:
+                cursor.executemany(sql.upsert_write if replace else sql.insert_write, rows)
+
+        try:
+            # Writes follow their checkpoint's put, which touched the thread:
+            # one statement in the usual case.
+            atomic_write(partial(write, False), using=self.using)
+        except IntegrityError:
+            # A run saves a step's writes in the background, so they can commit
+            # before the checkpoint that creates the thread's session: create it.
+            atomic_write(partial(write, True), using=self.using)
+
+    def delete_thread(self, thread_id: str) -> bool:
+        """Delete a thread and everything stored for it (``delete_thread_rows``)."""
+        return delete_thread_rows(thread_id, using=self.using)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete the checkpoints (and their writes) that the given runs saved.
+
+        Returns how many checkpoints went. Blobs stay until the thread is pruned or
+        deleted: other checkpoints may read the same versions.
+        """
+        ids = [r for r in run_ids if r]
+        if not ids:
+            return 0
+
+        def delete() -> int:
+            doomed = list(
+                Checkpoint.objects.using(self.using)
+                .filter(run_id__in=ids)
+                .values_list("session_id", "checkpoint_ns", "checkpoint_id")
+            )
+            by_place: dict[tuple[str, str], list[str]] = defaultdict(list)
+            for session_id, ns, cid in doomed:
+                by_place[(session_id, ns)].append(cid)
+            for (session_id, ns), cids in by_place.items():
+                CheckpointWrite.objects.using(self.using).filter(
+                    session_id=session_id, checkpoint_ns=ns, checkpoint_id__in=cids
+                ).delete()
+            Checkpoint.objects.using(self.using).filter(run_id__in=ids).delete()
+            return len(doomed)
+
+        return atomic_write(delete, using=self.using)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> bool:
+        """Copy every checkpoint, blob and write of a thread to another thread.
+
+        Ids, parents and values are kept, so the copy is the same tree. The target's
+        session is created (owned like the source) if needed; rows it already has
+        under the same keys are kept. Returns ``False`` (and creates nothing) when
+        the source thread has no checkpoints.
+        """
+        connection = connections[self.using]
+        sql = _statements(connection)
+        now = self.clock()
+
+        def copy() -> bool:
+            source = (
+                Session.objects.using(self.using)
+                .filter(pk=source_thread_id, kind=GRAPH)
+                .values_list("owner_id", flat=True)
+            )
+            if (
+                not source.exists()
+                or not Checkpoint.objects.using(self.using)
+                .filter(session_id=source_thread_id)
+                .exists()
+            ):
+                return False
+            touch_thread(target_thread_id, now, owner_id=source.first(), using=self.using)
+            with connection.cursor() as cursor:
+                for statement in sql.copy_thread:
+                    cursor.execute(statement, [target_thread_id, source_thread_id])
+            return True
+
+        return atomic_write(copy, using=self.using)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads: ``"keep_latest"`` keeps the latest checkpoint of each namespace.
+
+        ``"delete"`` deletes the threads. ``"keep_latest"`` runs one transaction per
+        thread: the kept checkpoints' writes stay, their parent links are cleared
+        (the parents are gone), blobs no kept checkpoint reads are freed, and the
+        namespace of a subgraph call started from a deleted root checkpoint goes
+        whole. Threads whose graph uses a DeltaChannel are refused
+        (``NotImplementedError``): their state is rebuilt from the history this
+        would delete.
+        """
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValidationError(
+                f"unknown prune strategy {strategy!r} (one of {', '.join(PRUNE_STRATEGIES)})",
+                field="strategy",
+            )
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+            else:
+                atomic_write(partial(self._keep_latest, thread_id), using=self.using)
+
+    def _keep_latest(self, thread_id: str) -> None:
+        checkpoints = Checkpoint.objects.using(self.using).filter(session_id=thread_id)
+        delta = Q()
+        for key in _DELTA_KEYS:
+            delta |= Q(metadata__has_key=key)
+        if checkpoints.filter(delta).exists():
+            raise NotImplementedError(
+                f"keep_latest can't prune thread {thread_id!r}: it uses a DeltaChannel"
+            )
+        heads = dict(
+            checkpoints.values_list("checkpoint_ns")
+            .annotate(latest=Max("checkpoint_id"))
+            .order_by()
+        )
+        root_head = heads.get("")
+        kept = {
+            (row.checkpoint_ns, row.checkpoint_id): row
+            for row in checkpoints.filter(
+                _any_of([Q(checkpoint_ns=ns, checkpoint_id=cid) for ns, cid in heads.items()])
+            ).only("checkpoint_ns", "checkpoint_id", "metadata", "channel_versions")
+        }
+        for ns, head in heads.items():
+            row = kept[(ns, head)]
+            parents = row.metadata.get("parents") if isinstance(row.metadata, dict) else None
+            root = parents.get("") if isinstance(parents, dict) else None
+            call = (
+                ":" in ns
+                and isinstance(root, str)
+                and root != root_head
+                and checkpoints.filter(checkpoint_ns="", checkpoint_id=root).exists()
+            )
+            writes = CheckpointWrite.objects.using(self.using).filter(
+                session_id=thread_id, checkpoint_ns=ns
+            )
+            blobs = CheckpointBlob.objects.using(self.using).filter(
+                session_id=thread_id, checkpoint_ns=ns
+            )
+            in_ns = checkpoints.filter(checkpoint_ns=ns)
+            if call:
+                # A subgraph call belongs to the root checkpoint it started from;
+                # that one is being deleted, so the call's namespace goes whole.
+                for rows in (writes, blobs, in_ns):
+                    rows.delete()
+                continue
+            writes.exclude(checkpoint_id=head).delete()
+            in_ns.exclude(checkpoint_id=head).delete()
+            in_ns.update(parent_checkpoint_id=None)
+            versions = row.channel_versions if isinstance(row.channel_versions, dict) else {}
+            read = _any_of([Q(channel=ch, version=str(v)) for ch, v in versions.items()])
+            blobs.exclude(read).delete()
+
+    # -- reads ------------------------------------------------------------------------
+
+    def get(
+        self, thread_id: str, checkpoint_ns: str = "", checkpoint_id: str | None = None
+    ) -> CheckpointRecord | None:
+        """The checkpoint ``checkpoint_id`` of the namespace, or its latest; ``None`` if absent."""
+        connection = connections[self.using]
+        sql = _statements(connection)
+        with connection.cursor() as cursor:
+            if checkpoint_id:
+                cursor.execute(sql.get_by_id, [thread_id, checkpoint_ns, checkpoint_id])
+            else:
+                cursor.execute(sql.get_latest, [thread_id, checkpoint_ns])
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            record = sql.record(thread_id, checkpoint_ns, row)
+            # The blobs it reads, by (channel, version) on the unique index, and
+            # its pending writes: two more index lookups, never the history.
+            blobs: builtins.list[ChannelBlob] = []
+            versions = sorted(record.channel_versions.items())
+            if versions:
+                cursor.execute(
+                    sql.blobs_for(len(versions)),
+                    [x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))],
+                )
+                blobs = [
+                    ChannelBlob(
+                        channel=r[0],
+                        version=r[1],
+                        type=r[2],
+                        blob=None if r[3] is None else bytes(r[3]),
+                    )
+                    for r in cursor.fetchall()
+                ]
+            cursor.execute(sql.writes_of, [thread_id, checkpoint_ns, record.checkpoint_id])
+            writes = _sorted_writes(
+                PendingWriteRow(
+                    task_id=r[0],
+                    task_path=r[1],
+                    idx=r[2],
+                    channel=r[3],
+                    type=r[4],
+                    blob=bytes(r[5]),
+                )
+                for r in cursor.fetchall()
+            )
+        return replace(record, blobs=tuple(blobs), writes=tuple(writes))
+
+    def list(
+        self,
+        thread_id: str | None = None,
+        checkpoint_ns: str | None = None,
+        *,
+        checkpoint_id: str | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Iterator[CheckpointRecord]:
+        """Checkpoints newest first (by checkpoint id), paged in SQL.
+
+        ``thread_id``/``checkpoint_ns`` ``None`` mean every thread/namespace;
+        ``before`` keeps ids below it; ``metadata`` keeps checkpoints whose
+        metadata has every given key with an equal value (strings, numbers,
+        booleans and null compare in SQL; a list or object value is compared in
+        Python on SQL pages).
+        """
+        if limit is not None and limit <= 0:
+            return
+        rows = Checkpoint.objects.using(self.using)
+        if thread_id is not None:
+            rows = rows.filter(session_id=thread_id)
+        if checkpoint_ns is not None:
+            rows = rows.filter(checkpoint_ns=checkpoint_ns)
+        if checkpoint_id:
+            rows = rows.filter(checkpoint_id=checkpoint_id)
+        in_python: dict[str, Any] = {}
+        for n, (key, value) in enumerate((metadata or {}).items()):
+            if value is None or isinstance(value, str | int | float | bool):
+                alias = f"_meta_{n}"
+                rows = rows.alias(**{alias: KeyTransform(key, "metadata")}).filter(**{alias: value})
+            else:
+                in_python[key] = value
+        rows = rows.order_by("-checkpoint_id", "-session_id", "-checkpoint_ns")
+        fields = (
+            "session_id",
+            "checkpoint_ns",
+            "checkpoint_id",
+            "parent_checkpoint_id",
+            "type",
+            "checkpoint",
+            "metadata",
+            "channel_versions",
+            "created_at",
+        )
+        page_size = limit if limit is not None and not in_python else LIST_PAGE
+        if limit is not None and not in_python:
+            page_size = min(limit, LIST_PAGE * 10)
+        remaining = limit
+        # Keyset paging. Within one namespace of one thread ids are unique, so
+        # "checkpoint_id < last" continues; across threads or namespaces (copies
+        # share ids) the key is (checkpoint_id, thread, namespace).
+        one_place = thread_id is not None and checkpoint_ns is not None
+        after: Q | None = Q(checkpoint_id__lt=before) if before is not None else None
+        while True:
+            page_rows = rows if after is None else rows.filter(after)
+            page = list(page_rows.values_list(*fields)[:page_size])
+            if not page:
+                return
+            records = [
+                CheckpointRecord(
+                    thread_id=r[0],
+                    checkpoint_ns=r[1],
+                    checkpoint_id=r[2],
+                    parent_checkpoint_id=r[3],
+                    type=r[4],
+                    checkpoint=bytes(r[5]),
+                    metadata=r[6],
+                    channel_versions=r[7],
+                    created_at=r[8],
+                )
+                for r in page
+                if all(r[6].get(k) == v for k, v in in_python.items())
+            ]
+            for record in self._hydrate(records):
+                yield record
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining == 0:
+                        return
+            if len(page) < page_size:
+                return
+            sid, ns, cid = page[-1][0], page[-1][1], page[-1][2]
+            after = Q(checkpoint_id__lt=cid)
+            if not one_place:
+                after |= Q(checkpoint_id=cid, session_id__lt=sid) | Q(
+                    checkpoint_id=cid, session_id=sid, checkpoint_ns__lt=ns
+                )
+            if before is not None:
+                after &= Q(checkpoint_id__lt=before)
+
+    def writes_of(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, channel: str | None = None
+    ) -> builtins.list[PendingWriteRow]:
+        """The pending writes after one checkpoint (optionally of one channel), sorted."""
+        rows = CheckpointWrite.objects.using(self.using).filter(
+            session_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+        )
+        if channel is not None:
+            rows = rows.filter(channel=channel)
+        return _sorted_writes(
+            PendingWriteRow(
+                task_id=r[0], task_path=r[1], idx=r[2], channel=r[3], type=r[4], blob=bytes(r[5])
+            )
+            for r in rows.values_list("task_id", "task_path", "idx", "channel", "type", "blob")
+        )
+
+    def _hydrate(self, records: builtins.list[CheckpointRecord]) -> builtins.list[CheckpointRecord]:
+        """Attach the blobs each record reads and its pending writes (two queries a place)."""
+        if not records:
+            return records
+        by_place: dict[tuple[str, str], builtins.list[CheckpointRecord]] = defaultdict(list)
+        for record in records:
+            by_place[(record.thread_id, record.checkpoint_ns)].append(record)
+        blobs: dict[tuple[str, str, str, str], ChannelBlob] = {}
+        writes: dict[tuple[str, str, str], builtins.list[PendingWriteRow]] = defaultdict(list)
+        for (thread_id, ns), group in by_place.items():
+            channels = {ch for r in group for ch in r.channel_versions}
+            versions = {str(v) for r in group for v in r.channel_versions.values()}
+            if channels:
+                # channel IN (…) AND version IN (…) is a handful of seeks on the
+                # unique (session, ns, channel, version) index, never a scan.
+                for channel, version, type_, blob in (
+                    CheckpointBlob.objects.using(self.using)
+                    .filter(
+                        session_id=thread_id,
+                        checkpoint_ns=ns,
+                        channel__in=sorted(channels),
+                        version__in=sorted(versions),
+                    )
+                    .values_list("channel", "version", "type", "blob")
+                ):
+                    blobs[(thread_id, ns, channel, version)] = ChannelBlob(
+                        channel=channel,
+                        version=version,
+                        type=type_,
+                        blob=None if blob is None else bytes(blob),
+                    )
+            for cid, task_id, task_path, idx, channel, type_, blob in (
+                CheckpointWrite.objects.using(self.using)
+                .filter(
+                    session_id=thread_id,
+                    checkpoint_ns=ns,
+                    checkpoint_id__in=sorted({r.checkpoint_id for r in group}),
+                )
+                .values_list(
+                    "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "blob"
+                )
+            ):
+                writes[(thread_id, ns, cid)].append(
+                    PendingWriteRow(
+                        task_id=task_id,
+                        task_path=task_path,
+                        idx=idx,
+                        channel=channel,
+                        type=type_,
+                        blob=bytes(blob),
+                    )
+                )
+        hydrated = []
+        for r in records:
+            read = tuple(
+                found
+                for ch, v in r.channel_versions.items()
+                if (found := blobs.get((r.thread_id, r.checkpoint_ns, ch, str(v)))) is not None
+            )
+            hydrated.append(
+                replace(
+                    r,
+                    blobs=read,
+                    writes=tuple(
+                        _sorted_writes(
+                            writes.get((r.thread_id, r.checkpoint_ns, r.checkpoint_id), [])
+                        )
+                    ),
+                )
+            )
+        return hydrated
+
+
+def _sorted_writes(writes: Any) -> builtins.list[PendingWriteRow]:
+    # LangGraph's writes_sort_key: (task_path, task_id, idx), compared in Python so
+    # the order is code-point order on every backend and collation.
+    return sorted(writes, key=lambda w: (w.task_path, w.task_id, w.idx))
+
+
+def _any_of(conditions: builtins.list[Q]) -> Q:
+    combined = Q(pk__in=[])
+    for condition in conditions:
+        combined |= condition
+    return combined
+
+
+_STATEMENTS: dict[str, _Statements] = {}
+
+
+def _statements(connection: BaseDatabaseWrapper) -> _Statements:
+    """The hot paths' SQL for the connection's backend (built on first use)."""
+    sql = _STATEMENTS.get(connection.vendor)
+    if sql is None:
+        sql = _STATEMENTS[connection.vendor] = _Statements(connection)
+    return sql
+
+
+class _Statements:
+    """Hand-written SQL of ``put``, ``put_writes`` and ``get``, built once per backend.
+
+    ``INSERT … ON CONFLICT`` reads the same on SQLite (≥ 3.24) and PostgreSQL.
+    Column names come from the models' ``_meta``; values of JSON columns are
+    adapted by the fields themselves (``get_db_prep_save``).
+    """
+
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        self.connection = connection
+        q = connection.ops.quote_name
+
+        def table(model: Any) -> str:
+            return q(model._meta.db_table)
+
+        def columns(model: Any, names: Sequence[str]) -> builtins.list[str]:
+            return [q(str(model._meta.get_field(name).column)) for name in names]
+
+        self._metadata_field = Checkpoint._meta.get_field("metadata")
+        cp_names = (
+            "session",
+            "checkpoint_ns",
+            "checkpoint_id",
+            "parent_checkpoint_id",
+            "type",
+            "checkpoint",
+            "metadata",
+            "channel_versions",
+            "run_id",
+            "created_at",
+        )
+        cp = columns(Checkpoint, cp_names)
+        c = dict(zip(cp_names, cp, strict=True))
+        replaced = ", ".join(
+            f"{c[name]} = excluded.{c[name]}"
+            for name in ("type", "checkpoint", "metadata", "channel_versions", "run_id")
+        )
+        self.upsert_checkpoint = (
+            f"INSERT INTO {table(Checkpoint)} ({', '.join(cp)}) "
+            f"VALUES ({', '.join(['%s'] * len(cp))}) "
+            f"ON CONFLICT ({c['session']}, {c['checkpoint_ns']}, {c['checkpoint_id']}) "
+            f"DO UPDATE SET {replaced}"
+        )
+        read = ", ".join(
+            c[name]
+            for name in (
+                "checkpoint_id",
+                "parent_checkpoint_id",
+                "type",
+                "checkpoint",
+                "metadata",
+                "channel_versions",
+                "created_at",
+            )
+        )
+        where = f"FROM {table(Checkpoint)} WHERE {c['session']} = %s AND {c['checkpoint_ns']} = %s"
+        self.get_latest = f"SELECT {read} {where} ORDER BY {c['checkpoint_id']} DESC LIMIT 1"
+        self.get_by_id = f"SELECT {read} {where} AND {c['checkpoint_id']} = %s"
+
+        blob_names = ("session", "checkpoint_ns", "channel", "version", "type", "blob")
+        b = columns(CheckpointBlob, blob_names)
+        # One exact lookup on the unique (session, ns, channel, version) index per
+        # pair, joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR
+        # …" as a range over (session, ns) — every blob of the thread.
+        self._blob_select = (
+            f"SELECT {', '.join(b[2:])} FROM {table(CheckpointBlob)} "
+            f"WHERE {b[0]} = %s AND {b[1]} = %s AND {b[2]} = %s AND {b[3]} = %s"
+        )
+        self._blobs_for: dict[int, str] = {}
+        session_table = q(Session._meta.db_table)
+        s_updated, s_id, s_kind = columns(Session, ("updated_at", "id", "kind"))
+        self.touch_thread = (
+            f"UPDATE {session_table} SET {s_updated} = %s "
+            f"WHERE {s_id} = %s AND {s_kind} = '{GRAPH}'"
+        )
+        self.insert_blob = (
+            f"INSERT INTO {table(CheckpointBlob)} ({', '.join(b)}) "
+            f"VALUES ({', '.join(['%s'] * len(b))}) "
+            f"ON CONFLICT ({', '.join(b[:4])}) DO NOTHING"
+        )
+        write_names = (
+            "session",
+            "checkpoint_ns",
+            "checkpoint_id",
+            "task_id",
+            "task_path",
+            "idx",
+            "channel",
+            "type",
+            "blob",
+        )
+        w = columns(CheckpointWrite, write_names)
+        self.writes_of = (
+            f"SELECT {', '.join(w[3:])} FROM {table(CheckpointWrite)} "
+            f"WHERE {w[0]} = %s AND {w[1]} = %s AND {w[2]} = %s"
+        )
+        insert_write = (
+            f"INSERT INTO {table(CheckpointWrite)} ({', '.join(w)}) "
+            f"VALUES ({', '.join(['%s'] * len(w))}) "
+            f"ON CONFLICT ({', '.join(w[:4])}, {w[5]}) "
+        )
+        self.insert_write = insert_write + "DO NOTHING"
+        self.upsert_write = (
+            insert_write
+            + "DO UPDATE SET "
+            + ", ".join(f"{col} = excluded.{col}" for col in (w[6], w[7], w[8], w[4]))
+        )
+
+        # copy_thread: INSERT … SELECT of every column but the primary key, with
+        # the session replaced; ON CONFLICT DO NOTHING keeps rows the target has.
+        self.copy_thread = []
+        for model in (Checkpoint, CheckpointBlob, CheckpointWrite):
+            fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+            names = [q(str(f.column)) for f in fields]
+            select = ", ".join("%s" if f.name == "session" else q(str(f.column)) for f in fields)
+            session_col = q(str(model._meta.get_field("session").column))
+            self.copy_thread.append(
+                f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {select} "
+                f"FROM {table(model)} WHERE {session_col} = %s ON CONFLICT DO NOTHING"
+            )
+
+    def blobs_for(self, pairs: int) -> str:
+        """SELECT the blobs of ``pairs`` (channel, version) pairs of one namespace."""
+        statement = self._blobs_for.get(pairs)
+        if statement is None:
+            statement = self._blobs_for[pairs] = " UNION ALL ".join([self._blob_select] * pairs)
+        return statement
+
+    def json(self, value: Mapping[str, Any]) -> Any:
+        """``value`` adapted for a JSON column of this backend."""
+        return self._metadata_field.get_db_prep_save(dict(value), self.connection)
+
+    def record(self, thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> CheckpointRecord:
+        created_at = row[6]
+        if isinstance(created_at, str):  # SQLite hands raw cursors the stored text
+            created_at = datetime.fromisoformat(created_at)
+        if timezone.is_naive(created_at):
+            created_at = timezone.make_aware(created_at, UTC)
+        return CheckpointRecord(
+            thread_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=row[0],
+            parent_checkpoint_id=row[1],
+            type=row[2],
+            checkpoint=bytes(row[3]),
+            metadata=_json(row[4]),
+            channel_versions=_json(row[5]),
+            created_at=created_at,
+        )
+
+
+def _json(value: Any) -> dict[str, Any]:
+    # Django's backends hand JSON columns to raw cursors as text; decode here as
+    # JSONField.from_db_value would.
+    decoded = json.loads(value) if isinstance(value, str | bytes) else value
+    return decoded if isinstance(decoded, dict) else {}

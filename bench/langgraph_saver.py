@@ -1,0 +1,170 @@
+"""AgentstoreSaver against LangGraph's own SqliteSaver and PostgresSaver, in one run.
+
+    .venv/bin/python bench/langgraph_saver.py                       # SQLite half only
+    .venv/bin/python bench/langgraph_saver.py \\
+        --postgres postgres://postgres@127.0.0.1:5432/agentstore_bench_langgraph
+
+Workload, the same for every saver on the same database engine:
+
+* a one-node ``StateGraph`` (``{"n": int}``, the node adds one) invoked
+  ``--invocations`` times (2,000) on one thread with ``durability="sync"`` —
+  every checkpoint and write is committed before ``invoke`` returns;
+* ``get_tuple`` of the latest checkpoint, ``--reads`` times, on a 10-checkpoint
+  thread and on that long thread (two checkpoints an invocation).
+
+SQLite: both savers get their own file database in WAL mode (agentstore through
+Django with the project's settings; SqliteSaver on a plain ``sqlite3``
+connection — raw sqlite3, the baseline the other benches use). PostgreSQL: the
+database named by ``--postgres`` (created if missing), PostgresSaver on its own
+psycopg connection. Figures are printed with ratios, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, TypedDict
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+class Count(TypedDict):
+    n: int
+
+
+def graph_with(saver: Any) -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    def add(state: Count) -> Count:
+        return {"n": state["n"] + 1}
+
+    builder = StateGraph(Count)
+    builder.add_node("add", add)
+    builder.add_edge(START, "add")
+    builder.add_edge("add", END)
+    return builder.compile(checkpointer=saver)
+
+
+def measure(saver: Any, invocations: int, reads: int, tag: str) -> dict[str, float]:
+    graph = graph_with(saver)
+    long_config = {"configurable": {"thread_id": f"long-{tag}"}}
+    started = time.perf_counter()
+    for _ in range(invocations):
+        graph.invoke({"n": 0}, long_config, durability="sync")
+    elapsed = time.perf_counter() - started
+    short_config = {"configurable": {"thread_id": f"short-{tag}"}}
+    for _ in range(5):
+        graph.invoke({"n": 0}, short_config, durability="sync")
+
+    def latency(config: dict[str, Any]) -> float:
+        samples = []
+        for _ in range(reads):
+            t = time.perf_counter()
+            saver.get_tuple(config)
+            samples.append(time.perf_counter() - t)
+        return statistics.median(samples) * 1e6
+
+    latency(long_config)  # warm-up
+    checkpoints = sum(1 for _ in saver.list(long_config))
+    return {
+        "invokes_per_s": invocations / elapsed,
+        "get_short_us": latency(short_config),
+        "get_long_us": latency(long_config),
+        "long_checkpoints": checkpoints,
+    }
+
+
+def sqlite_half(args: argparse.Namespace) -> dict[str, Any]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["DATABASE_URL"] = f"sqlite:///{tmp}/agentstore.sqlite3"
+        agentstore = _agentstore(args)
+        conn = sqlite3.connect(f"{tmp}/langgraph.sqlite3", check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        theirs = measure(SqliteSaver(conn), args.invocations, args.reads, "theirs")
+        conn.close()
+    return {"backend": "sqlite", "agentstore": agentstore, "langgraph": theirs}
+
+
+def postgres_half(args: argparse.Namespace) -> dict[str, Any]:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    os.environ["DATABASE_URL"] = args.postgres
+    agentstore = _agentstore(args)
+    with PostgresSaver.from_conn_string(args.postgres) as saver:
+        saver.setup()
+        theirs = measure(saver, args.invocations, args.reads, f"theirs-{time.time_ns()}")
+    return {"backend": "postgresql", "agentstore": agentstore, "langgraph": theirs}
+
+
+def _agentstore(args: argparse.Namespace) -> dict[str, float]:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    os.environ["DJANGO_DEBUG"] = "0"  # production-like: no query recording
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from agentstore.integrations.langgraph import AgentstoreSaver
+
+    return measure(AgentstoreSaver(), args.invocations, args.reads, f"ours-{time.time_ns()}")
+
+
+def report(result: dict[str, Any]) -> None:
+    ours, theirs = result["agentstore"], result["langgraph"]
+    name = "SqliteSaver" if result["backend"] == "sqlite" else "PostgresSaver"
+    print(f"\n{result['backend']}: {ours['long_checkpoints']} checkpoints on the long thread")
+    print(f"{'':28} {'agentstore':>12} {name:>14} {'ratio':>7}")
+    rows = [
+        ("invoke/s (durability=sync)", "invokes_per_s", True),
+        ("get_tuple latest, short µs", "get_short_us", False),
+        ("get_tuple latest, long µs", "get_long_us", False),
+    ]
+    for label, key, higher_better in rows:
+        ratio = ours[key] / theirs[key] if higher_better else theirs[key] / ours[key]
+        print(f"{label:28} {ours[key]:12.1f} {theirs[key]:14.1f} {ratio:6.2f}x")
+    print("(ratio > 1: agentstore is faster)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--invocations", type=int, default=2000)
+    parser.add_argument("--reads", type=int, default=500)
+    parser.add_argument("--postgres", default="", help="a PostgreSQL URL to also measure")
+    parser.add_argument(
+        "--half", choices=["sqlite", "postgres"], default="", help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.half == "postgres":
+        print(json.dumps(postgres_half(args)))
+        return 0
+    if args.half == "sqlite":
+        print(json.dumps(sqlite_half(args)))
+        return 0
+    # Each half in its own process: Django reads DATABASE_URL once, at setup.
+    halves = ["sqlite"] + (["postgres"] if args.postgres else [])
+    for half in halves:
+        done = subprocess.run(
+            [sys.executable, __file__, "--half", half, *sys.argv[1:]],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        report(json.loads(done.stdout.strip().splitlines()[-1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""LangGraph threads on agentstore's surfaces, and what their hot paths cost.
+
+Threads are ``graph`` sessions: the admin draws their checkpoint tree and shows
+the state, writes and interrupts at a checkpoint; ``manage.py agentstore``
+lists, shows, removes and prunes them; the API lists them as a kind. ``put`` and
+``get_tuple`` of the latest checkpoint issue the same queries on a long thread
+as on a short one, and those queries use the indexes.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.types import Command
+from rest_framework.test import APIClient
+
+from agentstore import maintenance
+from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
+from agentstore.stores.checkpoints import CheckpointStore, touch_thread
+from agentstore.types.checkpoints import ChannelBlob
+from tests.integrations.graphs import approval_graph, chat_graph
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _forked_chat(thread_id: str) -> str:
+    """Three turns, then a fork from after the first; returns the fork point's id."""
+    graph = chat_graph()
+    for text in ("one", "two", "three"):
+        graph.invoke({"messages": [("human", text)]}, _config(thread_id))
+    after_first = next(
+        s
+        for s in reversed(list(graph.get_state_history(_config(thread_id))))
+        if len(s.values.get("messages", [])) == 2 and not s.next
+    )
+    fork = graph.update_state(after_first.config, {"messages": [("human", "other")]})
+    graph.invoke(None, fork)
+    return str(after_first.config["configurable"]["checkpoint_id"])
+
+
+def test_admin_thread_page_draws_forks_state_writes_and_open_interrupts(
+    admin_client: Client,
+) -> None:
+    fork_point = _forked_chat("chat-admin")
+    page_url = reverse("admin:agentstore_session_checkpoints", args=["chat-admin"])
+    page = admin_client.get(page_url).content.decode()
+    assert "1 fork" in page
+    tree = page[page.index('id="checkpoint-tree"') : page.index('id="checkpoint-detail"')]
+    assert (
+        tree.count("data-checkpoint=") == Checkpoint.objects.filter(session_id="chat-admin").count()
+    )
+    assert "2 branches" in tree and fork_point in tree
+    # The state at the fork point: its two messages, decoded.
+    at_fork = admin_client.get(page_url, {"checkpoint": fork_point}).content.decode()
+    channels = at_fork[at_fork.index('id="channels"') :]
+    assert "#1 echo: one" in channels and "three" not in channels
+
+    graph = approval_graph(AgentstoreSaver())
+    graph.invoke({"request": "refund"}, _config("ask-admin"))
+    page_url = reverse("admin:agentstore_session_checkpoints", args=["ask-admin"])
+    page = admin_client.get(page_url).content.decode()
+    waiting = page[page.index('id="interrupts"') :]
+    assert "Open interrupts" in waiting and "approve refund?" in waiting
+    writes = page[page.index('id="writes"') :]
+    assert "review" in writes and "__interrupt__" in writes
+    graph.invoke(Command(resume="no"), _config("ask-admin"))
+    # The checkpoint that waited now shows its interrupt as resumed.
+    waited = (
+        CheckpointWrite.objects.filter(session_id="ask-admin", channel="__interrupt__")
+        .values_list("checkpoint_id", flat=True)
+        .get()
+    )
+    page = admin_client.get(page_url, {"checkpoint": waited}).content.decode()
+    assert "Interrupts (resumed later)" in page
+    # The changelist links graph sessions to their thread page.
+    listing = admin_client.get(reverse("admin:agentstore_session_changelist")).content.decode()
+    assert page_url in listing
+
+
+def test_thread_page_is_bounded_and_pages_older_checkpoints(admin_client: Client) -> None:
+    saver = AgentstoreSaver()
+    config: Any = _config("long-admin") | {}
+    config["configurable"]["checkpoint_ns"] = ""
+    for step in range(8):
+        config = saver.put(config, empty_checkpoint(), {"step": step, "source": "loop"}, {})
+    from agentstore.selectors import checkpoints as selectors
+
+    view = selectors.thread_view("long-admin", limit=5)
+    assert len(view.rows) == 5 and view.total == 8 and view.older_than is not None
+    older = selectors.thread_view("long-admin", older_than=view.older_than, limit=5)
+    assert [n.step for n in older.rows] == [0, 1, 2]
+    page_url = reverse("admin:agentstore_session_checkpoints", args=["long-admin"])
+    page = admin_client.get(page_url, {"older_than": view.older_than}).content.decode()
+    assert page.count("data-checkpoint=") == 3
+
+
+def test_command_lists_shows_removes_and_prunes_threads() -> None:
+    chat_graph().invoke({"messages": [("human", "hi")]}, _config("cli-1"))
+    chat_graph().invoke({"messages": [("human", "hi")]}, _config("cli-2"))
+    out = StringIO()
+    call_command("agentstore", "ls", "--kind", "graph", stdout=out, stderr=StringIO())
+    assert "cli-1" in out.getvalue() and "cli-2" in out.getvalue()
+    out = StringIO()
+    call_command("agentstore", "show", "cli-1", stdout=out, stderr=StringIO())
+    latest = Checkpoint.objects.filter(session_id="cli-1").order_by("-checkpoint_id")[0]
+    assert latest.checkpoint_id in out.getvalue()
+
+    call_command("agentstore", "rm", "cli-1", stdout=StringIO(), stderr=StringIO())
+    for model in (Checkpoint, CheckpointBlob, CheckpointWrite):
+        assert not model.objects.filter(session_id="cli-1").exists()
+    assert not Session.objects.filter(pk="cli-1").exists()
+
+    Session.objects.filter(pk="cli-2").update(updated_at=timezone.now() - timedelta(days=9))
+    pruned = maintenance.prune_sessions(timezone.now() - timedelta(days=1))
+    assert pruned == ["cli-2"]
+    assert not Checkpoint.objects.filter(session_id="cli-2").exists()
+    assert maintenance.stats()["sessions"]["graph"] == 0
+
+
+def test_api_lists_threads_as_a_session_kind() -> None:
+    owner = get_user_model().objects.create_user("ana", password="pw-ana-12345")
+    other = get_user_model().objects.create_user("bob", password="pw-bob-12345")
+    chat_graph(AgentstoreSaver(owner=owner)).invoke(
+        {"messages": [("human", "hi")]}, _config("api-1")
+    )
+    assert Session.objects.get(pk="api-1").owner == owner
+    client = APIClient()
+    client.force_authenticate(owner)
+    listed = client.get("/api/v1/sessions", {"kind": "graph"}).json()
+    assert [s["id"] for s in listed["results"]] == ["api-1"]
+    assert listed["results"][0]["kind"] == "graph"
+    assert client.get("/api/v1/sessions/api-1").json()["kind"] == "graph"
+    client.force_authenticate(other)  # owner-scoped like every session
+    assert client.get("/api/v1/sessions/api-1").status_code == 404
+
+
+def test_thread_id_of_another_kind_of_session_is_refused() -> None:
+    from agentstore import exceptions
+    from agentstore.stores import TreeStore
+
+    session = TreeStore().create_session("/w")
+    with pytest.raises(exceptions.SessionExists):
+        chat_graph().invoke({"messages": [("human", "hi")]}, _config(session.id))
+    assert not Checkpoint.objects.filter(session_id=session.id).exists()
+
+
+def _anonymous(sql: str) -> str:
+    """The statement with its literal values (ids, versions, times, JSON) blanked."""
+    return re.sub(r"\d+", "?", re.sub(r"'(?:[^']|'')*'|X'[0-9A-Fa-f]*'", "?", sql))
+
+
+def _long_thread(thread_id: str, n: int) -> Any:
+    """A thread of ``n`` checkpoints, each reading its own version of two channels.
+
+    Inserted set-based (bulk INSERTs), not through ``put``.
+    """
+    now = timezone.now()
+    touch_thread(thread_id, now)
+    saver = AgentstoreSaver()
+    type_, data = saver.serde.dumps_typed({**empty_checkpoint(), "channel_values": {}})
+    value_type, value = saver.serde.dumps_typed({"note": "x" * 100})
+
+    def version(i: int) -> str:
+        return f"{i + 1:032}.0.5"
+
+    Checkpoint.objects.bulk_create(
+        [
+            Checkpoint(
+                session_id=thread_id,
+                checkpoint_id=f"1f000000-0000-6000-8000-{i:012d}",
+                parent_checkpoint_id=f"1f000000-0000-6000-8000-{i - 1:012d}" if i else None,
+                type=type_,
+                checkpoint=data,
+                metadata={"step": i},
+                channel_versions={"a": version(i), "b": version(i)},
+                created_at=now,
+            )
+            for i in range(n)
+        ],
+        batch_size=2000,
+    )
+    CheckpointBlob.objects.bulk_create(
+        [
+            CheckpointBlob(
+                session_id=thread_id,
+                channel=channel,
+                version=version(i),
+                type=value_type,
+                blob=value,
+            )
+            for i in range(n)
+            for channel in ("a", "b")
+        ],
+        batch_size=2000,
+    )
+    return _config(thread_id) | {}
+
+
+def _queries(fn: Any) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        fn()
+    return [q["sql"] for q in captured.captured_queries]
+
+
+@pytest.mark.slow
+def test_put_and_get_latest_issue_the_same_indexed_queries_at_10_or_100000_checkpoints() -> None:
+    saver = AgentstoreSaver()
+    cp_type, cp_data = saver.serde.dumps_typed({**empty_checkpoint(), "channel_values": {}})
+    value_type, value = saver.serde.dumps_typed({"note": "y"})
+    costs = []
+    for thread_id, n in (("short", 10), ("long", 100_000)):
+        config = _long_thread(thread_id, n)
+        latest = saver.get_tuple(config)
+        assert latest is not None and latest.metadata == {"step": n - 1}
+        assert latest.checkpoint["channel_values"] == {"a": {"note": "x" * 100}} | {
+            "b": {"note": "x" * 100}
+        }
+        get_sql = _queries(lambda c=config: saver.get_tuple(c))
+        # The saver runs its writes on its worker thread; the store's put is
+        # what it calls there (after serializing), measured on this thread.
+        put_sql = _queries(
+            lambda t=thread_id, step=n: CheckpointStore().put(
+                t,
+                "",
+                f"1f000000-0000-6000-8000-{step:012d}",
+                f"1f000000-0000-6000-8000-{step - 1:012d}",
+                cp_type,
+                cp_data,
+                {"step": step},
+                {"a": f"{step + 1:032}.0.5", "b": f"{step:032}.0.5"},
+                [
+                    ChannelBlob(
+                        channel="a", version=f"{step + 1:032}.0.5", type="msgpack", blob=b"v"
+                    )
+                ],
+            )
+        )
+        # The same statements, up to the values they carry.
+        costs.append(
+            (
+                [_anonymous(sql) for sql in get_sql],
+                [_anonymous(sql) for sql in put_sql],
+            )
+        )
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cursor:
+                for sql in get_sql:
+                    cursor.execute("EXPLAIN QUERY PLAN " + sql)
+                    plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+                    # An index search, never a table scan or a sort of the history.
+                    assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
+    assert costs[0] == costs[1]
+    assert len(costs[0][1]) >= 3  # the session touch, the blob, the checkpoint
+    assert Checkpoint.objects.filter(session_id="long").count() == 100_001
+    page = list(saver.list(_config("long"), limit=3))
+    assert [t.metadata["step"] for t in page] == [100_000, 99_999, 99_998]
