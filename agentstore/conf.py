@@ -61,6 +61,10 @@ DEFAULTS: dict[str, Any] = {
     # and imported files. Python's parser and encoder recurse and fail near
     # 1000 levels; agentstore's own data needs a handful (docs/operations.md).
     "JSON_MAX_DEPTH": 100,
+    # Prices the admin's usage page multiplies tokens by: model name →
+    # (USD per million input tokens, USD per million output tokens). A model
+    # without a price shows tokens and no cost.
+    "MODEL_PRICES": {},
 }
 
 

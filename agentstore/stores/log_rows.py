@@ -25,6 +25,7 @@ from django.db.models import Func, IntegerField
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import Entry as LogEntry
+from agentstore.formats.agentsession.describe import searchable
 from agentstore.models import Entry
 from agentstore.stores import sql
 
@@ -50,8 +51,10 @@ HOLDER_TABLE = sql.HOLDER
 REF_TABLE = sql.REF
 REF_LOG_TABLE = sql.REF_LOG
 
-# Every entry column (stores/sql.py); the projection columns belong to the
-# TreeStore's entries, so a log entry leaves them at their model defaults.
+# Every entry column (stores/sql.py). A log entry fills the text projection
+# (role, content, model, summary, tool name: ``describe.searchable``) so the
+# opening message, text search and the entries list read every kind alike;
+# the TreeStore-only metadata columns keep their model defaults.
 INSERT_ENTRY = f"INSERT INTO {ENTRY_TABLE} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
 
 _RFC3339 = re.compile(
@@ -101,6 +104,7 @@ def entry_params(
 ) -> list[Any]:
     """The bound parameters of :data:`INSERT_ENTRY` for one line at ``seq``."""
     stamp = cursor.db.ops.adapt_datetimefield_value(entry_created_at(entry, fallback))
+    role, content, tool_name, summary, model = searchable(entry.data)
     return sql.row(
         Entry,
         session_id=session_id,
@@ -110,6 +114,11 @@ def entry_params(
         type=entry.type[:64],
         line=entry.line,
         created_at=stamp,
+        role=role,
+        content=content,
+        model=model,
+        summary=summary,
+        tool_name=tool_name,
         model_facing=False,
     )
 
