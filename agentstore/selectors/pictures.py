@@ -73,7 +73,7 @@ class Timeline:
     ticks: tuple[tuple[float, str], ...]  # (x, label) of the axis
     height: float
     span_ms: float
-    total: int  # rows that exist (``len(bars)`` may be smaller)
+    total: int  # rows read: one more than ``len(bars)`` when there are more
     label_w: int = LABEL_W
     plot_right: int = WIDTH - VALUE_W
 
@@ -133,6 +133,7 @@ def step_timeline(session_id: str, *, using: str = DEFAULT_DB_ALIAS) -> Timeline
     is ``duration_ms`` long (a step without a duration is drawn as a tick).
     """
     steps = Step.objects.using(using).filter(session_id=session_id).order_by("id")
+    # One row past the bound tells "there are more" without counting them.
     picked = list(
         steps.values_list(
             "step_index",
@@ -141,11 +142,11 @@ def step_timeline(session_id: str, *, using: str = DEFAULT_DB_ALIAS) -> Timeline
             "duration_ms",
             "prompt_tokens",
             "completion_tokens",
-        )[:MAX_BARS]
+        )[: MAX_BARS + 1]
     )
-    total = len(picked) if len(picked) < MAX_BARS else steps.count()
+    total = len(picked)
     rows = []
-    for index, kind, at, ms, tokens_in, tokens_out in picked:
+    for index, kind, at, ms, tokens_in, tokens_out in picked[:MAX_BARS]:
         start = at - timedelta(milliseconds=ms)
         value = _duration(ms) if ms else ""
         if tokens_in or tokens_out:
@@ -169,7 +170,7 @@ def task_timeline(task_id: str, *, using: str = DEFAULT_DB_ALIAS) -> Timeline:
     picked = list(events.values_list("sequence", "kind", "created_at")[: MAX_BARS + 1])
     task = Task.objects.using(using).filter(pk=task_id).values_list("finished_at").first()
     finished = task[0] if task else None
-    total = len(picked) if len(picked) <= MAX_BARS else events.count()
+    total = len(picked)  # MAX_BARS + 1: there are more
     rows = []
     for i, (sequence, kind, at) in enumerate(picked[:MAX_BARS]):
         if i + 1 < len(picked):
@@ -211,7 +212,8 @@ class Graph:
     boxes: tuple[GraphBox, ...]
     edges: tuple[tuple[float, float, float, float], ...]  # (x1, y1, x2, y2)
     height: float
-    total: int  # agent tasks that exist (``boxes`` may show fewer)
+    total: int  # agent tasks read: one more than drawn when there are more
+    more: bool = False  # not every agent task is drawn
 
 
 def workflow_graph(
@@ -230,9 +232,10 @@ def workflow_graph(
             "agent_task_id",
             "agent_task__agent_name",
             "agent_task__task__state",
-        )[:MAX_AGENTS]
+        )[: MAX_AGENTS + 1]
     )
-    total = len(rows) if len(rows) < MAX_AGENTS else links.count()
+    total = len(rows)  # MAX_AGENTS + 1: there are more
+    rows = rows[:MAX_AGENTS]
     nodes: dict[str, list[tuple[int, str, str, str]]] = {}
     for node, invocation, task_id, agent, agent_state in rows:
         nodes.setdefault(node or "(no node)", []).append(
@@ -291,6 +294,7 @@ def workflow_graph(
         edges=tuple(edges),
         height=height,
         total=total,
+        more=total > MAX_AGENTS,
     )
 
 
