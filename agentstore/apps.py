@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
@@ -13,4 +15,20 @@ class AgentStoreConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the system checks (agentstore.W001, agentstore.W002).
+        from django.db.models.signals import post_migrate
+
         from agentstore import checks  # noqa: F401
+
+        # The text-search index lives beside the migration (agentstore.search).
+        post_migrate.connect(_search_index, sender=self, dispatch_uid="agentstore_search_index")
+
+
+def _search_index(sender: AppConfig, using: str = "default", **kwargs: Any) -> None:
+    from agentstore.models import Entry
+    from agentstore.search import ensure_search_index
+
+    table = Entry._meta.db_table
+    from django.db import connections
+
+    if table in connections[using].introspection.table_names():
+        ensure_search_index(using)

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 
-__all__ = ["is_uuid7", "new_id", "new_token"]
+__all__ = ["SHORT", "is_uuid7", "new_id", "new_token", "short_id"]
 
 _UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -58,6 +58,31 @@ def new_id() -> str:
 def is_uuid7(value: str) -> bool:
     """Tell whether ``value`` is a canonical (lowercase, hyphenated) UUIDv7."""
     return bool(_UUID7.match(value))
+
+
+#: Characters of a short id (docs/decisions.md "inspection: short ids").
+SHORT = 12
+
+
+def short_id(value: str) -> str:
+    """The short form of an id that people read and the command line accepts back.
+
+    * a UUID: its last 12 hex digits. A UUIDv7 *starts* with its millisecond
+      timestamp, so every entry and task of one busy session shares the first
+      8–11 characters; the tail is the random part and tells them apart.
+    * a ``sha256:`` hash (agentsession entry ids): the first 12 hex digits.
+    * any other id of up to 20 characters: itself; a longer one its first 12.
+
+    ``selectors.short_ids.resolve`` turns any of these back into the full id
+    when it is unique (a prefix or a suffix, as git resolves abbreviations).
+    """
+    if not value:
+        return ""
+    if value.startswith("sha256:"):
+        return value[7 : 7 + SHORT]
+    if len(value) == 36 and value.count("-") == 4:
+        return value[-SHORT:]
+    return value if len(value) <= 20 else value[:SHORT]
 
 
 def new_token() -> str:

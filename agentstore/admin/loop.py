@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -16,7 +17,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from agentstore.admin.mixins import ReadOnlyAdmin, clip
+from agentstore import ids
+from agentstore.admin.mixins import EMPTY, ReadOnlyAdmin, clip, confirm_page, confirmed
+from agentstore.admin.sessions import revoke_consequences
 from agentstore.models import Grant, Step
 from agentstore.stores.loop import LoopStore
 
@@ -25,9 +28,10 @@ __all__ = ["GrantAdmin", "StepAdmin"]
 
 def session_link(session_id: str) -> str:
     return format_html(
-        '<a href="{}">{}</a>',
+        '<a href="{}" title="{}"><code>{}</code></a>',
         reverse("admin:agentstore_session_change", args=[quote(session_id)]),
-        clip(session_id, 24),
+        session_id,
+        ids.short_id(session_id),
     )
 
 
@@ -62,7 +66,7 @@ class StepAdmin(ReadOnlyAdmin):
     @admin.display(description=_("tool arguments"))
     def tool_arguments(self, obj: Step) -> str:
         if obj.tool_args is None:
-            return "—"
+            return EMPTY
         return format_html(
             "<pre class='as-content'>{}</pre>", bytes(obj.tool_args).decode("utf-8", "replace")
         )
@@ -87,9 +91,28 @@ class GrantAdmin(ReadOnlyAdmin):
         description=_("Revoke every grant of the selected grants' sessions"),
         permissions=["operate"],
     )
-    def revoke_sessions(self, request: HttpRequest, queryset: QuerySet[Grant]) -> None:
+    def revoke_sessions(self, request: HttpRequest, queryset: QuerySet[Grant]) -> Any:
         store = LoopStore()
         sessions = sorted(set(queryset.values_list("session_id", flat=True)))
+        if not confirmed(request):
+            selected = list(queryset.values_list("pk", flat=True)[:1000])
+            affected = Grant.objects.filter(session_id__in=sessions)
+            return confirm_page(
+                self,
+                request,
+                title=f"Revoke every grant of {len(sessions)} session(s)?",
+                consequences=revoke_consequences(),
+                items=[
+                    f"{sid}: {clip(prompt, 100)}"
+                    for sid, prompt in affected.order_by("session_id", "id").values_list(
+                        "session_id", "prompt"
+                    )[:50]
+                ],
+                hidden=[("action", "revoke_sessions")]
+                + [(ACTION_CHECKBOX_NAME, str(pk)) for pk in selected],
+                button="Yes, revoke them",
+                cancel_url=request.get_full_path(),
+            )
         removed = sum(store.revoke(session_id) for session_id in sessions)
         self.report(
             request, f"Revoked {removed} grant(s) of {len(sessions)} session(s) through LoopStore."

@@ -22,19 +22,62 @@ the cap the list says "10001" and deeper pages are reached by filtering.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import FieldDoesNotExist
 from django.core.paginator import Paginator
-from django.db.models import Model
+from django.db.models import DateTimeField, Model
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
 from django.utils.functional import cached_property
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
-__all__ = ["CappedCountPaginator", "ReadOnlyAdmin", "choices_filter", "clip", "render_page"]
+__all__ = [
+    "CONFIRM_FIELD",
+    "EMPTY",
+    "STAMP_FORMAT",
+    "CappedCountPaginator",
+    "ReadOnlyAdmin",
+    "choices_filter",
+    "clip",
+    "confirm_page",
+    "confirmed",
+    "render_page",
+    "stamp",
+]
+
+#: The one date format of every agentstore page (the templates use it too).
+STAMP_FORMAT = "Y-m-d H:i:s"
+#: The one "nothing here" mark of every agentstore page.
+EMPTY = "—"
+
+
+def stamp(value: datetime | None) -> str:
+    """A time in the project's time zone as ``2026-05-31 09:00:00`` (:data:`EMPTY` for none)."""
+    if value is None:
+        return EMPTY
+    return date_format(
+        timezone.localtime(value) if timezone.is_aware(value) else value, STAMP_FORMAT
+    )
+
+
+def _stamp_column(model_admin: Any, name: str) -> Any:
+    """A changelist column showing the datetime field ``name`` with :func:`stamp`."""
+    field = model_admin.opts.get_field(name)
+
+    def column(obj: Any) -> str:
+        return stamp(getattr(obj, name))
+
+    column.short_description = field.verbose_name  # type: ignore[attr-defined]
+    column.admin_order_field = name  # type: ignore[attr-defined]
+    column.__name__ = name
+    return column
 
 
 def choices_filter(
@@ -80,6 +123,27 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     paginator = CappedCountPaginator
     list_per_page = 50
     actions_on_bottom = False
+    empty_value_display = EMPTY
+
+    class Media:
+        # Changelists and detail pages share the custom pages' small stylesheet.
+        css = {"all": ("agentstore/admin.css",)}
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        """The columns, with every datetime field shown in the one :data:`STAMP_FORMAT`."""
+        columns = []
+        for name in super().get_list_display(request):
+            if isinstance(name, str) and isinstance(self._field(name), DateTimeField):
+                columns.append(_stamp_column(self, name))
+            else:
+                columns.append(name)
+        return columns
+
+    def _field(self, name: str) -> Any:
+        try:
+            return self.opts.get_field(name)
+        except FieldDoesNotExist:  # a method or callable column, not a field
+            return None
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -130,3 +194,48 @@ def clip(text: str, length: int = 80) -> str:
     """One line of at most ``length`` characters (for changelist columns)."""
     line = " ".join(text.split())
     return line if len(line) <= length else line[: length - 1] + "…"
+
+
+#: The POST field that says "yes, do it" on a confirmation page.
+CONFIRM_FIELD = "confirm"
+
+
+def confirmed(request: HttpRequest) -> bool:
+    """Did the user confirm the operation on its confirmation page?"""
+    return request.method == "POST" and request.POST.get(CONFIRM_FIELD) == "yes"
+
+
+def confirm_page(
+    model_admin: admin.ModelAdmin,  # type: ignore[type-arg]
+    request: HttpRequest,
+    *,
+    title: str,
+    consequences: list[str],
+    items: list[str],
+    button: str,
+    cancel_url: str,
+    hidden: list[tuple[str, str]] | None = None,
+    more: int = 0,
+    obj: Model | None = None,
+) -> TemplateResponse:
+    """The admin's intermediate page: what an operation will do, and a button to do it.
+
+    The page posts back to the same URL with ``confirm=yes`` (and ``hidden``
+    fields: an action's name and its selected ids), so the operation runs only
+    after the user read what will happen. ``more`` counts affected items not
+    listed.
+    """
+    return render_page(
+        model_admin,
+        request,
+        "admin/agentstore/confirm.html",
+        title=title,
+        obj=obj,
+        consequences=consequences,
+        items=items,
+        more=more,
+        button=button,
+        cancel_url=cancel_url,
+        hidden=hidden or [],
+        confirm_field=CONFIRM_FIELD,
+    )

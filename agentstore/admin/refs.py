@@ -7,7 +7,10 @@ query per row. Breaking a hold calls ``LogStore.break_lock``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import quote
 from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
@@ -16,8 +19,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from agentstore import exceptions
-from agentstore.admin.mixins import ReadOnlyAdmin
-from agentstore.admin.sessions import break_lock
+from agentstore.admin.mixins import ReadOnlyAdmin, confirm_page, confirmed
+from agentstore.admin.sessions import break_lock, break_lock_consequences, hold_line
 from agentstore.models import Holder, Ref, RefLog, Session
 
 __all__ = ["HolderAdmin", "RefAdmin", "RefLogAdmin"]
@@ -66,6 +69,7 @@ class RefLogAdmin(ReadOnlyAdmin):
 
 @admin.register(Holder)
 class HolderAdmin(ReadOnlyAdmin):
+    change_list_template = "admin/agentstore/holder/change_list.html"
     list_display = ("session", "pid", "host", "since", "heartbeat")
     list_select_related = ("session",)
     raw_id_fields = ("session",)
@@ -76,7 +80,20 @@ class HolderAdmin(ReadOnlyAdmin):
     @admin.action(
         description=_("Break the selected locks (LogStore.break_lock)"), permissions=["operate"]
     )
-    def break_locks(self, request: HttpRequest, queryset: QuerySet[Holder]) -> None:
+    def break_locks(self, request: HttpRequest, queryset: QuerySet[Holder]) -> Any:
+        if not confirmed(request):
+            holds = list(queryset[:50])
+            return confirm_page(
+                self,
+                request,
+                title=f"Break {len(holds)} hold(s)?",
+                consequences=break_lock_consequences(),
+                items=[hold_line(h.session_id, h) for h in holds],
+                hidden=[("action", "break_locks")]
+                + [(ACTION_CHECKBOX_NAME, str(h.pk)) for h in holds],
+                button="Yes, break these locks",
+                cancel_url=request.get_full_path(),
+            )
         for session_id in queryset.values_list("session_id", flat=True):
             try:
                 self.report(request, break_lock(session_id))

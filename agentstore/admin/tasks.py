@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import quote, unquote
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -25,10 +26,20 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
-from agentstore.admin.mixins import ReadOnlyAdmin, choices_filter, clip
+from agentstore import ids
+from agentstore.admin.mixins import (
+    EMPTY,
+    ReadOnlyAdmin,
+    choices_filter,
+    clip,
+    confirm_page,
+    confirmed,
+    stamp,
+)
 from agentstore.models import (
     AgentTask,
     FunctionTask,
+    Session,
     Task,
     TaskEvent,
     ToolTask,
@@ -37,6 +48,7 @@ from agentstore.models import (
 )
 from agentstore.models.tasks import LEASED_STATES
 from agentstore.selectors.admin_views import expired_leases
+from agentstore.selectors.pictures import task_timeline, workflow_graph
 from agentstore.stores.base import utc_now
 from agentstore.tasks.agent import AgentTaskRepository
 from agentstore.tasks.recovery import recover_expired_leases
@@ -110,19 +122,24 @@ def recover_expired(
 
 def _task_link(task_id: str | None) -> str:
     if not task_id:
-        return "—"
+        return EMPTY
     return format_html(
-        '<a href="{}">{}</a>',
+        '<a href="{}" title="{}"><code>{}</code></a>',
         reverse("admin:agentstore_task_change", args=[quote(task_id)]),
-        clip(task_id, 20),
+        task_id,
+        ids.short_id(task_id),
     )
 
 
-def _session_link(session_id: str) -> str:
+def _session_link(session_id: str, name: str = "") -> str:
+    """A link to a session by its name (its short id when it has none)."""
+    if not session_id:
+        return EMPTY
+    url = reverse("admin:agentstore_session_change", args=[quote(session_id)])
+    if name:
+        return format_html('<a href="{}" title="{}">{}</a>', url, session_id, clip(name, 40))
     return format_html(
-        '<a href="{}">{}</a>',
-        reverse("admin:agentstore_session_change", args=[quote(session_id)]),
-        clip(session_id, 20),
+        '<a href="{}" title="{}"><code>{}</code></a>', url, session_id, ids.short_id(session_id)
     )
 
 
@@ -151,12 +168,11 @@ class TaskAdmin(ReadOnlyAdmin):
         "kind",
         "state_badge",
         "owner",
-        "parent",
-        "lease_owner",
         "lease",
         "updated_at",
     )
     list_display_links = ("short_id",)
+    list_select_related = ("owner_session",)
     list_filter = (
         "state",
         choices_filter("kind", _("kind"), ("agent", "tool", "workflow")),
@@ -169,7 +185,14 @@ class TaskAdmin(ReadOnlyAdmin):
 
     @admin.display(description=_("id"), ordering="id")
     def short_id(self, obj: Task) -> str:
-        return clip(obj.id, 20)
+        if not obj.parent_task_id:
+            return format_html('<code title="{}">{}</code>', obj.id, ids.short_id(obj.id))
+        return format_html(
+            '<code title="{}">{}</code><br><span class="as-sub">↳ {}</span>',
+            obj.id,
+            ids.short_id(obj.id),
+            ids.short_id(obj.parent_task_id),
+        )
 
     @admin.display(description=_("state"), ordering="state")
     def state_badge(self, obj: Task) -> str:
@@ -177,25 +200,29 @@ class TaskAdmin(ReadOnlyAdmin):
             '<span class="agentstore-state state-{}">{}</span>', obj.state, obj.state
         )
 
-    @admin.display(description=_("owner session"))
+    @admin.display(description=_("session"))
     def owner(self, obj: Task) -> str:
         # django.tasks functions have no owner session.
-        return _session_link(obj.owner_session_id) if obj.owner_session_id else "-"
+        if not obj.owner_session_id:
+            return EMPTY
+        session = obj.owner_session
+        return _session_link(obj.owner_session_id, session.name if session else "")
 
     @admin.display(description=_("parent task"))
     def parent(self, obj: Task) -> str:
         return _task_link(obj.parent_task_id)
 
-    @admin.display(description=_("lease expires"), ordering="lease_expires_at")
+    @admin.display(description=_("lease"), ordering="lease_expires_at")
     def lease(self, obj: Task) -> str:
         if obj.state not in LEASED_STATES:
-            return "—"
+            return EMPTY
+        owner = clip(obj.lease_owner or "", 24) or EMPTY
         if obj.lease_expires_at is None or obj.lease_expires_at <= utc_now():
-            text = (
-                obj.lease_expires_at.isoformat(" ", "seconds") if obj.lease_expires_at else "none"
+            text = stamp(obj.lease_expires_at) if obj.lease_expires_at else "none"
+            return format_html(
+                '{}<br><span class="agentstore-expired">{} (expired)</span>', owner, text
             )
-            return format_html('<span class="agentstore-expired">{} (expired)</span>', text)
-        return obj.lease_expires_at.isoformat(" ", "seconds")
+        return format_html("{}<br>{}", owner, stamp(obj.lease_expires_at))
 
     # -- actions ----------------------------------------------------------------------
 
@@ -209,9 +236,61 @@ class TaskAdmin(ReadOnlyAdmin):
         description=_("Recover expired leases (every expired task of the selected kinds)"),
         permissions=["operate"],
     )
-    def recover_selected_kinds(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+    def recover_selected_kinds(self, request: HttpRequest, queryset: QuerySet[Task]) -> Any:
         kinds = set(queryset.values_list("kind", flat=True))
-        self._report_recovery(request, recover_expired(kinds, utc_now()), kinds)
+        now = utc_now()
+        if not confirmed(request):
+            selected = list(queryset.values_list("pk", flat=True)[:1000])
+            return self._confirm_recovery(
+                request,
+                now,
+                kinds,
+                hidden=[("action", "recover_selected_kinds")]
+                + [(ACTION_CHECKBOX_NAME, str(pk)) for pk in selected],
+            )
+        self._report_recovery(request, recover_expired(kinds, now), kinds)
+        return None
+
+    def _confirm_recovery(
+        self,
+        request: HttpRequest,
+        now: datetime,
+        kinds: set[str],
+        hidden: list[tuple[str, str]] | None = None,
+    ) -> HttpResponse:
+        """The confirmation page: which tasks recovery would interrupt, and what that means."""
+        shown = 50
+        expired = list(
+            expired_leases(now)
+            .filter(kind__in=kinds)
+            .order_by("lease_expires_at", "id")
+            .values_list("id", "kind", "state", "lease_owner", "lease_expires_at")[: shown + 1]
+        )
+        items = [
+            f"{task_id} ({kind}, {state}): lease of {owner or 'nobody'} "
+            f"expired {stamp(expires) if expires else '(no lease)'}"
+            for task_id, kind, state, owner, expires in expired[:shown]
+        ]
+        names = ", ".join(sorted(kinds)) or "no kinds"
+        return confirm_page(
+            self,
+            request,
+            title=f"Recover expired leases ({names})?",
+            consequences=[
+                "A running task holds a lease that its worker renews. A lease past its expiry "
+                "means the worker stopped renewing it: it crashed, hung or lost the database.",
+                "Recovering marks each such task interrupted (error lease_expired) with a "
+                "task_interrupted event; a tool task also gets its canonical interrupted "
+                "outcome. If the old worker comes back, its writes are refused (the lease is "
+                "fenced). Tasks with a live lease are not touched.",
+                "Nothing to recover right now." if not items else "These tasks are affected:",
+            ],
+            items=items,
+            more=1 if len(expired) > shown else 0,
+            button=f"Yes, interrupt {'these' if items else 'any'} expired task(s)",
+            cancel_url=reverse("admin:agentstore_task_changelist"),
+            hidden=hidden,
+        )
 
     def _report_recovery(self, request: HttpRequest, ids: list[str], kinds: Iterable[str]) -> None:
         names = ", ".join(sorted(kinds)) or "no kinds"
@@ -244,6 +323,8 @@ class TaskAdmin(ReadOnlyAdmin):
             raise Http404
         now = utc_now()
         kinds = set(expired_leases(now).values_list("kind", flat=True).distinct())
+        if not confirmed(request):
+            return self._confirm_recovery(request, now, kinds)
         self._report_recovery(request, recover_expired(kinds, now), kinds)
         return HttpResponseRedirect(reverse("admin:agentstore_task_changelist"))
 
@@ -295,6 +376,11 @@ class TaskAdmin(ReadOnlyAdmin):
                 else None,
                 can_operate=self.has_operate_permission(request),
                 cancellable=task.state in ("queued", "running"),
+                timeline=task_timeline(task_id),
+                owner_name=Session.objects.filter(pk=task.owner_session_id)
+                .values_list("name", flat=True)
+                .first()
+                or "",
             )
         return super().change_view(request, object_id, form_url, context)
 
@@ -360,7 +446,7 @@ class ToolTaskAdmin(_TaskDetailsAdmin):
 
     @admin.display(description=_("outcome"))
     def outcome(self, obj: ToolTask) -> str:
-        return clip(obj.outcome_json or "—", 60)
+        return clip(obj.outcome_json or EMPTY, 60)
 
 
 @admin.register(FunctionTask)
@@ -397,7 +483,12 @@ class WorkflowRunAdmin(_TaskDetailsAdmin):
             for detail in sorted(details, key=lambda d: (d.link.node_key, d.link.invocation_index)):
                 by_node.setdefault(detail.link.node_key, []).append(detail)
             nodes = list(by_node.items())
-        context = {**(extra_context or {}), "run": run, "nodes": nodes}
+        context = {
+            **(extra_context or {}),
+            "run": run,
+            "nodes": nodes,
+            "graph": workflow_graph(run.task.id, run.name, run.task.state) if run else None,
+        }
         return super().change_view(request, object_id, form_url, context)
 
 

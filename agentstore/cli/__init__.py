@@ -19,6 +19,8 @@ from typing import Any, TextIO
 from django.core.management.base import CommandError, OutputWrapper
 from django.core.management.color import Style
 
+from agentstore import ids
+
 __all__ = [
     "EXIT_FAILURE",
     "EXIT_USAGE",
@@ -89,14 +91,8 @@ def truncate(text: str, width: int = 48) -> str:
 
 
 def short_id(value: str | None) -> str:
-    """A readable short form of an entry id: the random end of a UUIDv7, a hash prefix."""
-    if not value:
-        return "-"
-    if value.startswith("sha256:"):
-        return value[7:19]
-    if len(value) == 36 and value.count("-") == 4:
-        return value[-12:]
-    return value[:12]
+    """The short id of ``agentstore.ids.short_id`` (``-`` for none): accepted back as input."""
+    return ids.short_id(value) if value else "-"
 
 
 def stamp(value: datetime | None) -> str:

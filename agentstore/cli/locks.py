@@ -86,10 +86,11 @@ def _break_arguments(parser: Any) -> None:
 
 
 def _break(name: str, ctx: Context) -> None:
+    from agentstore.cli.sessions import session_id_of
     from agentstore.stores import SessionStore
 
     sessions = SessionStore()
-    session_id = ctx.opt("session")
+    session_id = session_id_of(ctx.opt("session"))
     holder = sessions.hold(session_id)
     if holder is None or not sessions.break_hold(session_id):
         raise fail(f"{session_id} is not held")

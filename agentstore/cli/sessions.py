@@ -12,12 +12,18 @@ that kind's store.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
+from django.core.management.base import CommandError
+
+from agentstore import exceptions
 from agentstore.cli import Context, Subcommand, fail, short_id, stamp, table, truncate, usage
+from agentstore.formats.agentsession.describe import Described, describe
 from agentstore.models import Entry, Holder, Session
 from agentstore.selectors.sessions import with_opening_message
+from agentstore.selectors.short_ids import resolve
 
 __all__ = ["COMMANDS", "delete_session", "entry_summary"]
 
@@ -32,8 +38,36 @@ def _json_flag(parser: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 
+def session_id_of(text: str) -> str:
+    """The full id of the session ``text`` names: the id, or a unique short id of it.
+
+    Short ids are what every listing prints (``agentstore.ids.short_id``);
+    an ambiguous one fails naming the candidates.
+    """
+    try:
+        found = resolve(Session.objects.all(), "id", text, what="session")
+    except exceptions.ValidationError as exc:
+        raise fail(str(exc)) from None
+    if found is None:
+        raise fail(f"no such session: {text}")
+    return found
+
+
+def session_id_or_text(text: str) -> str:
+    """Like :func:`session_id_of`, but ``text`` itself when it names no session.
+
+    Grants outlive their session row (the loop store keys them by id), so
+    ``grants`` and ``revoke`` still work on an id with no session.
+    """
+    try:
+        return session_id_of(text)
+    except CommandError:
+        return text
+
+
 def get_session(session_id: str) -> Session:
-    session = Session.objects.select_related("owner").filter(pk=session_id).first()
+    full = session_id_of(session_id)
+    session = Session.objects.select_related("owner").filter(pk=full).first()
     if session is None:
         raise fail(f"no such session: {session_id}")
     return session
@@ -50,6 +84,19 @@ def session_facts(session: Session) -> dict[str, Any]:
         "created_at": session.created_at,
         "updated_at": session.updated_at,
         "superseded_by": session.superseded_by,
+        # A loop session's model and finalize totals (zero values for other kinds).
+        **(
+            {
+                "model": session.model,
+                "status": session.status,
+                "prompt_tokens": session.prompt_tokens,
+                "completion_tokens": session.completion_tokens,
+                "step_count": session.step_count,
+                "duration_ms": session.duration_ms,
+            }
+            if session.kind == "loop"
+            else {}
+        ),
     }
 
 
@@ -203,6 +250,9 @@ def _show(name: str, ctx: Context) -> None:
         )
         return
     ctx.out("")
+    if session.kind == "log":
+        _print_log(ctx, document)
+        return
     table(
         ctx,
         ["SEQ", "ID", "PARENT", "TYPE", "SUMMARY"],
@@ -223,21 +273,117 @@ def _show(name: str, ctx: Context) -> None:
             ctx.out(f"  {number:>3}. {message['role']}: {truncate(message['content'], 80)}")
 
 
+def log_entry_summary(view: Described) -> str:
+    """A one-line description of an agentsession entry (``describe``) for tables."""
+    if view.kind == "message":
+        return f"{view.role}: {truncate(view.text, 60)}"
+    if view.kind == "tool call":
+        return f"{view.tool}({truncate(view.arguments, 50)}) [{view.call_id}]"
+    if view.kind == "tool output":
+        return f"[{view.call_id}] → {truncate(view.text, 50)}"
+    if view.kind == "reasoning":
+        return f"(thinking) {truncate(view.text, 56)}"
+    if view.text:
+        return truncate(f"{view.detail} {view.text}".strip(), 64)
+    return truncate(view.detail, 64)
+
+
+def _log_details(session: Session, leaf: str) -> dict[str, Any]:
+    from agentstore.selectors.log_views import log_context_view, read_log, response_checks
+
+    log = read_log(session.id)
+    checks = response_checks(log, [e.id for e in log.entries if e.type == "response"])
+    entries = []
+    for seq, e in enumerate(log.entries, start=1):
+        view = describe(e.data)
+        entries.append(
+            {
+                "seq": seq,
+                "id": e.id,
+                "parent_id": e.parent,
+                "type": e.type,
+                "kind": view.kind,
+                "summary": log_entry_summary(view),
+                "request_hash": checks.get(e.id),
+                "converges": view.converges,
+            }
+        )
+    details: dict[str, Any] = {
+        "entries": entries,
+        "leaf": log.leaf,
+        "labels": log.labels(),
+    }
+    if leaf:
+        try:
+            entry_id = resolve(Entry.objects.filter(session_id=session.id), "entry_id", leaf)
+        except exceptions.ValidationError as exc:
+            raise fail(str(exc)) from None
+        if entry_id is None:
+            raise fail(f"no entry {leaf} in session {session.id}")
+        context = log_context_view(session.id, entry_id, session=log)
+        assert context is not None
+        details["context"] = {
+            "entry_id": context.entry_id,
+            "model": context.model,
+            "instructions": context.instructions,
+            "tools": list(context.tools),
+            "request_hash": context.request_hash,
+            "items": [
+                {
+                    "kind": line.view.kind,
+                    "role": line.view.role,
+                    "summary": log_entry_summary(line.view),
+                    "entry_id": line.entry_id,
+                    "why": line.reason,
+                }
+                for line in context.lines
+            ],
+        }
+    return details
+
+
+def _print_log(ctx: Context, document: dict[str, Any]) -> None:
+    labels = document["labels"]
+    rows = []
+    for e in document["entries"]:
+        marks = []
+        if e["id"] == document["leaf"]:
+            marks.append("LEAF")
+        if e["id"] in labels:
+            marks.append(f"label={labels[e['id']]}")
+        if e["request_hash"]:
+            marks.append(f"hash {e['request_hash']}")
+        if e["converges"]:
+            marks.append(f"converges {e['converges']}")
+        rows.append(
+            [
+                str(e["seq"]),
+                short_id(e["id"]),
+                short_id(e["parent_id"]),
+                e["kind"],
+                e["summary"],
+                " ".join(marks),
+            ]
+        )
+    table(ctx, ["SEQ", "ID", "PARENT", "KIND", "WHAT", "NOTES"], rows)
+    context = document.get("context")
+    if context is None:
+        return
+    ctx.out("")
+    ctx.out(
+        f"context at {short_id(context['entry_id'])}: {len(context['items'])} item(s); "
+        f"model {context['model'] or '-'}; tools {', '.join(context['tools']) or '-'}; "
+        f"request hash {context['request_hash']}"
+    )
+    if context["instructions"]:
+        ctx.out(f"  instructions: {truncate(context['instructions'], 100)}")
+    for number, item in enumerate(context["items"], start=1):
+        ctx.out(f"  {number:>3}. {item['summary']}  ({item['why']}, {short_id(item['entry_id'])})")
+
+
 def _tree_details(session: Session, leaf: str) -> dict[str, Any]:
     if session.kind == "log":
-        rows = Entry.objects.filter(session=session).order_by("seq")
-        return {
-            "entries": [
-                {
-                    "seq": row.seq,
-                    "id": row.entry_id,
-                    "parent_id": row.parent_id,
-                    "type": row.type,
-                    "summary": truncate(row.line, 60),
-                }
-                for row in rows
-            ]
-        }
+        return _log_details(session, leaf)
     from agentstore.stores import TreeStore
 
     store = TreeStore()
@@ -254,11 +400,10 @@ def _tree_details(session: Session, leaf: str) -> dict[str, Any]:
         ]
     }
     if leaf:
-        from agentstore import exceptions
-
         try:
-            context = store.build_context(session.id, leaf)
-        except exceptions.NoEntry as exc:
+            entry_id = resolve(Entry.objects.filter(session_id=session.id), "entry_id", leaf)
+            context = store.build_context(session.id, entry_id or leaf)
+        except (exceptions.NoEntry, exceptions.ValidationError) as exc:
             raise fail(str(exc)) from None
         details["context"] = {
             "provider": context.provider,
@@ -341,9 +486,10 @@ def _ids_arguments(parser: Any) -> None:
 def _rm(name: str, ctx: Context) -> None:
     failed = 0
     for session_id in ctx.opt("sessions"):
-        session = Session.objects.filter(pk=session_id).first()
-        if session is None:
-            ctx.note(f"no such session: {session_id}")
+        try:
+            session = get_session(session_id)
+        except CommandError as exc:
+            ctx.note(str(exc))
             failed += 1
             continue
         try:
@@ -365,7 +511,7 @@ def _grants_arguments(parser: Any) -> None:
 def _grants(name: str, ctx: Context) -> None:
     from agentstore.stores import LoopStore
 
-    grants = list(LoopStore().grants(ctx.opt("session")))
+    grants = list(LoopStore().grants(session_id_or_text(ctx.opt("session"))))
     if ctx.opt("json"):
         ctx.json(grants)
         return
@@ -379,7 +525,8 @@ def _revoke(name: str, ctx: Context) -> None:
     from agentstore.stores import LoopStore
 
     store = LoopStore()
-    for session_id in ctx.opt("sessions"):
+    for text in ctx.opt("sessions"):
+        session_id = session_id_or_text(text)
         count = len(store.grants(session_id))
         store.revoke(session_id)
         ctx.note(f"· {session_id}: forgot {count} approval(s)")
@@ -436,7 +583,7 @@ def _follow(name: str, ctx: Context) -> None:
                         "id": row.entry_id,
                         "parent_id": row.parent_id,
                         "type": row.type,
-                        "summary": truncate(row.line, 60),
+                        "summary": log_entry_summary(describe(json.loads(row.line))),
                         "created_at": row.created_at,
                     }
                     for row in Entry.objects.filter(session_id=session.id, seq__gt=last).order_by(

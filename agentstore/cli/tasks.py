@@ -15,8 +15,10 @@ from typing import Any
 
 from django.utils import timezone
 
+from agentstore import exceptions
 from agentstore.cli import Context, Subcommand, fail, stamp, table, usage
 from agentstore.models import Task, TaskState
+from agentstore.selectors.short_ids import resolve
 
 __all__ = ["COMMANDS", "recover_all"]
 
@@ -49,7 +51,9 @@ def _tasks(name: str, ctx: Context) -> None:
     if ctx.opt("state"):
         tasks = tasks.filter(state__in=ctx.opt("state"))
     if ctx.opt("session"):
-        tasks = tasks.owned_by_session(ctx.opt("session"))
+        from agentstore.cli.sessions import session_id_of
+
+        tasks = tasks.owned_by_session(session_id_of(ctx.opt("session")))
     if ctx.opt("limit") < 0:
         raise usage("--limit must be 0 or more")
     rows = list(tasks[: ctx.opt("limit") or None])
@@ -92,7 +96,11 @@ def _task(name: str, ctx: Context) -> None:
     from agentstore.tasks import TaskRepository
 
     repository = TaskRepository()
-    task = repository.get(ctx.opt("task"))
+    try:
+        task_id = resolve(Task.objects.all(), "id", ctx.opt("task"), what="task")
+    except exceptions.ValidationError as exc:
+        raise fail(str(exc)) from None
+    task = repository.get(task_id) if task_id else None
     if task is None:
         raise fail(f"no such task: {ctx.opt('task')}")
     events = repository.list_events(task.id, 0, 1_000_000)

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.core.management.base import CommandError
+
 from agentstore.cli import Context, Subcommand, fail, usage
 from agentstore.models import Session
 from agentstore.validation import name_problem
@@ -70,8 +72,18 @@ def _export_arguments(parser: Any) -> None:
     parser.add_argument("--out", help="write <id>.jsonl files into this directory")
 
 
+def _full_id(text: str) -> str:
+    """The session a (short) id names; the text itself when none does (reported below)."""
+    from agentstore.cli.sessions import session_id_of
+
+    try:
+        return session_id_of(text)
+    except CommandError:
+        return text
+
+
 def _export(name: str, ctx: Context) -> None:
-    ids = ctx.opt("sessions")
+    ids = [_full_id(text) for text in ctx.opt("sessions")]
     out = ctx.opt("out")
     if out is None and len(ids) != 1:
         raise usage("export writes one session to stdout; use --out DIR for several")

@@ -38,6 +38,9 @@ from agentstore.types import (
 #: The demo owner session (a fixed UUIDv7, so a second run finds it).
 OWNER_SESSION_ID = "0197a000-0000-7000-8000-00000000da5c"
 WORKER = "demo-worker"
+#: How long the demo worker's leases last; every seed run renews them, so a
+#: fresh demo's dashboard shows no expired lease (only the recovered example).
+LEASE = timedelta(days=7)
 
 
 def _finish(task_id: str, target: str, owner: str = WORKER, **extra: Any) -> TaskFinish:
@@ -56,6 +59,7 @@ def seed(owner: Any) -> list[str]:
     """Create the demo tasks once; return lines describing them."""
     if not Session.objects.filter(pk=OWNER_SESSION_ID).exists():
         _create(owner)
+    renewed = _renew_leases()
     states = Counter(
         Task.objects.filter(owner_session_id=OWNER_SESSION_ID).values_list("state", flat=True)
     )
@@ -66,7 +70,22 @@ def seed(owner: Any) -> list[str]:
         f"Tasks: owner session {OWNER_SESSION_ID}",
         "  by state: " + ", ".join(f"{s} {n}" for s, n in sorted(states.items())),
         "  by kind:  " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
+        f"  renewed {renewed} live lease(s) of {WORKER} for {LEASE.days} days",
     ]
+
+
+def _renew_leases() -> int:
+    """Renew the demo worker's live leases (``TaskRepository.renew_lease``), like a worker would.
+
+    An already expired lease cannot be revived (that is recovery's job), so a
+    demo left alone for longer than :data:`LEASE` shows expired leases again.
+    """
+    tasks = TaskRepository()
+    expires = tasks.now() + LEASE
+    running = Task.objects.filter(
+        owner_session_id=OWNER_SESSION_ID, lease_owner=WORKER, state__in=("running", "canceling")
+    ).values_list("id", flat=True)
+    return sum(tasks.renew_lease(task_id, WORKER, expires) for task_id in running)
 
 
 def _create(user: Any) -> None:
@@ -81,7 +100,7 @@ def _create(user: Any) -> None:
         cwd="/srv/demo-repo",
         name="demo: durable tasks",
     )
-    live = now + timedelta(minutes=30)
+    live = now + LEASE
 
     def job(label: str) -> str:
         return tasks.create(
@@ -181,7 +200,7 @@ def _create(user: Any) -> None:
             arguments_json='{"change":"demo-123"}',
         )
     )
-    tasks.transition(run.task.id, ["queued"], "running", "task_started")
+    claim(run.task.id)  # its runner holds a lease like any worker
     for node in ("inspect", "review"):
         workflows.create_agent_task_with_child_session(
             run.task.id,

@@ -18,9 +18,11 @@ from typing import Any
 
 from django.db import connections
 from django.db.models import OuterRef, Q, Subquery
+from django.db.models.expressions import RawSQL
 
 from agentstore.models import Entry, Session
 from agentstore.models.sessions import SessionQuerySet
+from agentstore.search import match_sql
 
 _TABLE = Session._meta.db_table
 _VISIBLE_STAFF = f"SELECT id, kind, owner_id, superseded_by FROM {_TABLE} WHERE id = %s"
@@ -81,11 +83,29 @@ def with_opening_message(sessions: SessionQuerySet) -> SessionQuerySet:
     return sessions.annotate(opening=Subquery(first_user))
 
 
+#: Sessions a text search finds through their entries, at most (newest matches first).
+SEARCH_SESSIONS = 1000
+
+
 def search_sessions(sessions: SessionQuerySet, text: str) -> SessionQuerySet:
-    """Sessions whose name or opening user message contains ``text`` (case-insensitive)."""
+    """Sessions whose name contains ``text`` or whose entries' text matches it.
+
+    Names match as a case-insensitive substring; entry text (messages — the
+    opening one included — summaries, tool calls and outputs) through the
+    search index of :mod:`agentstore.search` (words, the last one a prefix),
+    looking at the newest 1,000 matching entries. Without a search index
+    (another database) the opening user message is matched as a substring.
+    """
     text = text.strip()
     if not text:
         return sessions
-    return with_opening_message(sessions).filter(
-        Q(name__icontains=text) | Q(opening__icontains=text)
+    match = match_sql(sessions.db, text, limit=SEARCH_SESSIONS)
+    if match is None:
+        return with_opening_message(sessions).filter(
+            Q(name__icontains=text) | Q(opening__icontains=text)
+        )
+    sql, params = match
+    in_entries = RawSQL(
+        f"SELECT session_id FROM {Entry._meta.db_table} WHERE id IN ({sql})", params
     )
+    return sessions.filter(Q(name__icontains=text) | Q(pk__in=in_entries))

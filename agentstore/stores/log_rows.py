@@ -25,6 +25,7 @@ from django.db.models import Func, IntegerField
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import Entry as LogEntry
+from agentstore.formats.agentsession.describe import searchable
 from agentstore.models import Entry
 from agentstore.stores import sql
 
@@ -37,7 +38,7 @@ __all__ = [
     "SESSION_TABLE",
     "OctetLength",
     "insert_entries",
-    "item_projection",
+    "projection",
     "parse_time",
     "read_rows",
     "require_log",
@@ -51,10 +52,10 @@ HOLDER_TABLE = sql.HOLDER
 REF_TABLE = sql.REF
 REF_LOG_TABLE = sql.REF_LOG
 
-# Every entry column (stores/sql.py); the projection columns belong to the
-# TreeStore's entries, so a log entry leaves them at their model defaults —
-# except ``role``, ``content`` and ``tool_name`` of an item, filled for the
-# admin's tree and search (see :func:`item_projection`).
+# Every entry column (stores/sql.py). A log entry fills the text projection
+# (role, content, model, summary, tool name: ``describe.searchable``) so the
+# opening message, text search and the entries list read every kind alike;
+# the TreeStore-only metadata columns keep their model defaults.
 INSERT_ENTRY = f"INSERT INTO {ENTRY_TABLE} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
 #: Characters of an item's text kept in the ``content`` projection (the line
 #: keeps everything; the column is for previews and search).
@@ -102,44 +103,21 @@ def entry_created_at(entry: LogEntry, fallback: datetime) -> datetime:
         return fallback
 
 
-def _text(value: Any) -> str:
-    """The text of a Responses content value: a string, or the ``text`` of its parts."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return " ".join(
-            part["text"]
-            for part in value
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
+def projection(entry: LogEntry) -> tuple[str, str, str, str, str]:
+    """``(role, content, tool_name, summary, model)`` of a line, for lists and search.
 
-
-def item_projection(entry: LogEntry) -> tuple[str, str, str]:
-    """``(role, content, tool_name)`` of an ``item`` entry, for display; blanks otherwise.
-
-    A message gives its role and text; a ``function_call`` its name and
-    arguments; a ``*_output`` its output; a ``reasoning`` item its summary.
+    The words come from the format's own ``describe.searchable``; here they are
+    made storable: the line escapes a NUL but a PostgreSQL text column cannot
+    hold a raw one, and ``content`` keeps :data:`PROJECTED_CHARS` (the line
+    keeps everything).
     """
-    item = entry.data.get("item") if entry.type == "item" else None
-    if not isinstance(item, dict):
-        return "", "", ""
-    kind = item.get("type")
-    role = item.get("role")
-    tool = item.get("name") if kind == "function_call" else ""
-    if kind == "function_call":
-        text = _text(item.get("arguments"))
-    elif isinstance(kind, str) and kind.endswith("_output"):
-        text = _text(item.get("output"))
-    elif kind == "reasoning":
-        text = _text(item.get("summary"))
-    else:
-        text = _text(item.get("content"))
-    # The line escapes a NUL; a PostgreSQL text column cannot hold a raw one.
+    role, content, tool_name, summary, model = searchable(entry.data)
     return (
-        (role if isinstance(role, str) else "").replace("\x00", "")[:64],
-        text.replace("\x00", "")[:PROJECTED_CHARS],
-        (tool if isinstance(tool, str) else "").replace("\x00", "")[:255],
+        role.replace("\x00", ""),
+        content.replace("\x00", "")[:PROJECTED_CHARS],
+        tool_name.replace("\x00", ""),
+        summary.replace("\x00", ""),
+        model.replace("\x00", ""),
     )
 
 
@@ -148,7 +126,7 @@ def entry_params(
 ) -> list[Any]:
     """The bound parameters of :data:`INSERT_ENTRY` for one line at ``seq``."""
     stamp = cursor.db.ops.adapt_datetimefield_value(entry_created_at(entry, fallback))
-    role, content, tool_name = item_projection(entry)
+    role, content, tool_name, summary, model = projection(entry)
     return sql.row(
         Entry,
         session_id=session_id,
@@ -160,6 +138,8 @@ def entry_params(
         created_at=stamp,
         role=role,
         content=content,
+        model=model,
+        summary=summary,
         tool_name=tool_name,
         model_facing=False,
     )

@@ -1,8 +1,12 @@
 """The admin in a real browser: Playwright driving Debian's Chromium (headless).
 
-Logs in, opens a seeded session, expands the tree, opens the context view of
-the leaf, breaks a hold and reads a task's timeline, saving a screenshot of each
-step under ``var/screenshots/`` (CI keeps them as artifacts).
+``test_admin_tour`` logs in, opens a seeded session, expands the tree, opens
+the context view of the leaf, breaks a hold (through its confirmation page) and
+reads a task's timeline. ``test_every_page_fits`` opens every agentstore page —
+for every session kind — at a laptop's 1366 px and a desktop's 1920 px and
+checks that nothing overflows horizontally (the page, and every changelist
+table inside its scroll box). Each step saves a screenshot under
+``var/screenshots/`` (CI keeps them as artifacts).
 
 Never downloads a browser: it runs ``/usr/bin/chromium`` (``apt-get install
 chromium``) and is skipped, with the reason, when that or the ``playwright``
@@ -109,6 +113,11 @@ def test_admin_tour(page: Any, live_server: Any) -> None:
 
     page.goto(f"{base}/admin/agentstore/session/{world.tree_id}/change/")
     page.click("#break-lock")
+    page.wait_for_selector("#confirm")
+    assert "SessionLocked" in page.inner_text("#confirm")
+    assert Holder.objects.filter(session_id=world.tree_id).exists()  # not yet
+    shot(page, "5-break-lock-confirm")
+    page.click("#confirm-yes")
     page.wait_for_selector("ul.messagelist")
     assert "Broke the hold of pid 4242" in page.inner_text("ul.messagelist")
     assert "Not held." in page.inner_text("#session-hold")
@@ -121,3 +130,86 @@ def test_admin_tour(page: Any, live_server: Any) -> None:
     assert page.locator("#lease-expired").is_visible()
     shot(page, "6-task")
     assert os.path.getsize(SHOTS / "admin-6-task.png") > 0
+
+
+#: Viewport widths every page must fit: a 1366 px laptop and a 1920 px desktop.
+WIDTHS = (1366, 1920)
+
+# Horizontal overflow of the page, of every changelist table inside the scroll
+# box the admin gives it (which hides an overflow from the page check), and of
+# the content of agentstore's own views.
+_OVERFLOW = """() => {
+  const doc = document.documentElement;
+  const out = [];
+  if (doc.scrollWidth > doc.clientWidth + 1)
+    out.push(`page ${doc.scrollWidth} > ${doc.clientWidth}`);
+  for (const box of document.querySelectorAll('.results, .agentstore-view #content-main')) {
+    if (box.scrollWidth > box.clientWidth + 1)
+      out.push(`${box.className || box.id} ${box.scrollWidth} > ${box.clientWidth}`);
+  }
+  return out;
+}"""
+
+
+def _pages(world: World, log_id: str, base: str) -> list[tuple[str, str]]:
+    session = f"{base}/admin/agentstore/session"
+    pages = [
+        ("index", f"{base}/admin/"),
+        ("sessions", f"{session}/"),
+        ("entries", f"{base}/admin/agentstore/entry/"),
+        ("entries-log", f"{base}/admin/agentstore/entry/?session__id__exact={log_id}"),
+        ("tasks", f"{base}/admin/agentstore/task/"),
+        ("task", f"{base}/admin/agentstore/task/{world.tool_task_id}/change/"),
+        ("workflow", f"{base}/admin/agentstore/workflowrun/{world.workflow_id}/change/"),
+        ("holds", f"{base}/admin/agentstore/holder/"),
+        ("grants-list", f"{base}/admin/agentstore/grant/"),
+        ("usage", f"{base}/admin/agentstore/session/usage/?days=30"),
+    ]
+    for kind, sid in (("tree", world.tree_id), ("log", log_id)):
+        for view in ("change", "tree", "context", "transcript"):
+            pages.append((f"{kind}-{view}", f"{session}/{sid}/{view}/"))
+    for view in ("change", "steps", "grants"):
+        pages.append((f"loop-{view}", f"{session}/{world.loop_id}/{view}/"))
+    return pages
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_page_fits(page: Any, live_server: Any) -> None:
+    from agentstore.demo import log as demo_log
+    from agentstore.stores.tree import TreeStore
+    from agentstore.types import MessageEntity
+
+    User.objects.create_superuser("admin", "admin@example.com", "tour-password")
+    world: World = seed_world()
+    demo_log.seed(None)
+    # Long names, paths and unbroken text: what makes a page overflow if anything does.
+    tree = TreeStore()
+    long = tree.create_session("/srv/" + "very-long-directory-name/" * 8, "a long name " * 12)
+    tree.append_message(long.id, None, MessageEntity(role="user", content="x" * 400))
+    base = live_server.url
+    page.goto(f"{base}/admin/login/?next=/admin/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "tour-password")
+    page.click("input[type=submit]")
+    page.wait_for_selector("#agentstore-dashboard")
+    problems: list[str] = []
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        for name, url in [
+            *_pages(world, demo_log.SESSION_ID, base),
+            ("long-tree", f"{base}/admin/agentstore/session/{long.id}/tree/"),
+            ("long-change", f"{base}/admin/agentstore/session/{long.id}/change/"),
+        ]:
+            response = page.goto(url)
+            assert response is not None and response.status == 200, (name, url)
+            # Open every fold, so what hides inside a <details> is measured too.
+            page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+            problems += [f"{width}px {name}: {p}" for p in page.evaluate(_OVERFLOW)]
+            page.screenshot(path=str(SHOTS / f"fit-{width}-{name}.png"), full_page=True)
+        # The confirmation page of an operation fits too.
+        page.goto(f"{base}/admin/agentstore/session/{world.tree_id}/change/")
+        page.click("#break-lock")
+        page.wait_for_selector("#confirm")
+        problems += [f"{width}px confirm: {p}" for p in page.evaluate(_OVERFLOW)]
+        page.screenshot(path=str(SHOTS / f"fit-{width}-confirm.png"), full_page=True)
+    assert not problems, "\n".join(problems)

@@ -24,24 +24,61 @@ def said(response: HttpResponse) -> list[str]:
     return [str(m) for m in get_messages(response.wsgi_request)]
 
 
-def action(client: Client, model: str, name: str, ids: list[str]) -> HttpResponse:
+YES = {"confirm": "yes"}
+
+
+def action(
+    client: Client, model: str, name: str, ids: list[str], *, confirm: bool = True
+) -> HttpResponse:
     return client.post(
         reverse(f"admin:agentstore_{model}_changelist"),
-        {"action": name, "_selected_action": ids},
+        {"action": name, "_selected_action": ids, **(YES if confirm else {})},
         follow=True,
     )
 
 
+def test_break_lock_asks_first_and_says_what_will_happen(
+    admin_client: Client, world: World
+) -> None:
+    url = reverse("admin:agentstore_session_break_lock", args=[world.tree_id])
+    page = admin_client.post(url).content.decode()
+    assert 'id="confirm"' in page and "SessionLocked" in page
+    assert "pid 4242 on build-7" in page
+    assert Holder.objects.filter(session_id=world.tree_id).exists()  # nothing happened yet
+    assert 'name="confirm" value="yes"' in page
+
+
+def test_unconfirmed_actions_change_nothing(admin_client: Client, world: World) -> None:
+    grant = Grant.objects.get(session_id=world.loop_id)
+    page = action(admin_client, "grant", "revoke_sessions", [str(grant.pk)], confirm=False)
+    assert "asks again" in page.content.decode() and Grant.objects.exists()
+    page = action(
+        admin_client, "task", "recover_selected_kinds", [world.tool_task_id], confirm=False
+    )
+    html = page.content.decode()
+    assert world.tool_task_id in html and "interrupted" in html
+    assert TaskRepository().get(world.tool_task_id).state == "running"  # type: ignore[union-attr]
+    page = admin_client.post(reverse("admin:agentstore_task_recover_expired"))
+    assert world.tool_task_id in page.content.decode()
+    page = admin_client.post(reverse("admin:agentstore_session_grants", args=[world.loop_id]))
+    assert "Allow fetch from api.example.com?" in page.content.decode() and Grant.objects.exists()
+
+
+def test_holds_page_explains_holds_when_there_are_none(admin_client: Client, db: None) -> None:
+    page = admin_client.get(reverse("admin:agentstore_holder_changelist")).content.decode()
+    assert "No session is held right now." in page and "SessionLocked" in page
+
+
 def test_break_lock_from_the_session_page(admin_client: Client, world: World) -> None:
     response = admin_client.post(
-        reverse("admin:agentstore_session_break_lock", args=[world.tree_id]), follow=True
+        reverse("admin:agentstore_session_break_lock", args=[world.tree_id]), YES, follow=True
     )
     assert not Holder.objects.filter(session_id=world.tree_id).exists()
     assert any("Broke the hold of pid 4242 on build-7" in m for m in said(response))
     assert "Not held." in response.content.decode()
     # Breaking again is harmless and says so.
     again = admin_client.post(
-        reverse("admin:agentstore_session_break_lock", args=[world.tree_id]), follow=True
+        reverse("admin:agentstore_session_break_lock", args=[world.tree_id]), YES, follow=True
     )
     assert any("was not held" in m for m in said(again))
 
@@ -64,7 +101,7 @@ def test_break_lock_needs_the_change_permission(client: Client, world: World) ->
     client.force_login(viewer)
     page = client.get(reverse("admin:agentstore_session_change", args=[world.tree_id]))
     assert page.status_code == 200 and 'id="break-lock"' not in page.content.decode()
-    post = client.post(reverse("admin:agentstore_session_break_lock", args=[world.tree_id]))
+    post = client.post(reverse("admin:agentstore_session_break_lock", args=[world.tree_id]), YES)
     assert post.status_code == 404
     assert Holder.objects.filter(session_id=world.tree_id).exists()
     tasks = client.get(reverse("admin:agentstore_task_changelist")).content.decode()
@@ -73,7 +110,7 @@ def test_break_lock_needs_the_change_permission(client: Client, world: World) ->
 
 def test_revoke_grants_through_the_loop_store(admin_client: Client, world: World) -> None:
     response = admin_client.post(
-        reverse("admin:agentstore_session_grants", args=[world.loop_id]), follow=True
+        reverse("admin:agentstore_session_grants", args=[world.loop_id]), YES, follow=True
     )
     assert not Grant.objects.filter(session_id=world.loop_id).exists()
     assert f"Revoked 1 grant(s) of session {world.loop_id}." in said(response)
@@ -135,11 +172,11 @@ def test_cancel_button_on_the_task_page(admin_client: Client, world: World) -> N
 
 
 def test_recover_expired_leases(admin_client: Client, world: World) -> None:
-    response = admin_client.post(reverse("admin:agentstore_task_recover_expired"), follow=True)
+    response = admin_client.post(reverse("admin:agentstore_task_recover_expired"), YES, follow=True)
     assert f"Recovered 1 expired task(s) (tool): {world.tool_task_id}." in said(response)
     task = TaskRepository().get(world.tool_task_id)
     assert task is not None and task.state == "interrupted" and task.error_code == "lease_expired"
-    again = admin_client.post(reverse("admin:agentstore_task_recover_expired"), follow=True)
+    again = admin_client.post(reverse("admin:agentstore_task_recover_expired"), YES, follow=True)
     assert "No expired leases to recover (no kinds)." in said(again)
 
 

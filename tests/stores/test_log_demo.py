@@ -16,7 +16,7 @@ def test_demo_seed_is_idempotent() -> None:
     assert first[0].startswith("Created")
     second = demo.seed(None)
     assert second[0].endswith("already exists")
-    assert Entry.objects.filter(session_id=demo.SESSION_ID).count() == 6
+    assert Entry.objects.filter(session_id=demo.SESSION_ID).count() == 12
     assert RefLog.objects.filter(name=demo.REF).count() == 1
     store = LogStore(read_only=True)
     session = store.read(demo.SESSION_ID)
@@ -25,5 +25,26 @@ def test_demo_seed_is_idempotent() -> None:
     # the leaf label chose the second answer; the name was appended under it
     leaf = session.entry(session.leaf)
     assert leaf is not None and leaf.type == "info"
-    assert "LX Factory" in session.entry(leaf.parent or "").line  # type: ignore[union-attr]
+    assert any("LX Factory" in e.line for e in session.path(leaf.id))
+    assert not any("Alfama" in e.line for e in session.path(leaf.id))
     assert LogStore().lock_holder(demo.SESSION_ID) is None  # the seed released its hold
+    session.verify()  # every recorded request hash matches the format's context rules
+
+
+def test_demo_seeds_a_live_hold_and_takes_it_again_after_a_break() -> None:
+    demo.seed(None)
+    holder = LogStore().lock_holder(demo.HELD_ID)
+    assert holder is not None and (holder.host, holder.pid) == demo.HELD_BY
+    assert LogStore().break_lock(demo.HELD_ID)
+    demo.seed(None)
+    assert LogStore().lock_holder(demo.HELD_ID) is not None
+
+
+def test_demo_dashboard_has_no_expired_lease() -> None:
+    from agentstore.demo import seed_all
+    from agentstore.selectors.admin_views import dashboard
+    from agentstore.stores.base import utc_now
+
+    seed_all(None)
+    board = dashboard(utc_now())
+    assert board.expired_leases == 0 and board.active_holds >= 1

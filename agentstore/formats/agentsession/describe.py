@@ -1,0 +1,323 @@
+"""agentsession entries in words: what a person debugging an agent wants to read.
+
+    from agentstore.formats.agentsession.describe import describe, item_text
+
+    view = describe(entry.data)      # any entry's decoded object (a dict)
+    view.kind                        # "message", "tool call", "tool output", "reasoning",
+                                     # "config", "response", "label", "decision", …
+    view.role, view.text             # "user", "What is 2+2?"
+    view.tool, view.arguments        # "lookup", '{"q":"2+2"}'  (tool calls)
+    view.detail                      # one line of facts: "gpt-5 · 52 tokens · 500 ms"
+
+Pure functions over the decoded JSON object of an entry (no Django): the
+admin, the command line and the log store's write-time text projection
+(:func:`searchable`) all read entries through them, so a tool call reads the
+same everywhere. Nothing here decides what the *model* is sent — that is
+:mod:`.context`'s job (docs/agentsession-format.md "Context and the request
+hash"); this module only puts an entry into words. Unknown entry and item
+types are shown by their type and members rather than dropped, because the
+format keeps unknown members and so must a reader.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Described", "describe", "item_text", "searchable"]
+
+#: Content part types whose ``text`` member is the readable text.
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+#: Characters of a config's instructions shown in its one-line detail.
+_INSTRUCTIONS_SHOWN = 80
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Described:
+    """One entry in words (every member ``""`` when it does not apply)."""
+
+    type: str  # the entry type as written ("item", "config", …)
+    kind: str  # what a person calls it ("message", "tool call", "config", …)
+    role: str = ""  # a message's role
+    text: str = ""  # the readable text: message, reasoning summary, tool output, summary
+    tool: str = ""  # a tool call's function name
+    arguments: str = ""  # a tool call's arguments, as written
+    call_id: str = ""  # the call a call / output / decision / dispatch is about
+    detail: str = ""  # one line of facts (model, tokens, verdict, settings changed …)
+    target: str = ""  # the entry a label / decision / dispatch / link points at
+    response: str = ""  # the response id an output item belongs to
+    converges: int = 0  # how many convergence refs (``parents``) the entry has
+
+
+def _text_of_parts(parts: Any) -> str:
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, list):
+        return "" if parts is None else json.dumps(parts, ensure_ascii=False)
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            kind = part.get("type")
+            if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif kind == "refusal":
+                texts.append(f"[refusal] {part.get('refusal', '')}")
+            elif isinstance(kind, str) and kind.startswith("input_"):
+                texts.append(f"[{kind[6:]}]")  # input_image → [image], input_file → [file]
+            elif kind:
+                texts.append(f"[{kind}]")
+    return "\n".join(texts)
+
+
+def item_text(item: Any) -> str:
+    """The readable text of an item (a message, reasoning, a call, an output …)."""
+    if not isinstance(item, dict):
+        return "" if item is None else str(item)
+    kind = item.get("type")
+    if kind == "message":
+        return _text_of_parts(item.get("content"))
+    if kind == "reasoning":
+        summary = _text_of_parts(item.get("summary"))
+        return summary or _text_of_parts(item.get("content"))
+    if kind in ("function_call", "custom_tool_call"):
+        args = item.get("arguments", item.get("input", ""))
+        return f"{item.get('name', '')}({args if isinstance(args, str) else json.dumps(args)})"
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        return _text_of_parts(item.get("output"))
+    if isinstance(item.get("content"), list | str):
+        return _text_of_parts(item.get("content"))
+    rest = {k: v for k, v in item.items() if k not in ("type", "id", "status")}
+    return json.dumps(rest, ensure_ascii=False, sort_keys=True) if rest else ""
+
+
+def _item(data: dict[str, Any], converges: int) -> Described:
+    item = data.get("item")
+    item = item if isinstance(item, dict) else {}
+    kind = str(item.get("type", ""))
+    response = data.get("response") if isinstance(data.get("response"), str) else ""
+    common: dict[str, Any] = {"type": "item", "response": response, "converges": converges}
+    if kind == "message":
+        return Described(
+            kind="message", role=str(item.get("role", "")), text=item_text(item), **common
+        )
+    if kind == "reasoning":
+        return Described(kind="reasoning", text=item_text(item), **common)
+    if kind in ("function_call", "custom_tool_call"):
+        args = item.get("arguments", item.get("input", ""))
+        return Described(
+            kind="tool call",
+            tool=str(item.get("name", "")),
+            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+            call_id=str(item.get("call_id", "")),
+            **common,
+        )
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        return Described(
+            kind="tool output",
+            text=item_text(item),
+            call_id=str(item.get("call_id", "")),
+            **common,
+        )
+    return Described(kind=kind or "item", text=item_text(item), **common)
+
+
+def _names(tools: Any) -> list[str]:
+    if not isinstance(tools, list):
+        return []
+    return [str(t.get("name")) if isinstance(t, dict) else str(t) for t in tools]
+
+
+def _config_detail(data: dict[str, Any]) -> str:
+    facts: list[str] = []
+    if data.get("replace"):
+        facts.append("replaces all settings")
+    if isinstance(data.get("model"), str) and data["model"]:
+        facts.append(f"model {data['model']}")
+    instructions = data.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        cut = " ".join(instructions.split())
+        if len(cut) > _INSTRUCTIONS_SHOWN:
+            cut = cut[: _INSTRUCTIONS_SHOWN - 1] + "…"
+        facts.append(f"instructions “{cut}”")
+    elif isinstance(data.get("instructions_parts"), list):
+        facts.append(f"instructions in {len(data['instructions_parts'])} part(s)")
+    reasoning = data.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort"):
+        facts.append(f"reasoning {reasoning['effort']}")
+    if added := _names(data.get("tools_added")):
+        facts.append("+tools " + ", ".join(added))
+    if removed := _names(data.get("tools_removed")):
+        facts.append("−tools " + ", ".join(removed))
+    if isinstance(data.get("extra"), dict) and data["extra"]:
+        facts.append(
+            "extra "
+            + ", ".join(
+                f"{k}={'(removed)' if v is None else json.dumps(v)}"
+                for k, v in sorted(data["extra"].items())
+            )
+        )
+    if isinstance(data.get("omit"), dict) and data["omit"]:
+        facts.append("omit " + json.dumps(data["omit"], sort_keys=True))
+    return " · ".join(facts) or "no change"
+
+
+def _response_detail(data: dict[str, Any]) -> str:
+    facts: list[str] = []
+    for key in ("model", "status"):
+        if isinstance(data.get(key), str) and data[key]:
+            facts.append(data[key])
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        total = usage.get("total_tokens")
+        tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+        if tokens_in is not None or tokens_out is not None:
+            facts.append(f"{tokens_in or 0} in / {tokens_out or 0} out tokens")
+        elif total is not None:
+            facts.append(f"{total} tokens")
+    if isinstance(data.get("latency_ms"), int | float):
+        facts.append(f"{data['latency_ms']:g} ms")
+    if isinstance(data.get("error"), dict | str) and data["error"]:
+        facts.append(f"error {json.dumps(data['error'], ensure_ascii=False)}")
+    return " · ".join(facts)
+
+
+def describe(data: dict[str, Any]) -> Described:
+    """Put one entry (its decoded JSON object) into words."""
+    etype = str(data.get("type", ""))
+    converges = len(data.get("parents") or ())
+    target = str(data["target"]) if isinstance(data.get("target"), str) else ""
+    call_id = str(data.get("call_id", "")) if data.get("call_id") else ""
+    if etype == "item":
+        return _item(data, converges)
+    if etype == "config":
+        return Described(
+            type=etype, kind="config", detail=_config_detail(data), converges=converges
+        )
+    if etype == "response":
+        rid = str(data.get("response_id", ""))
+        return Described(
+            type=etype,
+            kind="response",
+            detail=_response_detail(data),
+            response=rid,
+            converges=converges,
+        )
+    if etype in ("compaction", "branch_summary"):
+        text = item_text(data.get("summary"))
+        extra = ""
+        if etype == "compaction":
+            pinned = len(data.get("pinned") or ())
+            extra = f"keeps from {str(data.get('first_kept', ''))[:19]}" + (
+                f" · {pinned} pinned" if pinned else ""
+            )
+        return Described(
+            type=etype,
+            kind=etype.replace("_", " "),
+            text=text,
+            detail=extra,
+            target=str(data.get("first_kept", "")),
+            converges=converges,
+        )
+    if etype == "label":
+        value = data.get("label")
+        shown = "(cleared)" if value is None else str(value)
+        kind = "leaf mark" if value == "leaf" else "label"
+        facts = [shown]
+        for key in ("kind", "score"):
+            if data.get(key) is not None:
+                facts.append(f"{key} {data[key]}")
+        return Described(
+            type=etype, kind=kind, detail=" · ".join(facts), target=target, converges=converges
+        )
+    if etype == "decision":
+        facts = [str(data.get("verdict", ""))]
+        if data.get("by"):
+            facts.append(f"by {data['by']}")
+        if data.get("args") is not None:
+            facts.append(f"args {json.dumps(data['args'], ensure_ascii=False)}")
+        if data.get("reason"):
+            facts.append(f"“{data['reason']}”")
+        return Described(
+            type=etype,
+            kind="decision",
+            detail=" · ".join(facts),
+            call_id=call_id,
+            target=target,
+            text=item_text(data.get("answer")) if data.get("answer") is not None else "",
+            converges=converges,
+        )
+    if etype == "dispatch":
+        return Described(
+            type=etype,
+            kind="dispatch",
+            detail=f"call {call_id} sent to its tool",
+            call_id=call_id,
+            target=target,
+            converges=converges,
+        )
+    if etype == "info":
+        members = [f"{k} {json.dumps(v, ensure_ascii=False)}" for k, v in sorted(data.items())]
+        name = data.get("name")
+        visible = [
+            f
+            for f in members
+            if not f.startswith(
+                ("id ", "parent ", "parents ", "ts ", "type ", "legacy_id ", "name ")
+            )
+        ]
+        return Described(
+            type=etype,
+            kind="session info",
+            text=str(name) if isinstance(name, str) else "",
+            detail=" · ".join(visible),
+            converges=converges,
+        )
+    if etype == "link":
+        facts = [str(data.get("rel", ""))]
+        if data.get("session"):
+            facts.append(f"session {data['session']}")
+        if call_id:
+            facts.append(f"call {call_id}")
+        return Described(
+            type=etype,
+            kind="link",
+            detail=" · ".join(facts),
+            call_id=call_id,
+            target=target,
+            converges=converges,
+        )
+    if etype == "run":
+        facts = [str(data.get(k)) for k in ("phase", "run_id", "source", "ref") if data.get(k)]
+        return Described(type=etype, kind="run", detail=" · ".join(facts), converges=converges)
+    envelope = {"type", "id", "parent", "parents", "ts", "legacy_id"}
+    rest = {k: v for k, v in data.items() if k not in envelope}
+    return Described(
+        type=etype,
+        kind=etype or "entry",
+        detail=json.dumps(rest, ensure_ascii=False, sort_keys=True)[:300] if rest else "",
+        converges=converges,
+    )
+
+
+def searchable(data: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """``(role, content, tool_name, summary, model)`` an entry projects for search and lists.
+
+    The log store writes these into the entry row's projection columns (which
+    the tree store fills from its own messages), so "the opening user message",
+    text search and the entries list work the same for every session kind.
+    """
+    view = describe(data)
+    role = view.role if view.kind == "message" else ""
+    content = f"{view.tool}({view.arguments})" if view.kind == "tool call" else view.text
+    summary = view.text if view.type in ("compaction", "branch_summary") else ""
+    model = data.get("model") if view.type in ("config", "response") else ""
+    return (
+        role[:64],
+        content if not summary else "",
+        view.tool[:255],
+        summary,
+        model[:255] if isinstance(model, str) else "",
+    )
