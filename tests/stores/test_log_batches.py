@@ -190,7 +190,7 @@ def test_item_entries_project_role_text_and_tool(h: Harness) -> None:
     rows = list(Entry.objects.filter(session_id=sid).order_by("seq"))
     assert [(r.role, r.content, r.tool_name) for r in rows] == [
         ("user", "hellothere", ""),  # NUL dropped: PostgreSQL text cannot hold it
-        ("", '{"city":"Paris"}', "get_weather"),
+        ("", 'get_weather({"city":"Paris"})', "get_weather"),  # describe.searchable
         ("", "sunny", ""),
         ("", "", ""),
     ]
