@@ -1172,7 +1172,7 @@ class TreeStore(StoreBase):
         return result
 
     def context_length(self, session_id: str, leaf_id: str, at_most: int = 0) -> int:
-        """How many entries :meth:`build_context` reads at ``leaf_id``, counting no further than ``at_most``.
+        """How many entries :meth:`build_context` reads at ``leaf_id`` (up to ``at_most + 1``).
 
         The entries from the latest compaction's first-kept entry (or the root,
         without a compaction) to the leaf: what the API's ``MAX_CONTEXT_BRANCH``

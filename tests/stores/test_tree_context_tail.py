@@ -17,7 +17,7 @@ from agentstore import exceptions
 from agentstore.stores.tree import TreeStore
 from agentstore.stores.tree_context import build_context
 from agentstore.types.tree import AppendCompactionInput, EntryTokenUsageEntity
-from tests.security.chains import insert_chain
+from tests.security.chains import compact_every, insert_chain
 from tests.stores.conftest import assistant, user
 
 pytestmark = pytest.mark.django_db
@@ -95,21 +95,14 @@ def test_context_length_counts_the_kept_context(tree: TreeStore, seed: int) -> N
         assert tree.context_length(sid, leaf, at_most=2) == min(expected, 3)
 
 
-def compact_every(sid: str, every: int, offset: int, keep: int) -> None:
-    """Turn every ``every``-th entry of an inserted chain into a compaction."""
+def model_change_at(sid: str, entry_id: str) -> None:
+    """Turn one inserted message into a model change (it must outlive the compactions)."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE agentstore_entry SET type = 'compaction', role = '', content = '',"
-            " model_facing = %s, summary = 'summary ' || entry_id,"
-            " compaction_first_kept_entry_id = 'e' || CAST(seq - %s AS TEXT)"
-            " WHERE session_id = %s AND seq - %s * (seq / %s) = %s",
-            [False, keep, sid, every, every, offset],
-        )
         cursor.execute(
             "UPDATE agentstore_entry SET type = 'model_change', role = '', content = '',"
             " provider = 'prov', model = 'mod', model_facing = %s"
-            " WHERE session_id = %s AND entry_id = 'e2'",
-            [False, sid],
+            " WHERE session_id = %s AND entry_id = %s",
+            [False, sid, entry_id],
         )
 
 
@@ -118,6 +111,7 @@ def test_a_compacted_100k_session(tree: TreeStore) -> None:
     sid = tree.create_session("/w").id
     insert_chain(sid, 100_000)
     compact_every(sid, 1000, 500, 20)
+    model_change_at(sid, "e2")
     context = tree.build_context(sid, "e100000")
     assert context == full_walk(tree, sid, "e100000")
     # The summary, the 20 kept entries and the 500 after the compaction.
