@@ -1,14 +1,15 @@
 """TreeStore.build_context on a long compacted session, against raw sqlite3 reading the same rows.
 
     .venv/bin/python bench/tree_context.py                      # this checkout
-    .venv/bin/python bench/tree_context.py --code /work/main    # another checkout's agentstore ("before")
+    .venv/bin/python bench/tree_context.py --code ../main       # another checkout ("before")
+    .venv/bin/python bench/tree_context.py --settings-at 99000  # settings near the leaf
     .venv/bin/python bench/tree_context.py --entries 1000000
 
 One session of ``--entries`` chained 1 KB messages (inserted set-based), every
 1,000th entry (seq 500, 1500, …) a compaction keeping the 20 entries before it,
 and a model change and a thinking-level change at ``--settings-at`` (settings
-outlive every compaction, so the context must find them above it). Timed: ``build_context`` at the leaf — what an agent loop calls
-every turn — and raw ``sqlite3`` reading the same rows (the leaf's branch up to
+outlive every compaction, so the context must find them above it). Timed:
+``build_context`` at the leaf — what an agent loop calls every turn — and raw ``sqlite3`` reading the same rows (the leaf's branch up to
 the latest compaction's first-kept entry, plus the two settings) in one
 recursive query on the same file. Printed: median and p90 over the repeats and
 the ratio to raw; never asserted (docs/decisions.md, "context: stop the walk at
@@ -93,7 +94,7 @@ def main() -> None:
         )
         cursor.execute(
             "UPDATE agentstore_entry SET type = 'thinking_level_change', role = '', content = '',"
-            " line = '{\"thinking_level\": \"high\"}', model_facing = 0"
+            ' line = \'{"thinking_level": "high"}\', model_facing = 0'
             " WHERE session_id = %s AND seq = %s",
             [sid, args.settings_at + 1],
         )

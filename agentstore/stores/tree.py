@@ -1328,6 +1328,30 @@ class TreeStore(StoreBase):
             path.append((row[3:], row[2]))
         return path
 
+    def delete_entry_branch(self, session_id: str, entry_id: str) -> None:
+        """Delete an entry and all its descendants (with their parts); touch the session."""
+        stamp = self.now()
+        connection = connections[self.using]
+
+        def write() -> None:
+            with connection.cursor() as cursor:
+                try:
+                    self._touch_session(cursor, session_id, stamp)
+                except exceptions.NoSession:
+                    return
+                cursor.execute(
+                    _descendants_cte(cursor) + " SELECT DISTINCT pk FROM doomed",
+                    [session_id, entry_id, session_id, session_id],
+                )
+                pks = [row[0] for row in cursor.fetchall()]
+                for start in range(0, len(pks), _CHUNK):
+                    chunk = pks[start : start + _CHUNK]
+                    marks = ", ".join(["%s"] * len(chunk))
+                    cursor.execute(f"DELETE FROM {_PART} WHERE entry_id IN ({marks})", chunk)
+                    cursor.execute(f"DELETE FROM {_ENTRY} WHERE id IN ({marks})", chunk)
+
+        self.write(write)
+
 
 # -- walks ---------------------------------------------------------------------------
 
