@@ -9,8 +9,8 @@ One session of ``--entries`` chained 1 KB messages (inserted set-based), every
 1,000th entry (seq 500, 1500, …) a compaction keeping the 20 entries before it,
 and a model change and a thinking-level change at ``--settings-at`` (settings
 outlive every compaction, so the context must find them above it). Timed:
-``build_context`` at the leaf — what an agent loop calls every turn — and raw ``sqlite3`` reading the same rows (the leaf's branch up to
-the latest compaction's first-kept entry, plus the two settings) in one
+``build_context`` at the leaf — what an agent loop calls every turn — and raw
+``sqlite3`` reading the same rows (the leaf's branch up to the latest compaction's first-kept entry, plus the two settings) in one
 recursive query on the same file. Printed: median and p90 over the repeats and
 the ratio to raw; never asserted (docs/decisions.md, "context: stop the walk at
 the compaction").
@@ -126,7 +126,8 @@ def main() -> None:
     context = store.build_context(sid, leaf)
     print(
         f"build_context at {leaf}: {len(context.messages)} messages"
-        f" (raw reads {depth + 3} rows); settings {context.provider}/{context.model}/{context.thinking_level}"
+        f" (raw reads {depth + 3} rows); settings"
+        f" {context.provider}/{context.model}/{context.thinking_level}"
     )
     raw_median = show("raw sqlite3", timed(raw_read, args.repeats), None)
     show("build_context", timed(lambda: store.build_context(sid, leaf), args.repeats), raw_median)
