@@ -10,8 +10,8 @@ One session of ``--entries`` chained 1 KB messages (inserted set-based), every
 and a model change and a thinking-level change at ``--settings-at`` (settings
 outlive every compaction, so the context must find them above it). Timed:
 ``build_context`` at the leaf — what an agent loop calls every turn — and raw
-``sqlite3`` reading the same rows (the leaf's branch up to the latest compaction's first-kept entry, plus the two settings) in one
-recursive query on the same file. Printed: median and p90 over the repeats and
+``sqlite3`` reading the same rows (the leaf's branch up to the latest
+compaction's first-kept entry, plus the two settings) in one recursive query on the same file. Printed: median and p90 over the repeats and
 the ratio to raw; never asserted (docs/decisions.md, "context: stop the walk at
 the compaction").
 """
