@@ -5,15 +5,15 @@
     .venv/bin/python bench/tree_context.py --settings-at 99000  # settings near the leaf
     .venv/bin/python bench/tree_context.py --entries 1000000
 
-One session of ``--entries`` chained 1 KB messages (inserted set-based), every
-1,000th entry (seq 500, 1500, …) a compaction keeping the 20 entries before it,
-and a model change and a thinking-level change at ``--settings-at`` (settings
-outlive every compaction, so the context must find them above it). Timed:
-``build_context`` at the leaf — what an agent loop calls every turn — and raw
-``sqlite3`` reading the same rows (the leaf's branch up to the latest
-compaction's first-kept entry, plus the two settings) in one recursive query on the same file. Printed: median and p90 over the repeats and
-the ratio to raw; never asserted (docs/decisions.md, "context: stop the walk at
-the compaction").
+One session of ``--entries`` chained 1 KB messages (inserted set-based), every 1,000th
+entry (seq 500, 1500, …) a compaction keeping the 20 entries before it, and a model
+change and a thinking-level change at ``--settings-at`` (settings outlive every
+compaction, so the context must find them above it). Timed: ``build_context`` at the
+leaf — what an agent loop calls every turn — and raw ``sqlite3`` reading the same rows
+(the leaf's branch up to the latest compaction's first-kept entry, plus the two
+settings) in one recursive query on the same file. Printed: median and p90 over the
+repeats and the ratio to raw; never asserted (docs/decisions.md, "context: stop the walk
+at the compaction").
 """
 
 from __future__ import annotations
