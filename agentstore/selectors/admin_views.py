@@ -567,6 +567,8 @@ class ContextView:
     lines: tuple[ContextLine, ...]
     left_out: tuple[tuple[EntryEntity, str], ...]  # branch entries not sent, and why
     branch_length: int
+    #: Only the kept part of a long compacted branch is explained (``branch_length`` counts it).
+    partial: bool = False
 
 
 def context_view(
@@ -590,6 +592,14 @@ def context_view(
     # Read at most one entry past the bound: a branch that fits is the whole
     # branch (one walk serves both the check and the explanation).
     branch = store.branch(session_id, entry_id, bound + 1 if bound > 0 else 0)
+    partial = False
+    if bound > 0 and len(branch) > bound:
+        # A long compacted branch: the context reads only its kept part
+        # (docs/decisions.md, "context: stop the walk at the compaction"), so
+        # that part is what the bound limits and what is explained.
+        kept = store.context_length(session_id, entry_id, at_most=bound)
+        if kept <= bound:
+            branch, partial = branch[len(branch) - kept :], True
     if bound > 0 and len(branch) > bound:
         raise TooLarge(
             f"the branch to entry {entry_id} is longer than MAX_CONTEXT_BRANCH={bound} "
@@ -639,6 +649,7 @@ def context_view(
         lines=tuple(lines),
         left_out=left_out,
         branch_length=len(branch),
+        partial=partial,
     )
 
 

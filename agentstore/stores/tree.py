@@ -1142,15 +1142,21 @@ class TreeStore(StoreBase):
         return bool(self._cursor_read(query))
 
     def build_context(self, session_id: str, leaf_id: str) -> SessionContextEntity:
-        """What the model would see at ``leaf_id`` (required: there is no default leaf)."""
+        """What the model would see at ``leaf_id`` (required: there is no default leaf).
+
+        Reads only what the context uses (docs/tree-store.md, "Context
+        building"): the entries from the latest compaction's first-kept entry to
+        the leaf, plus the nearest model and thinking-level changes above them,
+        so a compacted long session costs what its tail costs.
+        """
         if not leaf_id or not leaf_id.strip():
             raise exceptions.ValidationError("context entry id is required", field="leaf_id")
 
         def query(cursor: CursorWrapper) -> SessionContextEntity:
-            # Lean on purpose: a long branch is read as light row views, and only
+            # Lean on purpose: the rows are read as light row views, and only
             # the entries the context will actually include get their parts
             # loaded and their messages built.
-            rows = self._branch_rows(cursor, session_id, leaf_id, _context_select_list(cursor))
+            rows = self._context_rows(cursor, session_id, leaf_id, 0)
             branch = [_ContextEntry(row) for row in rows]
             wanted = entries_needing_parts(branch)
             rows_by_id = {entry.id: entry for entry in branch if entry.id in wanted}
@@ -1164,6 +1170,163 @@ class TreeStore(StoreBase):
 
         result: SessionContextEntity = self._cursor_read(query)
         return result
+
+    def context_length(self, session_id: str, leaf_id: str, at_most: int = 0) -> int:
+        """How many entries :meth:`build_context` reads at ``leaf_id`` (up to ``at_most + 1``).
+
+        The entries from the latest compaction's first-kept entry (or the root,
+        without a compaction) to the leaf: what the API's ``MAX_CONTEXT_BRANCH``
+        bounds. ``at_most + 1`` means "longer than ``at_most``"; ``at_most <= 0``
+        counts them all. Raises ``NoEntry`` like :meth:`build_context`.
+        """
+        at_most = _require_count(at_most, "at_most")
+
+        def query(cursor: CursorWrapper) -> int:
+            limit = at_most + 1 if at_most > 0 else 0
+            return len(self._context_rows(cursor, session_id, leaf_id, limit, settings=False))
+
+        return int(self._cursor_read(query))
+
+    def _context_rows(
+        self,
+        cursor: CursorWrapper,
+        session_id: str,
+        leaf_id: str,
+        limit: int,
+        *,
+        settings: bool = True,
+    ) -> list[Sequence[Any]]:
+        """The context rows (``_CONTEXT_COLUMNS``) build_context needs, root side first.
+
+        Three bounded climbs instead of one walk to the root: from the leaf up
+        to the nearest compaction; from there up to its first-kept entry; and
+        (``settings``) from above that up to the nearest model change and
+        thinking-level change, the only entries above the kept context that
+        change the result. Returned as a *sub-branch* the pure
+        ``build_context`` reads exactly as it reads the whole branch (decision
+        in docs/decisions.md, "context: stop the walk at the compaction").
+        ``limit > 0`` stops counting past ``limit`` rows (for
+        :meth:`context_length`).
+        """
+        columns = _context_select_list(cursor)
+        tail = self._climb(cursor, session_id, leaf_id, columns, ("type", "compaction"), limit)
+        if not tail:
+            raise exceptions.NoEntry(f'entry "{leaf_id}" not found in session "{session_id}"')
+        top, above_id = tail[-1]
+        if top[_C_TYPE] != "compaction" or above_id is None or (limit and len(tail) >= limit):
+            # No compaction on the branch (the walk reached the root), a
+            # compaction at the root, or the count is already past the bound.
+            return [row for row, _ in reversed(tail)]
+        first_kept = str(top[_C_FIRST_KEPT])
+        kept: list[tuple[Sequence[Any], str | None]] = []
+        if first_kept:
+            kept = self._climb(
+                cursor,
+                session_id,
+                above_id,
+                columns,
+                ("entry_id", first_kept),
+                limit - len(tail) if limit else 0,
+            )
+            if limit and len(tail) + len(kept) >= limit:
+                return [row for row, _ in reversed(tail + kept)]  # past the bound: stop counting
+            if not kept or kept[-1][0][_C_ID] != first_kept:
+                # Not an ancestor: the compaction keeps no tail, and this climb
+                # read the whole rest of the branch, which holds every setting.
+                if not settings:
+                    return [row for row, _ in reversed(tail)]
+                return [row for row, _ in reversed(tail + kept)]
+            above_id = kept[-1][1]
+        rows = [row for row, _ in reversed(tail + kept)]
+        if not settings or above_id is None:
+            return rows
+        found: dict[str, Sequence[Any]] = {}
+        for row, _ in self._climb(cursor, session_id, above_id, columns, None, 0):
+            found.setdefault(str(row[_C_TYPE]), row)  # the nearest of each kind
+        return [*found.values(), *rows]
+
+    def _climb(
+        self,
+        cursor: CursorWrapper,
+        session_id: str,
+        entry_id: str,
+        columns: str,
+        stop: tuple[str, str] | None,
+        limit: int,
+    ) -> list[tuple[Sequence[Any], str | None]]:
+        """``(row, parent_id)`` from ``entry_id`` upwards, leaf side first.
+
+        ``stop = (column, value)``: the climb includes the first row whose
+        column has the value and goes no further. ``stop = None``: climb until
+        both a model change and a thinking-level change were passed, and return
+        only such rows. ``limit > 0`` caps the rows. Like every walk here it is
+        iterative (one recursive query) and capped by the session's highest seq
+        against a corrupt parent cycle; on PostgreSQL the step is a LATERAL
+        lookup for the reason ``_ancestors_cte`` gives.
+        """
+        if stop is None:
+            params: list[Any] = []
+            flags = (
+                "CASE WHEN {a}type = 'model_change' THEN 1 ELSE 0 END, "
+                "CASE WHEN {a}type = 'thinking_level_change' THEN 1 ELSE 0 END"
+            )
+            step_flags = (
+                "CASE WHEN chain.m = 1 OR e.type = 'model_change' THEN 1 ELSE 0 END, "
+                "CASE WHEN chain.t = 1 OR e.type = 'thinking_level_change' THEN 1 ELSE 0 END"
+            )
+            go_on = "NOT (chain.m = 1 AND chain.t = 1)"
+            where = " WHERE e.type IN ('model_change', 'thinking_level_change')"
+        else:
+            column, value = stop
+            assert column in ("type", "entry_id")  # names from this module, never input
+            params = [value]
+            flags = f"CASE WHEN {{a}}{column} = %s THEN 1 ELSE 0 END, 0"
+            step_flags = flags.format(a="e.")
+            go_on = "chain.m = 0"
+            where = ""
+        if cursor.db.vendor == "postgresql":
+            step = (
+                f" SELECT e.id, e.parent_id, chain.depth + 1, {step_flags} FROM chain"
+                " CROSS JOIN LATERAL (SELECT x.id, x.parent_id, x.type, x.entry_id"
+                f" FROM {_ENTRY} x WHERE x.session_id = %s AND x.entry_id = chain.parent_id"
+                " LIMIT 1) e"
+            )
+        else:
+            step = (
+                f" SELECT e.id, e.parent_id, chain.depth + 1, {step_flags} FROM chain"
+                f" JOIN {_ENTRY} e ON e.session_id = %s AND e.entry_id = chain.parent_id"
+            )
+        cap = (
+            "%s" if limit else f"(SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY} WHERE session_id = %s)"
+        )
+        cursor.execute(
+            "WITH RECURSIVE chain(pk, parent_id, depth, m, t) AS ("
+            f" SELECT id, parent_id, 0, {flags.format(a='')} FROM {_ENTRY}"
+            " WHERE session_id = %s AND entry_id = %s"
+            f" UNION ALL{step} WHERE chain.depth < {cap} AND {go_on})"
+            f" SELECT chain.depth, chain.pk, chain.parent_id, {columns} FROM chain"
+            f" JOIN {_ENTRY} e ON e.id = chain.pk{where}",
+            [
+                *params,
+                session_id,
+                entry_id,
+                *params,
+                session_id,
+                limit - 1 if limit else session_id,
+            ],
+        )
+        rows = cursor.fetchall()
+        # Level order is what both backends emit, not what SQL promises.
+        if any(rows[i][0] > rows[i + 1][0] for i in range(len(rows) - 1)):
+            rows.sort(key=lambda row: row[0])
+        seen: set[int] = set()
+        path: list[tuple[Sequence[Any], str | None]] = []
+        for row in rows:
+            if row[1] in seen:
+                break  # a parent cycle: stop where it closes
+            seen.add(row[1])
+            path.append((row[3:], row[2]))
+        return path
 
     def delete_entry_branch(self, session_id: str, entry_id: str) -> None:
         """Delete an entry and all its descendants (with their parts); touch the session."""

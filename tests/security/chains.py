@@ -1,6 +1,7 @@
 """Seed huge sessions set-based (one INSERT … SELECT), for the bounded-work tests.
 
     insert_chain(session_id, 100_000)          # e1 ← e2 ← … ← e100000, one branch
+    compact_every(session_id, 1000, 500, 20)   # e500, e1500, …: compactions keeping 20
 
 Going through the stores' append path would take minutes for 100,000 entries;
 a recursive ``SELECT`` generates the rows inside the database in a second or
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 
 from django.db import connection, transaction
 
-__all__ = ["insert_chain"]
+__all__ = ["compact_every", "insert_chain"]
 
 STAMP = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -38,3 +39,19 @@ def insert_chain(session_id: str, depth: int, *, content: str = "hello") -> None
     stamp = connection.ops.adapt_datetimefield_value(STAMP)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql, [depth, session_id, stamp, content, True, True])
+
+
+def compact_every(session_id: str, every: int, offset: int, keep: int) -> None:
+    """Turn each entry whose seq is ``offset`` modulo ``every`` into a compaction.
+
+    Each keeps the ``keep`` entries before it (its first-kept entry is
+    ``e<seq - keep>``), as one set-based ``UPDATE``.
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE agentstore_entry SET type = 'compaction', role = '', content = '',"
+            " model_facing = %s, summary = 'summary ' || entry_id,"
+            " compaction_first_kept_entry_id = 'e' || CAST(seq - %s AS TEXT)"
+            " WHERE session_id = %s AND seq - %s * (seq / %s) = %s",
+            [False, keep, session_id, every, every, offset],
+        )

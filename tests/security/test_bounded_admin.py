@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from agentstore.models import Step
 from agentstore.selectors.admin_views import TREE_WINDOW
 from agentstore.stores import SessionStore, TreeStore
-from tests.security.chains import STAMP, insert_chain
+from tests.security.chains import STAMP, compact_every, insert_chain
 
 BIG = 100_000
 
@@ -107,3 +107,17 @@ def test_steps_view_reads_one_page(admin: Client) -> None:
     assert reads and all("LIMIT" in sql for sql in reads)
     html = page(admin, "steps", sid, page=3)
     assert "step 449<" in html and "step 399<" not in html
+
+
+def test_the_context_view_explains_the_kept_part_of_a_long_compacted_branch(
+    admin: Client,
+) -> None:
+    sid = TreeStore().create_session("/compacted").id
+    insert_chain(sid, 60)
+    compact_every(sid, 1000, 50, 5)  # e50 compacts, keeping e45 onwards
+    with override_settings(AGENTSTORE={"MAX_CONTEXT_BRANCH": 20}):
+        context = page(admin, "context", sid, entry="e60")
+        assert 'class="errornote"' not in context
+        assert "16 entries from the compaction" in context
+        # Uncompacted and too long: still refused.
+        assert 'class="errornote"' in page(admin, "context", sid, entry="e49")

@@ -18,7 +18,7 @@ from django.test import override_settings
 from agentstore.stores import TreeStore
 from agentstore.types.tree import MessageEntity
 from tests.api.conftest import API, assert_error, create_session
-from tests.security.chains import insert_chain
+from tests.security.chains import compact_every, insert_chain
 
 BIG = 100_000
 
@@ -86,6 +86,27 @@ def test_context_over_a_branch_longer_than_the_cap_is_refused(api: Any) -> None:
         assert len(ok.json()["messages"]) == 29
     with override_settings(AGENTSTORE={"MAX_CONTEXT_BRANCH": 30}):
         assert len(api.get(f"{API}/sessions/{sid}/context").json()["messages"]) == 30
+
+
+@pytest.mark.django_db
+def test_the_cap_counts_what_a_compacted_context_reads(api: Any) -> None:
+    """A branch longer than the cap is served when its compaction keeps less."""
+    sid = create_session(api)["id"]
+    insert_chain(sid, 60)
+    compact_every(sid, 1000, 50, 5)  # e50 compacts, keeping e45 onwards
+    with override_settings(AGENTSTORE={"MAX_CONTEXT_BRANCH": 20}):
+        ok = api.get(f"{API}/sessions/{sid}/context?entry_id=e60")
+        assert ok.status_code == 200, ok.content[:300]
+        # The summary, e45-e49 kept, e51-e60 after the compaction.
+        assert len(ok.json()["messages"]) == 1 + 5 + 10
+        # Before the compaction the branch is still uncompacted and too long.
+        error = assert_error(
+            api.get(f"{API}/sessions/{sid}/context?entry_id=e49"), 400, "too_large"
+        )
+        assert error["details"]["limit"] == 20
+    with override_settings(AGENTSTORE={"MAX_CONTEXT_BRANCH": 15}):
+        # 16 entries read (e45..e60): one past the cap.
+        assert_error(api.get(f"{API}/sessions/{sid}/context?entry_id=e60"), 400, "too_large")
 
 
 @pytest.mark.slow

@@ -76,14 +76,18 @@ class _BranchQuery(_EntryQuery):
 
 
 def require_context_size(store: TreeStore, session_id: str, leaf_id: str) -> None:
-    """Refuse (``TooLarge``) to build a context over a branch longer than ``MAX_CONTEXT_BRANCH``.
+    """Refuse (``TooLarge``) to build a context reading more than ``MAX_CONTEXT_BRANCH`` entries.
 
-    The count stops one past the bound, so asking costs at most that many rows.
+    What a context reads is the branch from the latest compaction's first-kept
+    entry (the root without one) to the leaf, so a long compacted session is
+    served (docs/api.md). The count stops one past the bound, so asking costs
+    at most that many rows.
     """
     bound = int(agentstore_settings.MAX_CONTEXT_BRANCH)
-    if bound > 0 and store.branch_length(session_id, leaf_id, at_most=bound) > bound:
+    if bound > 0 and store.context_length(session_id, leaf_id, at_most=bound) > bound:
         raise TooLarge(
-            f"the branch to entry {leaf_id!r} is longer than MAX_CONTEXT_BRANCH={bound} entries; "
+            f"the context at entry {leaf_id!r} reads more than MAX_CONTEXT_BRANCH={bound} "
+            "entries (the branch since its latest compaction's kept entry); "
             f"read it in pages with /sessions/{session_id}/branch?entry_id={leaf_id}"
             f"&limit={MAX_ENTRY_PAGE}",
             limit=bound,

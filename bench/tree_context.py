@@ -1,0 +1,138 @@
+"""TreeStore.build_context on a long compacted session, against raw sqlite3 reading the same rows.
+
+    .venv/bin/python bench/tree_context.py                      # this checkout
+    .venv/bin/python bench/tree_context.py --code ../main       # another checkout ("before")
+    .venv/bin/python bench/tree_context.py --settings-at 99000  # settings near the leaf
+    .venv/bin/python bench/tree_context.py --entries 1000000
+
+One session of ``--entries`` chained 1 KB messages (inserted set-based), every 1,000th
+entry (seq 500, 1500, …) a compaction keeping the 20 entries before it, and a model
+change and a thinking-level change at ``--settings-at`` (settings outlive every
+compaction, so the context must find them above it). Timed: ``build_context`` at the
+leaf — what an agent loop calls every turn — and raw ``sqlite3`` reading the same rows
+(the leaf's branch up to the latest compaction's first-kept entry, plus the two
+settings) in one recursive query on the same file. Printed: median and p90 over the
+repeats and the ratio to raw; never asserted (docs/decisions.md, "context: stop the walk
+at the compaction").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
+EVERY, OFFSET, KEEP = 1000, 500, 20
+
+
+def timed(call, repeats: int) -> list[float]:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return sorted(times)
+
+
+def show(name: str, times: list[float], raw: float | None) -> float:
+    median = statistics.median(times)
+    p90 = times[int(len(times) * 0.9) - 1] if len(times) >= 10 else times[-1]
+    ratio = f"{median / raw:.1f}x raw" if raw else "1.0x"
+    print(f"  {name:<14} median {median * 1000:8.2f} ms   p90 {p90 * 1000:8.2f} ms   {ratio}")
+    return median
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument(
+        "--settings-at", type=int, default=2, help="seq of the model and thinking-level changes"
+    )
+    parser.add_argument("--code", default=str(Path(__file__).resolve().parent.parent))
+    args = parser.parse_args()
+    sys.path.insert(0, args.code)
+    path = Path(tempfile.mkdtemp()) / "bench.sqlite3"
+    os.environ["DATABASE_URL"] = f"sqlite:///{path}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    os.environ["DJANGO_DEBUG"] = "0"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection, transaction
+
+    import agentstore
+    from agentstore.stores import TreeStore
+    from tests.security.chains import insert_chain
+
+    call_command("migrate", verbosity=0)
+    print(f"agentstore from {Path(agentstore.__file__).parent}")
+    store = TreeStore()
+    sid = store.create_session("/bench").id
+    start = time.perf_counter()
+    insert_chain(sid, args.entries, content=TEXT)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE agentstore_entry SET type = 'compaction', role = '', content = '',"
+            " model_facing = 0, summary = 'summary ' || entry_id,"
+            " compaction_first_kept_entry_id = 'e' || CAST(seq - %s AS TEXT)"
+            " WHERE session_id = %s AND seq %% %s = %s",
+            [KEEP, sid, EVERY, OFFSET],
+        )
+        cursor.execute(
+            "UPDATE agentstore_entry SET type = 'model_change', role = '', content = '',"
+            " provider = 'prov', model = 'mod', model_facing = 0"
+            " WHERE session_id = %s AND seq = %s",
+            [sid, args.settings_at],
+        )
+        cursor.execute(
+            "UPDATE agentstore_entry SET type = 'thinking_level_change', role = '', content = '',"
+            ' line = \'{"thinking_level": "high"}\', model_facing = 0'
+            " WHERE session_id = %s AND seq = %s",
+            [sid, args.settings_at + 1],
+        )
+    print(f"seeded {args.entries:,} entries in {time.perf_counter() - start:.1f} s")
+    leaf = f"e{args.entries}"
+    compaction = args.entries - (args.entries - OFFSET) % EVERY
+    depth = args.entries - (compaction - KEEP)  # leaf up to the first-kept entry
+
+    raw = sqlite3.connect(path)
+    raw_sql = (
+        "WITH RECURSIVE chain(id, parent_id, depth) AS ("
+        " SELECT id, parent_id, 0 FROM agentstore_entry WHERE session_id = ? AND entry_id = ?"
+        " UNION ALL SELECT e.id, e.parent_id, chain.depth + 1 FROM chain"
+        " JOIN agentstore_entry e ON e.session_id = ? AND e.entry_id = chain.parent_id"
+        " WHERE chain.depth < ?)"
+        " SELECT e.entry_id, e.type, e.role, e.content, e.summary, e.created_at FROM chain"
+        " JOIN agentstore_entry e ON e.id = chain.id"
+    )
+
+    def raw_read() -> None:
+        rows = raw.execute(raw_sql, [sid, leaf, sid, depth]).fetchall()
+        rows += raw.execute(
+            "SELECT entry_id, type, provider, model FROM agentstore_entry"
+            " WHERE session_id = ? AND seq IN (?, ?)",
+            [sid, args.settings_at, args.settings_at + 1],
+        ).fetchall()
+        assert len(rows) == depth + 3
+
+    context = store.build_context(sid, leaf)
+    print(
+        f"build_context at {leaf}: {len(context.messages)} messages"
+        f" (raw reads {depth + 3} rows); settings"
+        f" {context.provider}/{context.model}/{context.thinking_level}"
+    )
+    raw_median = show("raw sqlite3", timed(raw_read, args.repeats), None)
+    show("build_context", timed(lambda: store.build_context(sid, leaf), args.repeats), raw_median)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
