@@ -38,6 +38,7 @@ from typing import Any
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import Entry, entry_id, format_ts
+from agentstore.models.sessions import SessionKind
 from agentstore.selectors.sessions import visible_session
 from agentstore.stores.log import LogStore
 from agentstore.stores.sessions import SessionStore
@@ -144,7 +145,13 @@ class ConversationLog:
             try:
                 tail = self.store.tail(self.session_id, limit, types=types)
             except exceptions.NoSession:
-                if self._exists():
+                # No log session in the read's snapshot. A log session there
+                # now was created since by another process: the read came
+                # first and saw it empty (the next write, conditional on an
+                # empty leaf, then refuses as ConcurrentWriter if it moved on).
+                # Any other kind under this id stays NoSession.
+                kind = SessionStore(using=self.store.using).kind_of(self.session_id)
+                if kind is not None and kind != SessionKind.LOG:
                     raise
             else:
                 entries, leaf = tail.entries, tail.leaf

@@ -303,3 +303,26 @@ def test_a_turn_computed_from_stale_history_is_refused() -> None:
     reader.add_items_sync([{**ANSWER, "id": "msg_9"}])
     reader.close()
     assert len(item_entries("stale")) == 3
+
+
+def test_a_read_racing_the_sessions_creation_reads_it_empty(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two processes start one conversation: this one's read snapshot finds no
+    # session, and the other creates it before this one looks again. The read
+    # came first, so it is empty — not NoSession (a race seen in CI).
+    session = AgentStoreSession("raced")
+    store = session.log.store
+    real_tail = store.tail
+
+    def tail_while_another_creates(*args: Any, **kwargs: Any) -> Any:
+        LogStore().create({"id": "raced"})
+        monkeypatch.setattr(store, "tail", real_tail)
+        raise exceptions.NoSession("no such session: raced")
+
+    monkeypatch.setattr(store, "tail", tail_while_another_creates)
+    assert session.get_items_sync() == []
+    # A tree session under the id is still refused.
+    tree = TreeStore().create_session("/w", "")
+    with pytest.raises(exceptions.NoSession):
+        AgentStoreSession(tree.id).get_items_sync()
