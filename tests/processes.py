@@ -17,17 +17,29 @@ that exits before it is ready fails the test with its stderr.
 
 Workers print JSON lines; :meth:`result` returns the last one, :meth:`lines`
 all of them, :meth:`read_line` the next one while the worker runs.
+
+API servers (live follow, the Python client) start through :func:`serve`::
+
+    with serve(database_url, "uvicorn") as port:      # or "runserver"
+        ...  # http://127.0.0.1:{port}/api/v1/...
+
+Its handshake is the server's own: it is ready once it answers an HTTP request
+(a process that exits first fails the test with its stderr).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -35,7 +47,7 @@ from typing import Any
 from tests.conftest import REPO_ROOT
 from tests.workers.start import ready_path
 
-__all__ = ["Launcher", "run_together"]
+__all__ = ["API", "SERVER_KINDS", "Launcher", "free_port", "run_together", "serve"]
 
 #: How long :meth:`Launcher.release` waits for slow starters (a loaded CI machine).
 READY_TIMEOUT = 180.0
@@ -142,3 +154,77 @@ def run_together(
         procs = [launcher.spawn(*command) for command in commands]
         launcher.release()
         return [launcher.result(proc, timeout) for proc in procs]
+
+
+# -- API servers ---------------------------------------------------------------------
+
+#: The API prefix of the demo project.
+API = "/api/v1"
+#: Django's dev server (WSGI, a thread per request) and uvicorn (ASGI).
+SERVER_KINDS = ("runserver", "uvicorn")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _server_command(kind: str, port: int) -> list[str]:
+    if kind == "runserver":
+        return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "project.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-access-log",
+    ]
+
+
+def _answers(port: int) -> bool:
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            conn.request("GET", f"{API}/sessions")
+            conn.getresponse().read()
+        finally:
+            conn.close()
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def serve(
+    database_url: str, kind: str = "uvicorn", *, settings: str = "project.settings"
+) -> Iterator[int]:
+    """Serve the demo project on a free loopback port until the block ends; yields the port."""
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": settings}
+    proc = subprocess.Popen(
+        _server_command(kind, port),
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not _answers(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"{kind} did not start: {err[-2000:]}")
+            time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,11 +1,15 @@
-"""Live follow: a session's appended entries as Server-Sent Events.
+"""Live follow: what is appended to a session, of any kind, as Server-Sent Events.
 
     GET /sessions/{id}/follow            Accept: text/event-stream
-    Last-Event-ID: 42                    (or ?after=42) resume after seq 42
+    Last-Event-ID: 42                    (or ?after=42) resume after position 42
 
-Each entry is one event whose ``id`` is its ``seq``, so a browser's
+Each item is one event whose ``id`` is its position, so a browser's
 ``EventSource`` (or any client that echoes ``Last-Event-ID``) resumes after a
-dropped connection with no gap and no duplicate::
+dropped connection with no gap and no duplicate. The event names the kind of
+item (:mod:`agentstore.selectors.follow` reads them): ``entry`` for tree
+sessions (``id`` = seq), ``step`` for loop sessions (``id`` = the step's row
+id), ``line`` for log sessions (``id`` = seq, the exact stored line) and
+``checkpoint`` for graph threads (``id`` = the checkpoint's row id)::
 
     id: 43
     event: entry
@@ -13,72 +17,90 @@ dropped connection with no gap and no duplicate::
 
 A comment line (``: keep-alive``) goes out when nothing happened for a while,
 so proxies keep the connection and the server notices a client that left; when
-the session is deleted the stream sends ``event: deleted`` and ends.
+the session is deleted the stream sends ``event: deleted`` and ends. Anything
+refused before the stream starts (404, 400, 401/403, 429, 503) is an ordinary
+``application/json`` response in the API's one error shape.
 
 Bounded: a follower holds a server thread for as long as it follows under WSGI,
 so followers are capped per user (``FOLLOW_MAX_PER_USER``, past it ``429
 too_many_followers``) and per process (``FOLLOW_MAX_PER_PROCESS``, past it
 ``503 follow_capacity``), and every stream ends after ``FOLLOW_MAX_SECONDS``
-with an ``event: reconnect`` carrying ``id: <last seq>``; ``EventSource``
+with an ``event: reconnect`` carrying ``id: <last position>``; ``EventSource``
 reconnects on its own and resumes with ``Last-Event-ID``, so nothing is missed
 (docs/operations.md, "Following live: ASGI and caps").
 
-How it follows: by polling ``TreeStore.entries_after(session, last_seq)`` — one
-index range scan per tick — rather than by notifications. That works the same on
-SQLite (no LISTEN/NOTIFY) and PostgreSQL, in any number of server processes, and
-never holds a transaction open between ticks (which on SQLite would pin the WAL
-and stop checkpoints). The same loop runs as a plain generator under WSGI (the
-dev server, gunicorn with threads) and as an async generator under ASGI, where
-each database call is handed to Django's sync thread.
+How it follows: one tick is a bounded read after the last position and the pure
+:func:`next_frames`, which turns the cursor and what was read into the next
+frames (events, a keep-alive, ``deleted``, ``reconnect``) or "wait". Two thin
+drivers send them: a plain generator under WSGI, an async generator under ASGI
+(each tick handed to Django's sync thread). Between idle ticks they wait in
+``agentstore.selectors.follow.wait_for_change`` / ``await_change`` — the one
+place that decides how a follower waits (polling today; a PostgreSQL
+LISTEN/NOTIFY wake-up can replace it there). No transaction is held between
+ticks, which on SQLite would pin the WAL and stop checkpoints.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import StreamingHttpResponse
-from rest_framework.renderers import BaseRenderer
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.utils.encoders import JSONEncoder
 
-from agentstore.api.serializers import EntrySerializer
+from agentstore.api.serializers import EntrySerializer, StepSerializer
 from agentstore.conf import agentstore_settings
-from agentstore.models import Session
-from agentstore.stores import TreeStore
+from agentstore.selectors.follow import (
+    Followed,
+    await_change,
+    read_after,
+    session_exists,
+    wait_for_change,
+)
 
 __all__ = [
-    "EventStreamRenderer",
+    "Cursor",
     "FollowLimitReached",
+    "FollowNegotiation",
     "FollowResponse",
     "FollowSlot",
     "FollowStream",
+    "Next",
+    "event_frame",
+    "next_frames",
     "take_follow_slot",
 ]
 
-#: Entries read per tick: bounds one tick's work while catching up a long session.
+#: Items read per tick: bounds one tick's work while catching up a long session.
 BATCH = 200
 
 
-class EventStreamRenderer(BaseRenderer):
-    """Lets DRF negotiate ``text/event-stream``; errors still go out as JSON text."""
+class FollowNegotiation(BaseContentNegotiation):
+    """Every rendered answer of the follow endpoint is JSON, whatever ``Accept`` says.
 
-    media_type = "text/event-stream"
-    format = "sse"
-    charset = "utf-8"
+    The stream itself is a ``StreamingHttpResponse`` that no renderer touches;
+    what goes through a renderer is only an error before the stream starts
+    (404, 400, 401/403, 429, 503). Negotiating ``text/event-stream`` for those
+    sent a JSON body labelled as an event stream, which an ``EventSource`` or
+    an SSE client cannot read as an error. So ``Accept: text/event-stream`` is
+    honoured by the stream and never answered 406, and errors are
+    ``application/json`` in the one error shape.
+    """
 
-    def render(
-        self,
-        data: Any,
-        accepted_media_type: str | None = None,
-        renderer_context: Mapping[str, Any] | None = None,
-    ) -> bytes:
-        return b"" if data is None else json.dumps(data, cls=JSONEncoder).encode()
+    def select_parser(self, request: Any, parsers: Any) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(
+        self, request: Any, renderers: Any, format_suffix: str | None = None
+    ) -> tuple[Any, str]:
+        return renderers[0], renderers[0].media_type
 
 
 # -- caps ----------------------------------------------------------------------------
@@ -183,11 +205,104 @@ class FollowResponse(StreamingHttpResponse):
 # -- the stream ----------------------------------------------------------------------
 
 
+def event_frame(item: Followed) -> bytes:
+    """One item as an SSE event: ``id: <position>``, ``event: <kind's event>``, JSON data."""
+    data = json.dumps(_payload(item), cls=JSONEncoder, separators=(",", ":"))
+    return f"id: {item.position}\nevent: {item.event}\ndata: {data}\n\n".encode()
+
+
+def _payload(item: Followed) -> Any:
+    if item.event == "entry":
+        return EntrySerializer(item.item).data
+    if item.event == "step":
+        return {"position": item.position, **StepSerializer(item.item).data}
+    value = item.item
+    if item.event == "line":
+        # ``line`` is the exact stored text: its id commits to those bytes.
+        return {
+            "seq": value.seq,
+            "id": value.id,
+            "parent_id": value.parent_id,
+            "type": value.type,
+            "line": value.line,
+            "created_at": value.created_at,
+        }
+    return {
+        "position": item.position,
+        "checkpoint_ns": value.checkpoint_ns,
+        "checkpoint_id": value.checkpoint_id,
+        "parent_checkpoint_id": value.parent_checkpoint_id,
+        "metadata": value.metadata,
+        "created_at": value.created_at,
+    }
+
+
+OPENING = b"retry: 1000\n: follow\n\n"  # ``retry``: how soon EventSource reconnects
+KEEPALIVE = b": keep-alive\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """A follower's state: the last position sent, when it started, when it last wrote."""
+
+    after: int
+    started: float
+    quiet_since: float
+
+
+@dataclass(frozen=True, slots=True)
+class Next:
+    """What a driver does next: send ``frames``, then stop (``done``) or ``wait`` and read again."""
+
+    frames: bytes
+    cursor: Cursor
+    done: bool = False
+    wait: bool = False
+
+
+def next_frames(
+    cursor: Cursor,
+    items: list[Followed],
+    exists: bool,
+    now: float,
+    *,
+    keepalive: float,
+    max_seconds: float,
+    session_id: str,
+) -> Next:
+    """The one step of a follower, pure: from its cursor and one read, the next frames.
+
+    ``items`` are what the read found after ``cursor.after``; ``exists`` is
+    whether the session is still there (only asked when nothing was found: a
+    busy session certainly exists). ``now`` is ``time.monotonic()``.
+    """
+    frames = b""
+    done = False
+    if items:
+        frames = b"".join(event_frame(item) for item in items)
+        cursor = Cursor(items[-1].position, cursor.started, now)
+    elif not exists:
+        payload = json.dumps({"session_id": session_id})
+        return Next(f"event: deleted\ndata: {payload}\n\n".encode(), cursor, done=True)
+    elif now - cursor.quiet_since >= keepalive:
+        frames = KEEPALIVE
+        cursor = Cursor(cursor.after, cursor.started, now)
+    if max_seconds > 0 and now - cursor.started >= max_seconds:
+        # The ``id`` line sets EventSource's last event id even if nothing came
+        # in this stream, so its automatic reconnect resumes at the right place.
+        payload = json.dumps({"after": cursor.after, "reason": "FOLLOW_MAX_SECONDS"})
+        frames += f"id: {cursor.after}\nevent: reconnect\ndata: {payload}\n\n".encode()
+        done = True
+    return Next(frames, cursor, done=done, wait=not items and not done)
+
+
 class FollowStream:
-    """The events of one follower: what it has seen (``after``) and how it waits.
+    """The events of one follower of a session of any kind, under WSGI or ASGI.
 
     ``max_seconds`` (default ``FOLLOW_MAX_SECONDS``; ``0``: no limit) ends the
-    stream with a ``reconnect`` event; ``slot`` is released when it ends.
+    stream with a ``reconnect`` event; ``slot`` is released when it ends. The
+    work of a tick is :meth:`tick` (a read and :func:`next_frames`); the two
+    drivers below only send its frames and wait.
     """
 
     def __init__(
@@ -195,6 +310,7 @@ class FollowStream:
         session_id: str,
         after: int,
         *,
+        kind: str = "tree",
         poll_interval: float = 0.25,
         keepalive: float = 15.0,
         max_seconds: float | None = None,
@@ -202,6 +318,7 @@ class FollowStream:
         using: str = "default",
     ) -> None:
         self.session_id = session_id
+        self.kind = kind
         self.after = after
         self.poll_interval = poll_interval
         self.keepalive = keepalive
@@ -209,96 +326,59 @@ class FollowStream:
             max_seconds = float(agentstore_settings.FOLLOW_MAX_SECONDS)
         self.max_seconds = max_seconds
         self.slot = slot
-        self.store = TreeStore(using=using)
         self.using = using
+        self._cursor: Cursor | None = None
 
-    # -- one tick, shared by both loops ---------------------------------------------
-
-    def _tick(self) -> tuple[list[bytes], bool]:
-        """Read what was appended since ``after``: (events, session still exists)."""
-        entries = self.store.entries_after(self.session_id, self.after, BATCH)
-        if entries:
-            self.after = entries[-1].seq
-            return [self._event(entry) for entry in entries], True
-        # Only an idle tick asks whether the session is gone: a deleted session
-        # has no new entries, and a busy one is certainly still there.
-        exists = Session.objects.using(self.using).filter(pk=self.session_id).exists()
-        return [], exists
-
-    @staticmethod
-    def _event(entry: Any) -> bytes:
-        data = json.dumps(EntrySerializer(entry).data, cls=JSONEncoder, separators=(",", ":"))
-        return f"id: {entry.seq}\nevent: entry\ndata: {data}\n\n".encode()
-
-    def _deleted(self) -> bytes:
-        payload = json.dumps({"session_id": self.session_id})
-        return f"event: deleted\ndata: {payload}\n\n".encode()
-
-    @staticmethod
-    def _opening() -> bytes:
-        # ``retry`` tells EventSource how soon to reconnect after a drop.
-        return b"retry: 1000\n: follow\n\n"
-
-    def _reconnect(self) -> bytes:
-        # The ``id`` line sets EventSource's last event id even if no entry came
-        # in this stream, so its automatic reconnect resumes at the right seq.
-        payload = json.dumps({"after": self.after, "reason": "FOLLOW_MAX_SECONDS"})
-        return f"id: {self.after}\nevent: reconnect\ndata: {payload}\n\n".encode()
-
-    def _expired(self, started: float) -> bool:
-        return self.max_seconds > 0 and time.monotonic() - started >= self.max_seconds
+    def tick(self) -> Next:
+        """Read what came after the cursor and decide the next frames (database work only)."""
+        now = time.monotonic()
+        cursor = self._cursor or Cursor(self.after, now, now)
+        items = read_after(self.session_id, self.kind, cursor.after, BATCH, using=self.using)
+        exists = bool(items) or session_exists(self.session_id, using=self.using)
+        step = next_frames(
+            cursor,
+            items,
+            exists,
+            now,
+            keepalive=self.keepalive,
+            max_seconds=self.max_seconds,
+            session_id=self.session_id,
+        )
+        self._cursor = step.cursor
+        self.after = step.cursor.after
+        return step
 
     def _release(self) -> None:
         if self.slot is not None:
             self.slot.release()
 
-    # -- WSGI ----------------------------------------------------------------------
-
     def __iter__(self) -> Iterator[bytes]:
+        """The WSGI driver: a plain generator (a server thread per follower)."""
         try:
-            yield self._opening()
-            started = quiet_since = time.monotonic()
+            yield OPENING
             while True:
-                events, exists = self._tick()
-                if events:
-                    yield b"".join(events)
-                    quiet_since = time.monotonic()
-                elif not exists:
-                    yield self._deleted()
+                step = self.tick()
+                if step.frames:
+                    yield step.frames
+                if step.done:
                     return
-                elif time.monotonic() - quiet_since >= self.keepalive:
-                    yield b": keep-alive\n\n"
-                    quiet_since = time.monotonic()
-                if self._expired(started):
-                    yield self._reconnect()
-                    return
-                if not events:
-                    time.sleep(self.poll_interval)
+                if step.wait:
+                    wait_for_change(self.session_id, self.poll_interval)
         finally:
             self._release()
 
-    # -- ASGI ----------------------------------------------------------------------
-
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        """The ASGI driver: database ticks run in Django's sync thread; waits don't block."""
         try:
-            yield self._opening()
-            tick = sync_to_async(self._tick)
-            started = quiet_since = time.monotonic()
+            yield OPENING
+            tick = sync_to_async(self.tick)
             while True:
-                events, exists = await tick()
-                if events:
-                    yield b"".join(events)
-                    quiet_since = time.monotonic()
-                elif not exists:
-                    yield self._deleted()
+                step = await tick()
+                if step.frames:
+                    yield step.frames
+                if step.done:
                     return
-                elif time.monotonic() - quiet_since >= self.keepalive:
-                    yield b": keep-alive\n\n"
-                    quiet_since = time.monotonic()
-                if self._expired(started):
-                    yield self._reconnect()
-                    return
-                if not events:
-                    await asyncio.sleep(self.poll_interval)
+                if step.wait:
+                    await await_change(self.session_id, self.poll_interval)
         finally:
             self._release()

@@ -550,64 +550,76 @@ def _follow_arguments(parser: Any) -> None:
 
 
 def _follow(name: str, ctx: Context) -> None:
+    from agentstore.selectors.follow import read_after, session_exists, wait_for_change
+
     session = get_session(ctx.opt("session"))
     interval = ctx.opt("interval")
     if interval <= 0:
         raise usage("--interval must be positive")
     deadline = time.monotonic() + ctx.opt("max_seconds") if ctx.opt("max_seconds") > 0 else None
-    if session.kind == "loop":
-        raise fail(f"{session.id} is a loop session: follow works on tree and log sessions")
-    from agentstore.stores import TreeStore
-
-    store = TreeStore()
     last = 0
     try:
         while True:
-            new: list[dict[str, Any]]
-            if session.kind == "tree":
-                new = [
-                    {
-                        "seq": e.seq,
-                        "id": e.id,
-                        "parent_id": e.parent_id,
-                        "type": e.type,
-                        "summary": entry_summary(e),
-                        "created_at": e.created_at,
-                    }
-                    for e in store.entries_after(session.id, last)
-                ]
-            else:
-                new = [
-                    {
-                        "seq": row.seq,
-                        "id": row.entry_id,
-                        "parent_id": row.parent_id,
-                        "type": row.type,
-                        "summary": log_entry_summary(describe(json.loads(row.line))),
-                        "created_at": row.created_at,
-                    }
-                    for row in Entry.objects.filter(session_id=session.id, seq__gt=last).order_by(
-                        "seq"
-                    )
-                ]
-            for item in new:
-                last = item["seq"]
+            # The same bounded reads as the SSE endpoint (docs/api.md, "Follow").
+            items = read_after(session.id, session.kind, last, FOLLOW_BATCH)
+            for item in items:
+                last = item.position
+                row = followed_row(item)
                 if ctx.opt("json"):
-                    ctx.json(item)
+                    ctx.json(row)
                 else:
                     ctx.out(
-                        f"{item['seq']:>5}  {short_id(item['id'])}  {item['type']:<22} "
-                        f"{item['summary']}"
+                        f"{row['position']:>5}  {short_id(row['id'])}  {row['type']:<22} "
+                        f"{row['summary']}"
                     )
             if hasattr(ctx.stdout, "flush"):
                 ctx.stdout.flush()
-            if not Session.objects.filter(pk=session.id).exists():
+            if not items and not session_exists(session.id):
                 raise fail(f"session {session.id} was deleted")
             if deadline is not None and time.monotonic() >= deadline:
                 return
-            time.sleep(interval)
+            if len(items) < FOLLOW_BATCH:
+                wait_for_change(session.id, interval)
     except KeyboardInterrupt:
         return
+
+
+#: Rows read per poll of ``follow`` (a long session catches up in bounded reads).
+FOLLOW_BATCH = 500
+
+
+def followed_row(item: Any) -> dict[str, Any]:
+    """One followed item as a row: position, id, type, a one-line summary, time.
+
+    ``seq`` is kept for tree and log rows (their position *is* the seq); a loop
+    step's ``id`` is its position, a checkpoint's its checkpoint id.
+    """
+    value = item.item
+    if item.event == "entry":
+        row = {"seq": value.seq, "id": value.id, "parent_id": value.parent_id, "type": value.type}
+        summary = entry_summary(value)
+    elif item.event == "line":
+        row = {"seq": value.seq, "id": value.id, "parent_id": value.parent_id, "type": value.type}
+        summary = log_entry_summary(describe(json.loads(value.line)))
+    elif item.event == "step":
+        row = {"id": str(item.position), "step_index": value.step_index, "type": value.step_type}
+        summary = truncate(value.content)
+    else:
+        row = {
+            "id": value.checkpoint_id,
+            "parent_id": value.parent_checkpoint_id,
+            "checkpoint_ns": value.checkpoint_ns,
+            "type": "checkpoint",
+        }
+        metadata = value.metadata if isinstance(value.metadata, dict) else {}
+        summary = f"step {metadata.get('step', '?')} ({metadata.get('source', '')})"
+    return {
+        "position": item.position,
+        "event": item.event,
+        **row,
+        "summary": summary,
+        "created_at": value.created_at,
+    }
 
 
 COMMANDS = [
@@ -620,7 +632,7 @@ COMMANDS = [
     Subcommand(("revoke",), "Forget the approvals of sessions.", _ids_arguments, _revoke),
     Subcommand(
         ("follow",),
-        "Print entries as they are appended, by any process.",
+        "Print what is appended to a session of any kind, by any process.",
         _follow_arguments,
         _follow,
     ),

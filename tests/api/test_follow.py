@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import queue
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,73 +19,16 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from agentstore.stores import TreeStore
-from tests.conftest import REPO_ROOT
+from agentstore.stores import SessionStore, TreeStore
+from tests.processes import API, SERVER_KINDS, serve
 
 pytestmark = pytest.mark.slow
 
-API = "/api/v1"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def server_command(kind: str, port: int) -> list[str]:
-    if kind == "runserver":
-        return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
-    return [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "project.asgi:application",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--no-access-log",
-    ]
-
-
-@pytest.fixture(params=["runserver", "uvicorn"])
+@pytest.fixture(params=SERVER_KINDS)
 def server(request: Any, test_database_url: str) -> Iterator[int]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": test_database_url,
-        "DJANGO_SETTINGS_MODULE": "project.settings",
-    }
-    proc = subprocess.Popen(
-        server_command(request.param, port),
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", f"{API}/sessions")
-                conn.getresponse().read()
-                conn.close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err = proc.stderr.read().decode() if proc.stderr else ""
-                    raise RuntimeError(f"server did not start: {err[-2000:]}") from None
-                time.sleep(0.2)
+    with serve(test_database_url, request.param) as port:
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class Follower:
@@ -128,7 +67,7 @@ class Follower:
         self.events.put({"event": "closed"})
 
     def take(self, count: int, timeout: float = 20) -> list[dict[str, str]]:
-        got = []
+        got: list[dict[str, str]] = []
         deadline = time.monotonic() + timeout
         while len(got) < count:
             got.append(self.events.get(timeout=max(0.1, deadline - time.monotonic())))
@@ -138,13 +77,13 @@ class Follower:
         self.conn.close()
 
 
-def post_message(port: int, token: str, session_id: str, content: str) -> dict[str, Any]:
+def post_json(port: int, token: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST ``body`` to ``API + path``; assert 201 and return the JSON answer."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    body = json.dumps({"message": {"role": "user", "content": content}})
     conn.request(
         "POST",
-        f"{API}/sessions/{session_id}/append/message",
-        body=body,
+        f"{API}{path}",
+        body=json.dumps(body),
         headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
     )
     response = conn.getresponse()
@@ -152,6 +91,12 @@ def post_message(port: int, token: str, session_id: str, content: str) -> dict[s
     conn.close()
     assert response.status == 201, data
     return data  # type: ignore[no-any-return]
+
+
+def post_message(port: int, token: str, session_id: str, content: str) -> dict[str, Any]:
+    message = {"role": "user", "content": content}
+    path = f"/sessions/{session_id}/append/message"
+    return post_json(port, token, path, {"parent_id": None, "message": message})
 
 
 def delete_session(port: int, token: str, session_id: str) -> int:
@@ -216,4 +161,28 @@ def test_follow_someone_elses_session_is_404(server: int) -> None:
     body = json.loads(response.read())
     conn.close()
     assert response.status == 404
-    assert body["error"]["code"] == "no_session"
+    # An error before the stream starts is JSON, not a mislabelled event stream.
+    assert response.getheader("Content-Type") == "application/json"
+    assert set(body["error"]) == {"code", "message", "details"}
+    assert session.id in body["error"]["message"]
+
+
+def post_step(port: int, token: str, session_id: str, content: str) -> None:
+    body = {"step_index": 0, "step_type": "user", "content": content}
+    post_json(port, token, f"/sessions/{session_id}/steps", body)
+
+
+def test_follow_a_loop_session_receives_its_steps(server: int) -> None:
+    user = get_user_model().objects.create_user("looper", password="pw-loop-123")
+    token = Token.objects.create(user=user).key
+    sid = SessionStore().create("loop", owner=user).id
+    post_step(server, token, sid, "before")
+    follower = Follower(server, token, sid)
+    first = follower.take(1)[0]
+    assert first["event"] == "step"
+    assert json.loads(first["data"])["content"] == "before"
+    post_step(server, token, sid, "live")
+    live = follower.take(1)[0]
+    assert (live["event"], json.loads(live["data"])["content"]) == ("step", "live")
+    assert int(live["id"]) > int(first["id"])
+    follower.close()

@@ -18,7 +18,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from agentstore.models import Holder, Session, Task
-from agentstore.stores import LoopStore, TreeStore
+from agentstore.stores import LogStore, LoopStore, SessionStore, TreeStore
+from agentstore.stores.checkpoints import CheckpointStore
 from agentstore.types import MessageEntity, RunStep
 from tests.conftest import REPO_ROOT
 
@@ -434,6 +435,52 @@ def test_follow_prints_what_another_process_appends(test_database_url: str) -> N
         proc.wait(timeout=20)
     # Ctrl-C ends quietly.
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def follow_json(sid: str) -> list[dict[str, Any]]:
+    out, _ = run("follow", sid, "--json", "--max-seconds", "0.05", "--interval", "0.01")
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_follow_prints_every_kind() -> None:
+    """Each kind's items, positioned like the SSE stream (docs/commands.md, "follow")."""
+    sid, ids = tree_session()
+    tree = follow_json(sid)
+    assert [(r["event"], r["seq"], r["id"]) for r in tree] == [
+        ("entry", 1, ids[0]),
+        ("entry", 2, ids[1]),
+    ]
+    assert tree[0]["summary"] == "user: hello there"
+
+    loop = SessionStore().create("loop").id
+    LoopStore().append(RunStep(session_id=loop, step_index=0, step_type="user", content="go"))
+    LoopStore().append(RunStep(session_id=loop, step_index=1, step_type="response", content="ok"))
+    steps = follow_json(loop)
+    assert [(r["event"], r["type"], r["summary"]) for r in steps] == [
+        ("step", "user", "go"),
+        ("step", "response", "ok"),
+    ]
+    assert steps[0]["position"] < steps[1]["position"]
+
+    log = LogStore()
+    try:
+        created = log.create({"cwd": "/repo"})
+        entry_id = log.append(created.id, {"type": "info", "name": "first"})
+    finally:
+        log.close()
+    lines = follow_json(created.id)
+    assert [(r["event"], r["seq"], r["id"], r["type"]) for r in lines] == [
+        ("line", 1, entry_id, "info")
+    ]
+
+    CheckpointStore().put("thread-f", "", "1f0-a", None, "json", b"{}", {"step": 0}, {})
+    CheckpointStore().put("thread-f", "", "1f0-b", "1f0-a", "json", b"{}", {"step": 1}, {})
+    checkpoints = follow_json("thread-f")
+    assert [(r["event"], r["id"], r["parent_id"]) for r in checkpoints] == [
+        ("checkpoint", "1f0-a", None),
+        ("checkpoint", "1f0-b", "1f0-a"),
+    ]
+    assert checkpoints[1]["summary"] == "step 1 ()"
 
 
 def test_follow_stops_after_max_seconds_and_reports_deletion() -> None:

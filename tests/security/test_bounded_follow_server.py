@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,49 +23,15 @@ from rest_framework.authtoken.models import Token
 
 from agentstore.stores import TreeStore
 from agentstore.types.tree import MessageEntity
-from tests.api.test_follow import API, free_port, server_command
-from tests.conftest import REPO_ROOT
+from tests.processes import API, SERVER_KINDS, serve
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(params=["runserver", "uvicorn"])
+@pytest.fixture(params=SERVER_KINDS)
 def capped_server(request: Any, test_database_url: str) -> Iterator[int]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": test_database_url,
-        "DJANGO_SETTINGS_MODULE": "tests.security.follow_settings",
-    }
-    proc = subprocess.Popen(
-        server_command(request.param, port),
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:  # the server answers: it is ready
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", f"{API}/sessions")
-                conn.getresponse().read()
-                conn.close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err = proc.stderr.read().decode() if proc.stderr else ""
-                    raise RuntimeError(f"server did not start: {err[-2000:]}") from None
-                time.sleep(0.2)
+    with serve(test_database_url, request.param, settings="tests.security.follow_settings") as port:
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def open_follow(port: int, token: str, sid: str) -> tuple[http.client.HTTPConnection, Any]:

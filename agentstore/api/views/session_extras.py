@@ -3,7 +3,7 @@
     GET    /sessions/{id}/hold                 who holds the session for writing
     DELETE /sessions/{id}/hold                 break the hold (staff only)
     GET|PUT|DELETE /sessions/{id}/documents/{key}   a JSON document attached to the session
-    GET    /sessions/{id}/follow               Server-Sent Events of appended entries
+    GET    /sessions/{id}/follow               Server-Sent Events of what is appended (any kind)
 
 Documents attached to a session live in the DocumentStore under the namespace
 ``session:{id}``, so they share the session's visibility; the top-level
@@ -29,8 +29,8 @@ from agentstore.api import serializers as s
 from agentstore.api.exceptions import error_response
 from agentstore.api.pagination import MAX_POSITION
 from agentstore.api.sse import (
-    EventStreamRenderer,
     FollowLimitReached,
+    FollowNegotiation,
     FollowResponse,
     FollowStream,
     take_follow_slot,
@@ -48,10 +48,13 @@ _LAST_EVENT_ID = OpenApiParameter(
     str,
     OpenApiParameter.HEADER,
     required=False,
-    description="Resume after this seq (sent by EventSource on reconnect).",
+    description="Resume after this position (sent by EventSource on reconnect).",
 )
 _AFTER = OpenApiParameter(
-    "after", int, required=False, description="Start after this seq (default 0: from the start)."
+    "after",
+    int,
+    required=False,
+    description="Start after this position (default 0: from the start).",
 )
 
 
@@ -139,15 +142,19 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         return document_response(request, session_namespace(session.id), key)
 
     @extend_schema(
-        summary="Follow appended entries as Server-Sent Events",
+        summary="Follow what is appended to a session of any kind, as Server-Sent Events",
         parameters=[_AFTER, _LAST_EVENT_ID],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
                 OpenApiTypes.STR,
-                description="`id: <seq>` / `event: entry` / `data: <entry JSON>` events, "
+                description="`id: <position>` / `event: <kind>` / `data: <JSON>` events: "
+                "`entry` (tree sessions, id = seq), `step` (loop sessions, id = the "
+                "step's position), `line` (log sessions, id = seq, the exact line) and "
+                "`checkpoint` (graph threads, id = the checkpoint's position); "
                 "`: keep-alive` comments, `event: deleted` when the session goes, and "
-                "`event: reconnect` (with `id: <last seq>`) when the stream reaches "
-                "`FOLLOW_MAX_SECONDS`: reconnect with `Last-Event-ID`.",
+                "`event: reconnect` (with `id: <last position>`) when the stream reaches "
+                "`FOLLOW_MAX_SECONDS`: reconnect with `Last-Event-ID`. Errors before the "
+                "stream starts are `application/json` in the error shape.",
             ),
             **errors(400, 404, 429, 503),
         },
@@ -158,7 +165,8 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         methods=["get"],
         pagination_class=None,
         filter_backends=[],
-        renderer_classes=[JSONRenderer, EventStreamRenderer],
+        renderer_classes=[JSONRenderer],
+        content_negotiation_class=FollowNegotiation,
     )
     def follow(self, request: Request, pk: str) -> StreamingHttpResponse | Response:
         session = self.session_or_404()
@@ -176,9 +184,6 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         try:
             slot = take_follow_slot(str(request.user.pk))
         except FollowLimitReached as exc:
-            # An error is JSON even to a client that asked for an event stream.
-            request.accepted_renderer = JSONRenderer()
-            request.accepted_media_type = JSONRenderer.media_type
             return error_response(
                 exc.status,
                 exc.code,
@@ -186,7 +191,7 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
                 {"limit": exc.limit},
                 headers={"Retry-After": "5"},
             )
-        stream = FollowStream(session.id, after, slot=slot)
+        stream = FollowStream(session.id, after, kind=session.kind, slot=slot)
         content: Any = stream.__aiter__() if _is_asgi(request) else iter(stream)
         response = FollowResponse(content, slot, content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
