@@ -125,3 +125,104 @@ def test_every_response_conforms_to_the_schema(api_schema: Any, fuzz_user: dict[
             case.call_and_validate(headers=headers, checks=CHECKS)
 
         run()
+
+
+# -- stateful: sequences along the schema's links -------------------------------------------
+
+#: The operations the links join (agentstore/api/schema.py): a conversation, a task, a log.
+LINKED = [
+    "sessions_create",
+    "sessions_retrieve",
+    "sessions_entries_list",
+    "sessions_entry_retrieve",
+    "sessions_context_retrieve",
+    "sessions_append_message_create",
+    "sessions_append_compaction_create",
+    "tasks_create",
+    "tasks_retrieve",
+    "tasks_claim_create",
+    "tasks_finish_create",
+    "log_sessions_create",
+    "log_sessions_entries_create",
+    "log_sessions_retrieve",
+]
+#: Scenarios and steps per scenario: bounded, so the suite's time does not creep.
+SCENARIOS = 12
+STEPS = 8
+
+
+def test_every_link_names_an_operation(api_schema: Any) -> None:
+    from agentstore.api.schema import LINKS
+
+    ids = {
+        result.ok().definition.raw.get("operationId") for result in api_schema.get_all_operations()
+    }
+    targets = {
+        link["operationId"]
+        for links in LINKS.values()
+        for named in links.values()
+        for link in named.values()
+    }
+    assert set(LINKS) <= ids and targets <= ids
+    assert set(LINKS) | targets <= set(LINKED)
+
+
+def aim_body(case: Any) -> None:
+    """Make the openings of a sequence valid more often than the loose schema alone would.
+
+    A sequence only goes on from a 201; a tree session needs a ``cwd`` and a
+    message a role the tree store knows, which random strings rarely are.
+    """
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    operation = case.operation.definition.raw["operationId"]
+    if operation == "sessions_create" and body.get("kind", "tree") == "tree":
+        body["cwd"] = body.get("cwd") or "/fuzz"
+    if operation == "sessions_append_message_create" and isinstance(body.get("message"), dict):
+        body["message"]["role"] = "user"
+        body["message"].setdefault("content", "hi")
+    if operation == "tasks_create":
+        body["kind"] = str(body.get("kind") or "fuzz")[:64]
+
+
+@pytest.mark.slow
+def test_linked_sequences_conform_to_the_schema(api_schema: Any, fuzz_user: dict[str, Any]) -> None:
+    headers = {"Authorization": f"Token {fuzz_user['token']}"}
+    seen: list[tuple[str, int]] = []
+    linked = api_schema.include(operation_id=LINKED)
+    # Valid bodies only: a sequence goes on from a 201, so an invalid create ends it
+    # (invalid input per operation is the single-call test's job, above).
+    linked.config.generation.update(modes=["positive"])
+    machine = linked.as_state_machine()
+
+    class Workflow(machine):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": headers}
+
+        def before_call(self, case: Any) -> None:
+            aim_body(case)
+
+        def after_call(self, response: Any, case: Any) -> None:
+            seen.append((case.operation.definition.raw["operationId"], response.status_code))
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            case.validate_response(response, checks=CHECKS)
+
+    Workflow.run(
+        settings=settings(
+            max_examples=SCENARIOS,
+            stateful_step_count=STEPS,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=True,
+            database=None,
+        )
+    )
+    # The links were walked: appends reach a session only through a created one's id
+    # (a random id is a 404), and the context is read along the same links.
+    ok = {op for op, status in seen if status in (200, 201)}
+    assert {"sessions_create", "sessions_append_message_create"} <= ok, sorted(set(seen))
+    assert {"sessions_append_compaction_create", "sessions_context_retrieve"} <= ok, sorted(
+        set(seen)
+    )

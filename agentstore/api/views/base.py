@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from agentstore.api.exceptions import ErrorSerializer, error_response, exception_handler
 from agentstore.api.parsers import PARSER_CLASSES
+from agentstore.api.schema import AgentstoreAutoSchema
 from agentstore.exceptions import NoSession
 from agentstore.models import Session
 from agentstore.selectors.sessions import visible_session
@@ -67,6 +68,8 @@ class AgentstoreViewSetMixin(_Base):
 
     lookup_value_regex = "[^/]+"
     parser_classes = PARSER_CLASSES
+    # Adds the OpenAPI links between operations (agentstore/api/schema.py).
+    schema = AgentstoreAutoSchema()
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
