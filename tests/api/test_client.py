@@ -8,6 +8,7 @@ reaches into the server's process.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -21,6 +22,7 @@ from agentstore.client import (
     NotFound,
     Unauthorized,
 )
+from tests.conftest import REPO_ROOT
 from tests.processes import API, serve
 
 pytestmark = pytest.mark.slow
@@ -165,3 +167,20 @@ def test_steps_log_lines_tasks_and_refs(client: Client) -> None:
     with pytest.raises(Conflict) as moved:
         client.update_ref("notes/main", None, target)  # expected "absent", but it exists
     assert moved.value.details
+
+
+def test_the_documented_example_runs(client: Client, capsys: Any) -> None:
+    """The example of docs/api.md, "Python client", as written, against the live server."""
+    text = (REPO_ROOT / "docs" / "api.md").read_text()
+    section = text[text.index("### Python client") :]
+    code = section[section.index("```python\n") + len("```python\n") :]
+    code = code[: code.index("```")]
+    opening = 'Client("http://127.0.0.1:8000/api/v1", token="…")'
+    assert opening in code
+    code = code.replace(opening, f"Client({client.base_url!r}, token={client.token!r})")
+    exec(compile(code, "docs/api.md", "exec"), {})  # noqa: S102 (our own documentation)
+    out = capsys.readouterr().out.splitlines()
+    assert "The user asked for the files." in out[0] and "thanks" in out[0]
+    assert "list the files" not in out[0]
+    assert out[1] == "1 entry message"
+    assert out[2].startswith("404 ") and "no-such-session" in out[2]
