@@ -213,3 +213,16 @@ def test_read_after_is_bounded_and_ordered(alice: Any) -> None:
     rest = read_after(sid, "loop", first[-1].position, 10)
     assert [f.item.content for f in rest] == ["2", "3", "4"]
     assert read_after(sid, "loop", rest[-1].position, 10) == []
+
+
+def test_a_kind_without_a_follow_reader_is_a_json_409(
+    api: APIClient, alice: Any, monkeypatch: Any
+) -> None:
+    from agentstore.selectors import follow
+
+    sid = SessionStore().create("loop", owner=alice).id
+    monkeypatch.setattr(follow, "EVENTS", {"tree": "entry"})
+    monkeypatch.setattr("agentstore.api.views.session_extras.EVENTS", follow.EVENTS)
+    response = api.get(f"{API}/sessions/{sid}/follow", HTTP_ACCEPT="text/event-stream")
+    error = assert_json_error(response, 409)
+    assert error["details"] == {"kind": "loop", "followable": ["tree"]}

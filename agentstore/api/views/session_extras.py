@@ -36,6 +36,7 @@ from agentstore.api.sse import (
     take_follow_slot,
 )
 from agentstore.api.views.base import AgentstoreViewSetMixin, errors
+from agentstore.selectors.follow import EVENTS
 from agentstore.selectors.holds import break_hold, hold_of
 from agentstore.stores import DocumentStore
 from agentstore.types.tree import DocumentEntity
@@ -156,7 +157,7 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
                 "`FOLLOW_MAX_SECONDS`: reconnect with `Last-Event-ID`. Errors before the "
                 "stream starts are `application/json` in the error shape.",
             ),
-            **errors(400, 404, 429, 503),
+            **errors(400, 404, 409, 429, 503),
         },
         tags=["entries"],
     )
@@ -170,6 +171,15 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
     )
     def follow(self, request: Request, pk: str) -> StreamingHttpResponse | Response:
         session = self.session_or_404()
+        if session.kind not in EVENTS:
+            # Every kind the model allows is followable; a kind added later
+            # without a follow reader is refused here, before the stream.
+            return error_response(
+                409,
+                "wrong_session_kind",
+                f"session {session.id} is of kind {session.kind!r}, which cannot be followed",
+                {"kind": session.kind, "followable": sorted(EVENTS)},
+            )
         raw: dict[str, Any] = {}
         if "after" in request.query_params:
             raw["after"] = request.query_params["after"]
