@@ -376,8 +376,10 @@ class Client:
         return cast(Iterator[StepData], self._pages(f"sessions/{_seg(session_id)}/steps"))
 
     def last_steps(self, session_id: str, n: int = 50) -> list[StepData]:
-        path = f"sessions/{_seg(session_id)}/steps/last"
-        return cast(list[StepData], self.request("GET", path, query={"n": n}))
+        """The newest ``n`` steps, oldest first (one bounded request)."""
+        found = self.request("GET", f"sessions/{_seg(session_id)}/steps/last", query={"n": n})
+        # A bare array today; an envelope's ``results`` reads the same.
+        return cast(list[StepData], found["results"] if isinstance(found, dict) else found)
 
     # -- log sessions (agentsession lines) -----------------------------------------
 
