@@ -83,6 +83,33 @@ class NoSession(AgentStoreError, LookupError):
         self.target = target
 
 
+class WrongSessionKind(AgentStoreError):
+    """The request names a session of another kind (a step for a tree session, …).
+
+    The API answers it as 409 ``wrong_session_kind`` (docs/api.md "One error
+    shape"); ``kind`` is the session's kind, ``expected`` what the request needs.
+    """
+
+    code = "wrong_session_kind"
+    default_message = "the session is of another kind"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        session_id: str = "",
+        kind: str = "",
+        expected: str = "",
+    ) -> None:
+        super().__init__(
+            message
+            or f"session {session_id!r} is a {kind} session; this needs a {expected} session"
+        )
+        self.session_id = session_id
+        self.kind = kind
+        self.expected = expected
+
+
 class SessionExists(AgentStoreError):
     """A session with that id already exists."""
 
@@ -292,7 +319,45 @@ class RefNameError(ValidationError):
         self.conflicts_with = conflicts_with
 
 
+# -- documents ---------------------------------------------------------------
+
+
+class NoDocument(AgentStoreError, LookupError):
+    """No document has that (namespace, key)."""
+
+    code = "no_document"
+    default_message = "no such document"
+
+
 # -- tasks -------------------------------------------------------------------
+
+
+class NoTask(AgentStoreError, LookupError):
+    """No task (you may see) has that id."""
+
+    code = "no_task"
+    default_message = "no such task"
+
+
+class NoToolTask(NoTask):
+    """No tool task (you may see) has that id."""
+
+    code = "no_tool_task"
+    default_message = "no such tool task"
+
+
+class NoAgentTask(NoTask):
+    """No agent task (you may see) has that id."""
+
+    code = "no_agent_task"
+    default_message = "no such agent task"
+
+
+class NoWorkflow(NoTask):
+    """No workflow run (you may see) has that id."""
+
+    code = "no_workflow"
+    default_message = "no such workflow"
 
 
 class TaskConflict(AgentStoreError):

@@ -5,12 +5,17 @@ a host project that keeps DRF's default still gets the shape from agentstore)::
 
     REST_FRAMEWORK = {"EXCEPTION_HANDLER": "agentstore.api.exceptions.exception_handler"}
 
-``code`` is the store exception's stable ``code`` (``no_session``,
-``stale_compaction_parent``, ``task_conflict`` …) or DRF's own code
+``code`` is the store exception's stable ``code`` (``no_session``, ``no_task``,
+``stale_compaction_parent``, ``wrong_session_kind`` …) or DRF's own code
 (``not_authenticated``, ``method_not_allowed``, ``throttled`` …); ``details``
 carries what a client needs to act (the bad ``field``, the compaction
 ``winner_entry_id``, a ref's ``current`` target). Domain errors map to HTTP in
 one table, :data:`STATUS_BY_ERROR`, most specific class first.
+
+A validation error has the same ``details`` whether DRF or a store refused the
+input: ``field`` is the first bad field's path and ``fields`` maps *every* bad
+field's path (``message.role``, ``parts[1].type``) to its messages, flat, so a
+client can mark all of them at once (docs/api.md "One error shape").
 """
 
 from __future__ import annotations
@@ -43,9 +48,12 @@ STATUS_BY_ERROR: tuple[tuple[type[errors.AgentStoreError], int], ...] = (
     (errors.DatabaseBusy, status.HTTP_503_SERVICE_UNAVAILABLE),
     (errors.SessionLocked, status.HTTP_423_LOCKED),
     (errors.BaseRule, status.HTTP_409_CONFLICT),
+    (errors.WrongSessionKind, status.HTTP_409_CONFLICT),
     (errors.NoSession, status.HTTP_404_NOT_FOUND),
     (errors.NoEntry, status.HTTP_404_NOT_FOUND),
     (errors.NoRef, status.HTTP_404_NOT_FOUND),
+    (errors.NoTask, status.HTTP_404_NOT_FOUND),
+    (errors.NoDocument, status.HTTP_404_NOT_FOUND),
     (errors.ValidationError, status.HTTP_400_BAD_REQUEST),
     (errors.TooLarge, status.HTTP_400_BAD_REQUEST),
     (errors.BadID, status.HTTP_400_BAD_REQUEST),
@@ -109,7 +117,18 @@ def _domain_details(exc: errors.AgentStoreError) -> dict[str, Any]:
     field = getattr(exc, "field", "")
     if field:
         details["field"] = field
-    for name in ("winner_entry_id", "current", "name", "target", "limit"):
+        if isinstance(exc, errors.ValidationError):
+            details["fields"] = {field: [exc.message]}
+    for name in (
+        "winner_entry_id",
+        "current",
+        "name",
+        "target",
+        "limit",
+        "session_id",
+        "kind",
+        "expected",
+    ):
         value = getattr(exc, name, None)
         if value not in (None, ""):
             details[name] = _plain(value)
@@ -133,25 +152,35 @@ def _join(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _first_message(detail: Any, path: str = "") -> tuple[str, str] | None:
-    """The first (field path, message) in a DRF validation detail, e.g. ``parts[1].type``."""
-    if isinstance(detail, dict):
-        for key, value in detail.items():
-            found = _first_message(value, _join(path, key))
-            if found:
-                return found
-        return None
-    if isinstance(detail, list):
-        for index, item in enumerate(detail):
-            if isinstance(item, dict | list):
-                # A list serializer reports every item, valid ones as {}.
-                found = _first_message(item, _join(path, index))
-                if found:
-                    return found
-            elif item:
-                return path, str(item)
-        return None
-    return path, str(detail)
+#: The ``details.fields`` key of errors about the body as a whole.
+NON_FIELD = "non_field_errors"
+
+
+def _flat_messages(detail: Any, path: str = "") -> dict[str, list[str]]:
+    """Every (field path → messages) of a DRF validation detail, e.g. ``parts[1].type``.
+
+    Iterative (a stack, not recursion): the detail mirrors the request body,
+    whose depth only the parser's ``JSON_MAX_DEPTH`` bounds.
+    """
+    found: dict[str, list[str]] = {}
+    stack: list[tuple[str, Any]] = [(path, detail)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, dict):
+            # Reversed, so the stack pops them in the body's order.
+            stack.extend((_join(where, key), value) for key, value in reversed(item.items()))
+        elif isinstance(item, list):
+            pending: list[tuple[str, Any]] = []
+            for index, value in enumerate(item):
+                if isinstance(value, dict | list):
+                    # A list serializer reports every item, valid ones as {}.
+                    pending.append((_join(where, index), value))
+                elif value:
+                    found.setdefault(where or NON_FIELD, []).append(str(value))
+            stack.extend(reversed(pending))
+        else:
+            found.setdefault(where or NON_FIELD, []).append(str(item))
+    return found
 
 
 def _drf_response(exc: drf.APIException) -> Response:
@@ -163,11 +192,16 @@ def _drf_response(exc: drf.APIException) -> Response:
     if wait is not None:
         headers["Retry-After"] = str(int(wait))
     if isinstance(exc, drf.ValidationError):
-        field, message = _first_message(exc.detail) or ("", "invalid input")
-        details: dict[str, Any] = {"fields": exc.detail}
-        if field:
-            details["field"] = field
-        text = f"{field}: {message}" if field else message
+        fields = _flat_messages(exc.detail)
+        details: dict[str, Any] = {"fields": fields}
+        first = next(iter(fields), NON_FIELD)
+        if first != NON_FIELD:
+            details["field"] = first
+        text = "; ".join(
+            " ".join(texts) if name == NON_FIELD else f"{name}: {' '.join(texts)}"
+            for name, texts in fields.items()
+        )
+        text = text or "invalid input"
         return error_response(exc.status_code, "validation_error", text, details, headers)
     codes = exc.get_codes()
     code = codes if isinstance(codes, str) else exc.default_code

@@ -8,10 +8,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstore.api.serializers import JSONObjectField
+from agentstore.api.serializers import JSONObjectField, StrictSerializer
 
 
-class LogSessionCreateInput(serializers.Serializer[Any]):
+class LogSessionCreateInput(StrictSerializer):
     header = JSONObjectField(
         help_text="The session header; missing members are filled (the server assigns `id`)."
     )
@@ -49,7 +49,7 @@ class LogSessionSerializer(serializers.Serializer[Any]):
         return obj.header
 
 
-class LogAppendInput(serializers.Serializer[Any]):
+class LogAppendInput(StrictSerializer):
     entry = JSONObjectField(help_text="The entry body (parent defaults to the leaf).")
 
 
@@ -57,7 +57,7 @@ class LogAppendedSerializer(serializers.Serializer[Any]):
     id = serializers.CharField(help_text="The appended entry's id (sha256:…).")
 
 
-class RefTargetSerializer(serializers.Serializer[Any]):
+class RefTargetSerializer(StrictSerializer):
     session = serializers.CharField(max_length=255)
     entry = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
 
@@ -68,7 +68,7 @@ class NamedRefSerializer(serializers.Serializer[Any]):
     updated_at = serializers.DateTimeField(allow_null=True)
 
 
-class RefUpdateInput(serializers.Serializer[Any]):
+class RefUpdateInput(StrictSerializer):
     expected = RefTargetSerializer(allow_null=True, help_text="null: the ref must not exist.")
     next = RefTargetSerializer(allow_null=True, help_text="null: delete the ref.")
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000)

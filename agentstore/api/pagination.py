@@ -1,4 +1,9 @@
-"""Pagination: page numbers for session listings, ``seq`` cursors for append-only logs.
+"""Pagination: page numbers for collections, ``seq`` cursors for append-only logs.
+
+Every collection (``/sessions``, ``/tasks``, ``/tool-tasks``, ``/agent-tasks``,
+``/workflows``, ``/log-sessions``, ``/refs``, ``/ref-log/{name}``,
+``/documents``) answers one envelope, ``{"count", "next", "previous",
+"results"}``, with ``?page=`` and ``?page_size=`` (≤ 200): :class:`CollectionPagination`.
 
 Logs (a session's entries, a loop's steps, a task's events) only grow and are
 ordered by a monotonic integer, so their cursor is simply "the last position I
@@ -22,6 +27,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 __all__ = [
     "MAX_ENTRY_PAGE",
+    "CollectionPagination",
     "EntryCursor",
     "SeqCursor",
     "SessionPagination",
@@ -34,15 +40,19 @@ __all__ = [
 MAX_POSITION = 2**63 - 1
 
 
-class SessionPagination(PageNumberPagination):
-    """Session listings: newest first, ``?page=`` and ``?page_size=`` (≤ 200)."""
+class CollectionPagination(PageNumberPagination):
+    """Every collection: ``?page=`` and ``?page_size=`` (≤ 200), the same envelope."""
 
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
 
 
-class TaskPagination(SessionPagination):
+class SessionPagination(CollectionPagination):
+    """Session listings (newest first)."""
+
+
+class TaskPagination(CollectionPagination):
     """Task listings, paged like sessions."""
 
 

@@ -18,15 +18,19 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from agentstore.models import Session
 from agentstore.types.loop import FinalizeSummary, RunStep
 from agentstore.types.tree import (
+    MESSAGE_ROLES,
     AppendCompactionInput,
     EntryTokenUsageEntity,
     MessageEntity,
@@ -37,6 +41,78 @@ from agentstore.types.tree import (
 INT64_MAX = 2**63 - 1
 #: Largest 32-bit integer (step indexes, image sizes).
 INT32_MAX = 2**31 - 1
+
+
+# -- strict input --------------------------------------------------------------------
+
+#: The JSON type each kind of input field takes, most specific class first.
+#: DRF would coerce ``42`` into ``"42"`` for a CharField and ``"5"`` into ``5``
+#: for an IntegerField; a JSON body is typed, so a wrong type is the caller's
+#: mistake and is refused (docs/api.md "Strict input", decision 131).
+_JSON_TYPES: tuple[tuple[type[Any], type | tuple[type, ...], str], ...] = (
+    (serializers.MultipleChoiceField, (list, tuple), "a list"),
+    (serializers.ChoiceField, str, "a string"),
+    (serializers.CharField, str, "a string"),
+    (serializers.BooleanField, bool, "a boolean"),
+    (serializers.IntegerField, int, "an integer"),
+    (serializers.DateTimeField, str, "a string"),
+    (serializers.ListField, (list, tuple), "a list"),
+)
+
+
+def _json_name(value: Any) -> str:
+    """The JSON type of ``value`` as a client would call it."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return "null" if value is None else type(value).__name__
+
+
+def _type_error(field: serializers.Field[Any, Any, Any, Any], value: Any) -> str | None:
+    """Why ``value`` has the wrong JSON type for ``field`` (``None`` when it is right)."""
+    if value is None or value is empty:
+        return None  # DRF's own allow_null / required checks answer these
+    for cls, types, name in _JSON_TYPES:
+        if isinstance(field, cls):
+            ok = isinstance(value, types) and not (isinstance(value, bool) and types is not bool)
+            return None if ok else f"Expected {name}, got {_json_name(value)}."
+    return None
+
+
+class StrictSerializer(serializers.Serializer[Any]):
+    """The base of every request-body serializer: JSON types are checked, not coerced.
+
+    One check for every field of every input (nested serializers inherit it):
+    a string field takes only a string, an integer field only an integer (not
+    ``true``, not ``"5"``), a boolean only ``true``/``false``. Form and query
+    data (a ``QueryDict``, where everything is text) keep DRF's parsing. Every
+    bad field is reported, together with DRF's own errors for the others.
+    """
+
+    def to_internal_value(self, data: Any) -> Any:
+        wrong: dict[str, list[str]] = {}
+        if isinstance(data, Mapping) and not isinstance(data, QueryDict):
+            for field in self._writable_fields:
+                name = str(field.field_name)
+                problem = _type_error(field, data.get(name, empty))
+                if problem:
+                    wrong[name] = [problem]
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not wrong or not isinstance(exc.detail, dict):
+                raise
+            raise serializers.ValidationError({**exc.detail, **wrong}) from None
+        if wrong:
+            raise serializers.ValidationError(wrong)
+        return value
 
 
 # -- shared fields -------------------------------------------------------------------
@@ -96,12 +172,13 @@ def _text(**kwargs: Any) -> serializers.CharField:
 
 
 def _parent() -> serializers.CharField:
+    # Required (decision 130): an append that left it out used to start a new
+    # root silently, and the default context then showed only that message.
     return serializers.CharField(
-        required=False,
+        required=True,
         allow_null=True,
-        default=None,
         max_length=128,
-        help_text="The entry to append under; null (the default) starts a new root.",
+        help_text="The entry to append under (required); null deliberately starts a new root.",
     )
 
 
@@ -145,7 +222,7 @@ class SessionSerializer(serializers.ModelSerializer[Session]):
         return None if owner is None else owner.get_username()
 
 
-class SessionCreateInput(serializers.Serializer[Any]):
+class SessionCreateInput(StrictSerializer):
     kind = serializers.ChoiceField(
         choices=["tree", "loop"],
         default="tree",
@@ -160,7 +237,7 @@ class SessionCreateInput(serializers.Serializer[Any]):
     system_prompt = _text(required=False, allow_blank=True, default="")
 
 
-class RenameInput(serializers.Serializer[Any]):
+class RenameInput(StrictSerializer):
     name = _text(max_length=500, allow_blank=True)
     parent_id = serializers.CharField(
         required=False,
@@ -174,7 +251,7 @@ class RenameInput(serializers.Serializer[Any]):
 # -- entries -------------------------------------------------------------------------
 
 
-class MessagePartSerializer(serializers.Serializer[Any]):
+class MessagePartSerializer(StrictSerializer):
     type = serializers.ChoiceField(choices=["text", "image"])
     text = _text(required=False, allow_blank=True, default="")
     mime_type = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
@@ -189,8 +266,10 @@ class MessagePartSerializer(serializers.Serializer[Any]):
     height = serializers.IntegerField(required=False, default=0, min_value=0, max_value=INT32_MAX)
 
 
-class MessageSerializer(serializers.Serializer[Any]):
-    role = serializers.CharField(max_length=64)
+class MessageSerializer(StrictSerializer):
+    role = serializers.ChoiceField(
+        choices=MESSAGE_ROLES, help_text="Who wrote it (the roles the tree store defines)."
+    )
     content = _text(required=False, allow_blank=True, default="")
     provider = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     model = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
@@ -198,7 +277,7 @@ class MessageSerializer(serializers.Serializer[Any]):
     timestamp = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 
-class UsageSerializer(serializers.Serializer[Any]):
+class UsageSerializer(StrictSerializer):
     context_window = serializers.IntegerField(min_value=0, max_value=INT64_MAX, default=0)
     context_tokens = serializers.IntegerField(min_value=0, max_value=INT64_MAX, default=0)
     input_tokens = serializers.IntegerField(min_value=0, max_value=INT64_MAX, default=0)
@@ -217,7 +296,7 @@ def message_entity(data: dict[str, Any]) -> MessageEntity:
     )
 
 
-class AppendMessageInput(serializers.Serializer[Any]):
+class AppendMessageInput(StrictSerializer):
     parent_id = _parent()
     message = MessageSerializer()
     model_facing = serializers.BooleanField(required=False, allow_null=True, default=None)
@@ -236,7 +315,7 @@ class AppendMessageInput(serializers.Serializer[Any]):
         }
 
 
-class AppendCustomInput(serializers.Serializer[Any]):
+class AppendCustomInput(StrictSerializer):
     parent_id = _parent()
     custom_type = serializers.CharField(max_length=255)
     data = JSONObjectField(  # type: ignore[assignment]
@@ -248,7 +327,7 @@ class AppendCustomInput(serializers.Serializer[Any]):
         return (data["parent_id"], data["custom_type"], _json_text(data["data"]))
 
 
-class AppendCustomMessageInput(serializers.Serializer[Any]):
+class AppendCustomMessageInput(StrictSerializer):
     parent_id = _parent()
     custom_type = serializers.CharField(max_length=255)
     content = _text(allow_blank=True)
@@ -266,7 +345,7 @@ class AppendCustomMessageInput(serializers.Serializer[Any]):
         )
 
 
-class AppendModelChangeInput(serializers.Serializer[Any]):
+class AppendModelChangeInput(StrictSerializer):
     parent_id = _parent()
     provider = serializers.CharField(max_length=255, allow_blank=True)
     model = serializers.CharField(max_length=255, allow_blank=True)
@@ -276,7 +355,7 @@ class AppendModelChangeInput(serializers.Serializer[Any]):
         return (data["parent_id"], data["provider"], data["model"])
 
 
-class AppendThinkingLevelChangeInput(serializers.Serializer[Any]):
+class AppendThinkingLevelChangeInput(StrictSerializer):
     parent_id = _parent()
     thinking_level = serializers.CharField(max_length=64, allow_blank=True)
 
@@ -285,7 +364,7 @@ class AppendThinkingLevelChangeInput(serializers.Serializer[Any]):
         return (data["parent_id"], data["thinking_level"])
 
 
-class AppendBranchSummaryInput(serializers.Serializer[Any]):
+class AppendBranchSummaryInput(StrictSerializer):
     parent_id = _parent()
     from_id = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
     summary = _text(allow_blank=True)
@@ -303,7 +382,7 @@ class AppendBranchSummaryInput(serializers.Serializer[Any]):
         )
 
 
-class AppendLabelInput(serializers.Serializer[Any]):
+class AppendLabelInput(StrictSerializer):
     parent_id = _parent()
     target_id = serializers.CharField(max_length=128)
     label = _text(  # type: ignore[assignment]
@@ -315,7 +394,7 @@ class AppendLabelInput(serializers.Serializer[Any]):
         return (data["parent_id"], data["target_id"], data["label"])
 
 
-class AppendSessionInfoInput(serializers.Serializer[Any]):
+class AppendSessionInfoInput(StrictSerializer):
     parent_id = _parent()
     name = _text(max_length=500, allow_blank=True)
 
@@ -324,7 +403,7 @@ class AppendSessionInfoInput(serializers.Serializer[Any]):
         return (data["parent_id"], data["name"])
 
 
-class AppendCompactionInputSerializer(serializers.Serializer[Any]):
+class AppendCompactionInputSerializer(StrictSerializer):
     parent_id = _parent()
     summary = _text(allow_blank=True)
     operation_id = serializers.CharField(
@@ -553,7 +632,7 @@ class ContextSerializer(serializers.Serializer[Any]):
 # -- loop: steps, grants, snapshot -----------------------------------------------------
 
 
-class StepInput(serializers.Serializer[Any]):
+class StepInput(StrictSerializer):
     step_index = serializers.IntegerField(min_value=0, max_value=INT32_MAX, default=0)
     step_type = serializers.CharField(max_length=64)
     content = _text(required=False, allow_blank=True, default="")
@@ -611,7 +690,7 @@ class LastNQuery(serializers.Serializer[Any]):
     n = serializers.IntegerField(min_value=1, max_value=100_000, default=50)
 
 
-class GrantInput(serializers.Serializer[Any]):
+class GrantInput(StrictSerializer):
     prompt = _text(max_length=100_000)
 
 
@@ -627,7 +706,7 @@ class RevokeSerializer(serializers.Serializer[Any]):
     revoked = serializers.IntegerField(help_text="How many approvals were forgotten.")
 
 
-class FinalizeInput(serializers.Serializer[Any]):
+class FinalizeInput(StrictSerializer):
     status = serializers.CharField(max_length=64, allow_blank=True)
     prompt_tokens = serializers.IntegerField(min_value=0, max_value=INT64_MAX, default=0)
     completion_tokens = serializers.IntegerField(min_value=0, max_value=INT64_MAX, default=0)
@@ -639,7 +718,7 @@ class FinalizeInput(serializers.Serializer[Any]):
         return FinalizeSummary(**self.validated_data)
 
 
-class SnapshotSerializer(serializers.Serializer[Any]):
+class SnapshotSerializer(StrictSerializer):
     data = serializers.JSONField(  # type: ignore[assignment]
         allow_null=True, help_text="The working-memory snapshot (JSON)."
     )
@@ -679,7 +758,7 @@ class DocumentSerializer(serializers.Serializer[Any]):
         return json.loads(obj.value_json)
 
 
-class DocumentPutInput(serializers.Serializer[Any]):
+class DocumentPutInput(StrictSerializer):
     value = serializers.JSONField(help_text="Any JSON value.")
 
     def validate_value(self, value: Any) -> Any:

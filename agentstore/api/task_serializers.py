@@ -15,7 +15,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstore.api.serializers import INT32_MAX, JSONObjectField, _check_json_text
+from agentstore.api.serializers import (
+    INT32_MAX,
+    JSONObjectField,
+    StrictSerializer,
+    _check_json_text,
+)
 from agentstore.tasks.recovery import LEASE_EXPIRED
 
 STATES = ["queued", "running", "canceling", "succeeded", "failed", "canceled", "interrupted"]
@@ -43,6 +48,32 @@ def _loads(text: str | None) -> Any:
         return None
 
 
+class AbsentAsNullField(serializers.CharField):
+    """An optional id or name: ``null`` when absent, whichever form the value came in.
+
+    A ``TaskEntity`` says "none" with ``""`` (the Go zero value) while a ``Task``
+    row says it with ``NULL``; the API says ``null`` in both cases, so a list,
+    a detail, a create and a claim agree (decision 132).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> str | None:  # type: ignore[override]
+        return None if value in (None, "") else str(value)
+
+
+def _parent_task() -> serializers.CharField:
+    return serializers.CharField(
+        max_length=36,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The parent task (a task you can see); null or absent: none.",
+    )
+
+
 class TaskSerializer(serializers.Serializer[Any]):
     """A task and its lease (from a ``TaskEntity`` or a ``Task`` row)."""
 
@@ -50,8 +81,8 @@ class TaskSerializer(serializers.Serializer[Any]):
     kind = serializers.CharField()
     state = serializers.CharField()
     # null for django.tasks functions, which no session owns (only staff see those).
-    owner_session_id = serializers.CharField(allow_null=True)
-    parent_task_id = serializers.CharField(allow_null=True)
+    owner_session_id = AbsentAsNullField()
+    parent_task_id = AbsentAsNullField()
     concurrency_key = serializers.CharField()
     result = serializers.CharField()
     error_code = serializers.CharField()
@@ -60,7 +91,7 @@ class TaskSerializer(serializers.Serializer[Any]):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField()
-    lease_owner = serializers.CharField(allow_null=True)
+    lease_owner = AbsentAsNullField()
     lease_expires_at = serializers.DateTimeField(allow_null=True)
 
 
@@ -86,14 +117,14 @@ class TaskEventPageSerializer(serializers.Serializer[Any]):
     results = TaskEventSerializer(many=True)
 
 
-class TaskCreateInput(serializers.Serializer[Any]):
+class TaskCreateInput(StrictSerializer):
     kind = serializers.CharField(max_length=64)
     owner_session_id = serializers.CharField(max_length=255)
-    parent_task_id = serializers.CharField(max_length=36, required=False, default="")
+    parent_task_id = _parent_task()
     concurrency_key = serializers.CharField(max_length=255, required=False, default="")
 
 
-class LeaseInput(serializers.Serializer[Any]):
+class LeaseInput(StrictSerializer):
     lease_owner = serializers.CharField(max_length=255, help_text="The worker's identity.")
     lease_seconds = serializers.IntegerField(
         min_value=1, max_value=MAX_LEASE_SECONDS, help_text="Lease length from now."
@@ -116,7 +147,7 @@ class ClaimNextSerializer(serializers.Serializer[Any]):
     task = TaskSerializer(allow_null=True, help_text="The claimed task, or null when none.")
 
 
-class EventDraftInput(serializers.Serializer[Any]):
+class EventDraftInput(StrictSerializer):
     kind = serializers.CharField(max_length=64)
     payload = serializers.JSONField(required=False, default=dict)
 
@@ -125,12 +156,12 @@ class EventDraftInput(serializers.Serializer[Any]):
         return value
 
 
-class RunningEventsInput(serializers.Serializer[Any]):
+class RunningEventsInput(StrictSerializer):
     lease_owner = serializers.CharField(max_length=255)
     events = EventDraftInput(many=True)
 
 
-class FinishInput(serializers.Serializer[Any]):
+class FinishInput(StrictSerializer):
     lease_owner = serializers.CharField(
         max_length=255, required=False, allow_blank=True, default="", help_text="'' if unleased."
     )
@@ -138,7 +169,12 @@ class FinishInput(serializers.Serializer[Any]):
         child=serializers.ChoiceField(choices=STATES), default=lambda: ["running", "canceling"]
     )
     target_state = serializers.ChoiceField(choices=TERMINAL)
-    event_kind = serializers.CharField(max_length=64)
+    event_kind = serializers.CharField(
+        max_length=64,
+        required=False,
+        help_text="The event recorded with the change; default `task_<target_state>` "
+        "(`task_succeeded`, `task_failed`, `task_canceled`, `task_interrupted`).",
+    )
     result = serializers.CharField(
         required=False, allow_blank=True, default="", trim_whitespace=False
     )
@@ -150,6 +186,11 @@ class FinishInput(serializers.Serializer[Any]):
         _check_json_text(value)
         return value
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # The obvious event for the target state (what the worker records).
+        attrs.setdefault("event_kind", f"task_{attrs['target_state']}")
+        return attrs
+
 
 class ToolFinishInput(FinishInput):
     outcome = serializers.JSONField(help_text="The tool's outcome (JSON).")
@@ -159,7 +200,7 @@ class ToolFinishInput(FinishInput):
         return value
 
 
-class TransitionInput(serializers.Serializer[Any]):
+class TransitionInput(StrictSerializer):
     from_states = serializers.ListField(child=serializers.ChoiceField(choices=STATES), min_length=1)
     target_state = serializers.ChoiceField(choices=STATES)
     kind = serializers.CharField(max_length=64, help_text="The event appended with the change.")
@@ -178,7 +219,7 @@ class TransitionInput(serializers.Serializer[Any]):
         return value
 
 
-class RecoverInput(serializers.Serializer[Any]):
+class RecoverInput(StrictSerializer):
     kind = serializers.CharField(max_length=64)
     target_state = serializers.ChoiceField(choices=TERMINAL, default="interrupted")
     event_kind = serializers.CharField(max_length=64, default="task_interrupted")
@@ -232,11 +273,11 @@ class ToolTaskSerializer(serializers.Serializer[Any]):
         return _loads(obj.outcome_json)
 
 
-class ToolTaskCreateInput(serializers.Serializer[Any]):
+class ToolTaskCreateInput(StrictSerializer):
     owner_session_id = serializers.CharField(max_length=36)
     invocation_id = serializers.CharField(max_length=255, help_text="Idempotency key per session.")
     wrapper_call_id = serializers.CharField(max_length=255)
-    parent_task_id = serializers.CharField(max_length=36, required=False, default="")
+    parent_task_id = _parent_task()
     concurrency_key = serializers.CharField(max_length=255, required=False, default="")
     cwd = serializers.CharField(trim_whitespace=False)
     parent_call_id = serializers.CharField(max_length=255, required=False, default="")
@@ -249,14 +290,14 @@ class ToolTaskCreateInput(serializers.Serializer[Any]):
     arguments = JSONObjectField(help_text="The call's arguments (object).")
 
 
-class AgentTaskCreateInput(serializers.Serializer[Any]):
+class AgentTaskCreateInput(StrictSerializer):
     owner_session_id = serializers.CharField(max_length=36, help_text="The parent session.")
     agent_name = serializers.CharField(max_length=255)
     prompt = serializers.CharField()
     model = serializers.CharField(max_length=255, required=False, default="")
     provider = serializers.CharField(max_length=255, required=False, default="")
     depth = serializers.IntegerField(min_value=1, max_value=INT32_MAX, default=1)
-    parent_task_id = serializers.CharField(max_length=36, required=False, default="")
+    parent_task_id = _parent_task()
     concurrency_key = serializers.CharField(max_length=255, required=False, default="")
     policy = JSONObjectField(required=False, allow_null=True, default=None)
     cwd = serializers.CharField(trim_whitespace=False, help_text="The child session's cwd.")
@@ -301,14 +342,14 @@ class WorkflowSerializer(serializers.Serializer[Any]):
         return _loads(obj.arguments_json)
 
 
-class WorkflowCreateInput(serializers.Serializer[Any]):
+class WorkflowCreateInput(StrictSerializer):
     owner_session_id = serializers.CharField(max_length=36)
     name = serializers.CharField(max_length=255)
     source = serializers.CharField(trim_whitespace=False)  # type: ignore[assignment]
     source_hash = serializers.CharField(max_length=255)
     source_version = serializers.CharField(max_length=255, required=False, default="")
     arguments = serializers.JSONField(required=False, allow_null=True, default=None)
-    parent_task_id = serializers.CharField(max_length=36, required=False, default="")
+    parent_task_id = _parent_task()
     concurrency_key = serializers.CharField(max_length=255, required=False, default="")
 
     def validate_arguments(self, value: Any) -> Any:
@@ -325,7 +366,7 @@ class WorkflowLinkSerializer(serializers.Serializer[Any]):
     created_at = serializers.DateTimeField(allow_null=True)
 
 
-class WorkflowLinkInput(serializers.Serializer[Any]):
+class WorkflowLinkInput(StrictSerializer):
     agent_task_id = serializers.CharField(max_length=36)
     node_key = serializers.CharField(max_length=255)
     invocation_index = serializers.IntegerField(min_value=0, max_value=INT32_MAX, default=0)

@@ -8,11 +8,13 @@ answers 404 in the API's error shape.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import path, re_path
 from rest_framework.routers import DefaultRouter
 
 from agentstore.api.views.base import not_found_view
-from agentstore.api.views.documents import DocumentView
+from agentstore.api.views.documents import DocumentListView, DocumentView
 from agentstore.api.views.log import LogSessionViewSet, RefListView, RefLogView, RefView
 from agentstore.api.views.sessions import SessionViewSet
 from agentstore.api.views.tasks import (
@@ -24,7 +26,23 @@ from agentstore.api.views.tasks import (
 
 app_name = "agentstore-api"
 
-router = DefaultRouter(trailing_slash=False)
+
+class _Router(DefaultRouter):
+    """The router whose API root lists every collection, the plain views' too."""
+
+    #: Collections served by plain views (root name → URL name).
+    extra_collections = {"refs": "refs", "documents": "documents"}
+
+    def get_api_root_view(self, api_urls: Any = None) -> Any:
+        root = {
+            prefix: self.routes[0].name.format(basename=basename)
+            for prefix, _viewset, basename in self.registry
+        }
+        root.update(self.extra_collections)
+        return self.APIRootView.as_view(api_root_dict=root)
+
+
+router = _Router(trailing_slash=False)
 router.register("sessions", SessionViewSet, basename="session")
 router.register("tasks", TaskViewSet, basename="task")
 router.register("tool-tasks", ToolTaskViewSet, basename="tool-task")
@@ -34,6 +52,7 @@ router.register("log-sessions", LogSessionViewSet, basename="log-session")
 
 urlpatterns = [
     *router.urls,
+    path("documents", DocumentListView.as_view(), name="documents"),
     path("documents/<str:namespace>/<str:key>", DocumentView.as_view(), name="document"),
     path("refs", RefListView.as_view(), name="refs"),
     path("refs/<path:name>", RefView.as_view(), name="ref"),

@@ -391,6 +391,17 @@ class TreeStore(StoreBase):
         winner's entry id; replaying an operation id returns the stored entry; the
         same operation id on another target raises ``CompactionConflict``.
         """
+        return self.append_compaction_created(compaction)[0]
+
+    def append_compaction_created(
+        self, compaction: AppendCompactionInput
+    ) -> tuple[EntryEntity, bool]:
+        """:meth:`append_compaction`, and whether this call wrote it (``False``: a replay).
+
+        Decided inside the write transaction (the stored entry is this call's
+        draft or an earlier one), so two racing identical requests cannot both
+        be told "created" (the API's 201 vs 200, docs/api.md "Replays").
+        """
         if compaction is None:
             raise exceptions.ValidationError("compaction input is required", field="compaction")
         operation_id = compaction.operation_id.strip() if compaction.operation_id else ""
@@ -414,14 +425,18 @@ class TreeStore(StoreBase):
         if compaction.tokens_before:
             data["tokens_before"] = compaction.tokens_before
             data["compaction_tokens_before"] = compaction.tokens_before
-        return self._append(
+        draft = self._prepare(
             compaction.session_id,
             compaction.parent_id,
             "compaction",
+            message=None,
+            custom_type="",
             summary=compaction.summary,
             data=data,
             operation_id=operation_id,
         )
+        stored = self._write_draft(compaction.session_id, compaction.parent_id, draft)
+        return stored, stored.id == draft.entity.id
 
     def import_session(self, imported: ImportedSession, *, owner: Any = None) -> SessionEntity:
         """Create a session from a file's entries, keeping their ids, parents and timestamps.
@@ -596,6 +611,12 @@ class TreeStore(StoreBase):
             data=data,
             operation_id=operation_id,
         )
+        return self._write_draft(session_id, parent_id, draft, rename)
+
+    def _write_draft(
+        self, session_id: str, parent_id: str | None, draft: _Draft, rename: str | None = None
+    ) -> EntryEntity:
+        """Insert a prepared entry (a compaction may resolve to the stored replay)."""
         connection = connections[self.using]
         entity = draft.entity
 

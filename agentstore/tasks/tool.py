@@ -366,6 +366,12 @@ class ToolTaskRepository(SharesTasks):
         row = self._rows().filter(task_id=task_id, owner_session_id=owner).first()
         return None if row is None else tool_from_model(row)
 
+    def list_by_ids(self, task_ids: Sequence[str]) -> list[ToolTaskEntity]:
+        """Return the tool tasks among ``task_ids`` (no ordering guarantee)."""
+        if not task_ids:
+            return []
+        return [tool_from_model(row) for row in self._rows().filter(task_id__in=list(task_ids))]
+
     def list_by_owner(
         self, owner: str, states: Sequence[str] = (), limit: int = 0
     ) -> list[ToolTaskEntity]:

@@ -188,6 +188,12 @@ class WorkflowRepository(SharesTasks):
         row = self._runs().filter(task_id=task_id).first()
         return None if row is None else workflow_from_model(row)
 
+    def list_by_ids(self, task_ids: Sequence[str]) -> list[WorkflowRunEntity]:
+        """Return the workflow runs among ``task_ids`` (no ordering guarantee)."""
+        if not task_ids:
+            return []
+        return [workflow_from_model(row) for row in self._runs().filter(task_id__in=list(task_ids))]
+
     def list_by_owner(self, owner_session_id: str, limit: int = 0) -> list[WorkflowRunEntity]:
         """Return the owner's workflow runs, newest first; ``limit`` ≤ 0 gives 100."""
         rows = (

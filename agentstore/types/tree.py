@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 __all__ = [
+    "MESSAGE_ROLES",
     "AppendCompactionInput",
     "ContextUsageAnchorEntity",
     "DocumentEntity",
@@ -34,6 +35,22 @@ __all__ = [
     "TreeNodeEntity",
     "TreeRowEntity",
 ]
+
+#: Every message role the tree store knows (librecode's ``Role`` constants):
+#: ``user``/``assistant`` are model-facing by default, ``toolResult`` output is
+#: parsed into tool sections, ``custom`` comes from custom-message entries and
+#: the two summaries are what contexts build from branch summaries and
+#: compactions. The API accepts exactly these (docs/api.md "Strict input").
+MESSAGE_ROLES: tuple[str, ...] = (
+    "user",
+    "assistant",
+    "toolResult",
+    "thinking",
+    "custom",
+    "bashExecution",
+    "branchSummary",
+    "compactionSummary",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,6 +29,7 @@ def test_append_message_with_parts_usage_and_flags(api: APIClient, sid: str) -> 
         sid,
         "message",
         {
+            "parent_id": None,
             "message": {
                 "role": "assistant",
                 "content": "look",
@@ -106,16 +107,18 @@ def test_every_entry_kind_appends(api: APIClient, sid: str) -> None:
 def test_append_to_someone_elses_or_a_missing_session_is_404(
     api: APIClient, bob_api: APIClient, sid: str
 ) -> None:
-    body = {"message": {"role": "user", "content": "sneaky"}}
+    body = {"parent_id": None, "message": {"role": "user", "content": "sneaky"}}
     assert_error(post(bob_api, sid, "message", body), 404, "no_session")
     assert_error(post(api, "missing", "message", body), 404, "no_session")
     assert Entry.objects.count() == 0
 
 
-def test_appending_tree_entries_to_a_loop_session_is_refused(api: APIClient) -> None:
+def test_appending_tree_entries_to_a_loop_session_is_wrong_session_kind(api: APIClient) -> None:
     loop = create_session(api, kind="loop")["id"]
-    response = post(api, loop, "message", {"message": {"role": "user", "content": "x"}})
-    assert_error(response, 400, "validation_error")
+    body = {"parent_id": None, "message": {"role": "user", "content": "x"}}
+    error = assert_error(post(api, loop, "message", body), 409, "wrong_session_kind")
+    assert error["details"] == {"session_id": loop, "kind": "loop", "expected": "tree"}
+    assert loop in error["message"] and "loop session" in error["message"]
 
 
 def test_compaction_race_answers_409_with_the_winner(api: APIClient, sid: str) -> None:
@@ -128,7 +131,8 @@ def test_compaction_race_answers_409_with_the_winner(api: APIClient, sid: str) -
     replay = post(
         api, sid, "compaction", {"parent_id": root, "summary": "a", "operation_id": "op-a"}
     )
-    assert replay.status_code == 201 and replay.json()["id"] == winner
+    # One rule for idempotent creates: 201 when written, 200 with the stored one.
+    assert replay.status_code == 200 and replay.json() == first.json()
     lost = post(api, sid, "compaction", {"parent_id": root, "summary": "b", "operation_id": "op-b"})
     error = assert_error(lost, 409, "stale_compaction_parent")
     assert error["details"]["winner_entry_id"] == winner
@@ -139,7 +143,8 @@ def test_compaction_race_answers_409_with_the_winner(api: APIClient, sid: str) -
 
 
 def test_compaction_requires_an_operation_id(api: APIClient, sid: str) -> None:
-    error = assert_error(post(api, sid, "compaction", {"summary": "s"}), 400, "validation_error")
+    body = {"parent_id": None, "summary": "s"}
+    error = assert_error(post(api, sid, "compaction", body), 400, "validation_error")
     assert error["details"]["field"] == "operation_id"
 
 

@@ -57,7 +57,10 @@ def test_validation_error_names_the_field(api: APIClient) -> None:
     session = create_session(api)
     response = api.post(
         f"{API}/sessions/{session['id']}/append/message",
-        {"message": {"role": "user", "content": "x", "parts": [{"type": "video"}]}},
+        {
+            "parent_id": None,
+            "message": {"role": "user", "content": "x", "parts": [{"type": "video"}]},
+        },
         format="json",
     )
     error = assert_error(response, 400, "validation_error")
@@ -73,7 +76,10 @@ def test_store_validation_error_carries_its_field(api: APIClient) -> None:
         format="json",
     )
     error = assert_error(response, 400, "validation_error")
-    assert error["details"] == {"field": "parent_id"}
+    # The same details as a serializer's refusal: the field and every field's messages.
+    assert error["details"]["field"] == "parent_id"
+    assert list(error["details"]["fields"]) == ["parent_id"]
+    assert "not-an-entry" in error["details"]["fields"]["parent_id"][0]
 
 
 @pytest.mark.parametrize(
@@ -81,13 +87,17 @@ def test_store_validation_error_carries_its_field(api: APIClient) -> None:
     [
         [],
         "text",
-        {"message": "not an object"},
-        {"message": {"role": "user", "content": "\x00"}},
-        {"message": {"role": "user", "parts": [{"type": "image", "data": "!!notbase64"}]}},
-        {"message": {"role": "user", "parts": [{"type": "image", "width": 2**40}]}},
-        {"message": {"role": "user", "timestamp": "yesterday"}},
-        {"message": {"role": "user"}, "usage": {"input_tokens": -1}},
+        {"parent_id": None, "message": "not an object"},
+        {"parent_id": None, "message": {"role": "user", "content": "\x00"}},
+        {
+            "parent_id": None,
+            "message": {"role": "user", "parts": [{"type": "image", "data": "!!notbase64"}]},
+        },
+        {"parent_id": None, "message": {"role": "user", "parts": [{"type": "image", "width": 2**40}]}},
+        {"parent_id": None, "message": {"role": "user", "timestamp": "yesterday"}},
+        {"parent_id": None, "message": {"role": "user"}, "usage": {"input_tokens": -1}},
         {"message": {"role": "user"}, "parent_id": "x" * 129},
+        {"message": {"role": "user"}},
     ],
 )
 def test_bad_bodies_are_400_never_500(api: APIClient, body: Any) -> None:
@@ -120,5 +130,6 @@ def test_bad_query_parameters_are_400(api: APIClient) -> None:
     assert_error(api.get(f"{API}/sessions/{sid}/entries?after=abc"), 400, "validation_error")
     assert_error(api.get(f"{API}/sessions/{sid}/entries?cursor=%%%"), 400, "validation_error")
     assert_error(api.get(f"{API}/sessions/{sid}/entries?limit=0"), 400, "validation_error")
-    assert_error(api.get(f"{API}/sessions/{sid}/steps/last?n=x"), 400, "validation_error")
+    loop = create_session(api, kind="loop")["id"]
+    assert_error(api.get(f"{API}/sessions/{loop}/steps/last?n=x"), 400, "validation_error")
     assert_error(api.get(f"{API}/sessions?kind=bogus"), 400, "validation_error")

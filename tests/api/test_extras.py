@@ -60,7 +60,7 @@ def test_hold_selectors(api: APIClient) -> None:
 def test_session_documents(api: APIClient, bob_api: APIClient) -> None:
     sid = create_session(api)["id"]
     url = f"{API}/sessions/{sid}/documents/plan"
-    assert_error(api.get(url), 404, "not_found")
+    assert_error(api.get(url), 404, "no_document")
     put = api.put(url, {"value": {"steps": [1, 2]}}, format="json")
     assert put.status_code == 200, put.content
     assert put.json()["value"] == {"steps": [1, 2]}
@@ -71,7 +71,7 @@ def test_session_documents(api: APIClient, bob_api: APIClient) -> None:
     assert_error(bob_api.delete(url), 404, "no_session")
     assert_error(api.put(url, {}, format="json"), 400, "validation_error")
     assert api.delete(url).status_code == 204
-    assert_error(api.delete(url), 404, "not_found")
+    assert_error(api.delete(url), 404, "no_document")
 
 
 def test_any_namespace_documents_are_staff_only(api: APIClient, staff_api: APIClient) -> None:
@@ -81,4 +81,4 @@ def test_any_namespace_documents_are_staff_only(api: APIClient, staff_api: APICl
     assert staff_api.put(url, {"value": "dark"}, format="json").json()["value"] == "dark"
     assert staff_api.get(url).json()["value"] == "dark"
     assert staff_api.delete(url).status_code == 204
-    assert_error(staff_api.get(url), 404, "not_found")
+    assert_error(staff_api.get(url), 404, "no_document")

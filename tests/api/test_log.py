@@ -89,12 +89,13 @@ def test_refs_compare_and_swap(api: APIClient, bob_api: APIClient, staff_api: AP
     )
     assert ok.status_code == 200
     listed = api.get(f"{API}/refs?prefix=agents/").json()
-    assert [(r["name"], r["target"]["session"]) for r in listed] == [("agents/main", b)]
+    assert listed["count"] == 1
+    assert [(r["name"], r["target"]["session"]) for r in listed["results"]] == [("agents/main", b)]
     log = api.get(f"{API}/ref-log/agents/main").json()
-    assert [x["reason"] for x in log] == ["switch", ""]
+    assert [x["reason"] for x in log["results"]] == ["switch", ""]
 
     # Bob sees none of it and cannot point a ref at Alice's session.
-    assert bob_api.get(f"{API}/refs").json() == []
+    assert bob_api.get(f"{API}/refs").json()["results"] == []
     assert_error(bob_api.get(url), 404, "no_ref")
     assert_error(bob_api.get(f"{API}/ref-log/agents/main"), 404, "no_ref")
     steal = bob_api.put(
@@ -104,8 +105,10 @@ def test_refs_compare_and_swap(api: APIClient, bob_api: APIClient, staff_api: AP
     aim = bob_api.put(
         f"{API}/refs/bob/x", {"expected": None, "next": {"session": a}}, format="json"
     )
-    assert_error(aim, 404, "no_ref")
-    assert len(staff_api.get(f"{API}/refs").json()) == 1
+    # The session it names is not Bob's: "no such session", naming what he sent.
+    error = assert_error(aim, 404, "no_session")
+    assert a in error["message"] and "next.session" in error["message"]
+    assert staff_api.get(f"{API}/refs").json()["count"] == 1
 
     bad = api.put(f"{API}/refs/../bad", {"expected": None, "next": {"session": a}}, format="json")
     assert bad.status_code in (400, 404)

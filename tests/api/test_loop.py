@@ -56,9 +56,15 @@ def test_bad_steps_are_400_and_write_nothing(api: APIClient, loop: str) -> None:
     assert Step.objects.count() == 0
 
 
-def test_steps_on_a_tree_session_are_refused(api: APIClient) -> None:
+def test_loop_actions_on_a_tree_session_are_wrong_session_kind(api: APIClient) -> None:
     tree = create_session(api)["id"]
-    assert_error(add_step(api, tree), 409, "session_exists")
+    error = assert_error(add_step(api, tree), 409, "wrong_session_kind")
+    assert error["details"] == {"session_id": tree, "kind": "tree", "expected": "loop"}
+    assert tree in error["message"]
+    # Reads too: a tree session has no steps, grants or snapshot to show.
+    for path in ("steps", "steps/last", "grants", "snapshot"):
+        response = api.get(f"{API}/sessions/{tree}/{path}")
+        assert_error(response, 409, "wrong_session_kind")
 
 
 def test_steps_of_someone_elses_session_are_404(

@@ -48,7 +48,7 @@ def test_create_list_retrieve_and_owner_scoping(
     assert api.get(f"{API}/tasks?session={theirs['owner_session_id']}").json()["count"] == 0
     assert staff_api.get(f"{API}/tasks").json()["count"] == 2
     assert api.get(f"{API}/tasks/{task['id']}").json()["id"] == task["id"]
-    assert_error(api.get(f"{API}/tasks/{theirs['id']}"), 404, "no_session")
+    assert_error(api.get(f"{API}/tasks/{theirs['id']}"), 404, "no_task")
     # Queueing into someone else's session is a 404 too, and writes nothing.
     response = api.post(
         f"{API}/tasks",
@@ -117,8 +117,8 @@ def test_lifecycle_calls_on_someone_elses_task_are_404(
         ("cancel", {}),
         ("transition", {"from_states": ["queued"], "target_state": "canceled", "kind": "x"}),
     ]:
-        assert_error(call(bob_api, task_id, verb, body), 404, "no_session")
-    assert_error(bob_api.get(f"{API}/tasks/{task_id}/events"), 404, "no_session")
+        assert_error(call(bob_api, task_id, verb, body), 404, "no_task")
+    assert_error(bob_api.get(f"{API}/tasks/{task_id}/events"), 404, "no_task")
     assert Task.objects.get(pk=task_id).state == "queued"
 
 
@@ -188,10 +188,13 @@ def test_tool_tasks_are_idempotent_on_invocation(
     assert replay.json() == first.json()
     task_id = first.json()["task"]["id"]
     assert first.json()["arguments"] == {"cmd": "ls"}
-    assert [x["task"]["id"] for x in api.get(f"{API}/tool-tasks?session={sid}").json()] == [task_id]
-    assert_error(api.get(f"{API}/tool-tasks"), 400, "validation_error")
+    listed = api.get(f"{API}/tool-tasks?session={sid}").json()
+    assert [x["task"]["id"] for x in listed["results"]] == [task_id]
+    # ?session= is an optional filter: without it, every tool task you can see.
+    assert api.get(f"{API}/tool-tasks").json()["count"] == 1
+    assert bob_api.get(f"{API}/tool-tasks").json()["count"] == 0
     assert_error(bob_api.get(f"{API}/tool-tasks?session={sid}"), 404, "no_session")
-    assert_error(bob_api.get(f"{API}/tool-tasks/{task_id}"), 404, "no_session")
+    assert_error(bob_api.get(f"{API}/tool-tasks/{task_id}"), 404, "no_tool_task")
     assert_error(bob_api.post(f"{API}/tool-tasks", body, format="json"), 404, "no_session")
 
     call(api, task_id, "claim", LEASE)
@@ -224,9 +227,9 @@ def test_agent_tasks_and_workflows(
     )
     agent_id = agent.task.id
     listed = api.get(f"{API}/agent-tasks?session={sid}").json()
-    assert [a["task"]["id"] for a in listed] == [agent_id]
+    assert [a["task"]["id"] for a in listed["results"]] == [agent_id]
     assert api.get(f"{API}/agent-tasks/{agent_id}").json()["prompt"] == "look around"
-    assert_error(bob_api.get(f"{API}/agent-tasks/{agent_id}"), 404, "no_session")
+    assert_error(bob_api.get(f"{API}/agent-tasks/{agent_id}"), 404, "no_agent_task")
 
     run = api.post(
         f"{API}/workflows",
@@ -235,7 +238,8 @@ def test_agent_tasks_and_workflows(
     )
     assert run.status_code == 201, run.content
     wf = run.json()["task"]["id"]
-    assert [w["task"]["id"] for w in api.get(f"{API}/workflows?session={sid}").json()] == [wf]
+    listed = api.get(f"{API}/workflows?session={sid}").json()["results"]
+    assert [w["task"]["id"] for w in listed] == [wf]
     assert api.get(f"{API}/workflows/{wf}").json()["name"] == "wf"
     link = {"agent_task_id": agent_id, "node_key": "n1", "invocation_index": 0}
     made = api.post(f"{API}/workflows/{wf}/links", link, format="json")
@@ -255,8 +259,9 @@ def test_agent_tasks_and_workflows(
     assert_error(clash, 409, "workflow_agent_invocation_conflict")
     links = api.get(f"{API}/workflows/{wf}/links").json()
     assert [x["agent_task_id"] for x in links] == [agent_id]
-    assert_error(bob_api.get(f"{API}/workflows/{wf}/links"), 404, "no_session")
-    assert_error(api.get(f"{API}/workflows/{agent_id}"), 404, "no_session")
+    assert_error(bob_api.get(f"{API}/workflows/{wf}/links"), 404, "no_workflow")
+    error = assert_error(api.get(f"{API}/workflows/{agent_id}"), 404, "no_workflow")
+    assert agent_id in error["message"] and "agent task" in error["message"]
 
 
 def test_starting_a_subagent_creates_its_child_session(
@@ -279,9 +284,8 @@ def test_starting_a_subagent_creates_its_child_session(
     child = api.get(f"{API}/sessions/{agent['child_session_id']}")
     assert child.status_code == 200, child.content
     assert (child.json()["parent_session"], child.json()["name"]) == (sid, "subagent")
-    assert [a["task"]["id"] for a in api.get(f"{API}/agent-tasks?session={sid}").json()] == [
-        agent["task"]["id"]
-    ]
+    listed = api.get(f"{API}/agent-tasks?session={sid}").json()["results"]
+    assert [a["task"]["id"] for a in listed] == [agent["task"]["id"]]
     # Someone else's session is not there; bad input names the field.
     assert_error(bob_api.post(f"{API}/agent-tasks", body, format="json"), 404, "no_session")
     bad = api.post(f"{API}/agent-tasks", {**body, "prompt": ""}, format="json")

@@ -50,12 +50,12 @@ def test_a_deleted_refs_history_is_not_shown_to_the_next_holder(
 
     log = bob_api.get(f"{API}/ref-log/team/x")
     assert log.status_code == 200, log.content
-    assert [row["reason"] for row in log.json()] == ["bob: mine now"]
+    assert [row["reason"] for row in log.json()["results"]] == ["bob: mine now"]
     assert hers not in log.content.decode() and "alice" not in log.content.decode()
     # Alice no longer sees the ref at all; staff see the whole history.
     assert_error(api.get(f"{API}/ref-log/team/x"), 404, "no_ref")
     everything = staff_api.get(f"{API}/ref-log/team/x").json()
-    assert [row["reason"] for row in everything] == [
+    assert [row["reason"] for row in everything["results"]] == [
         "bob: mine now",
         "alice: done",
         "alice: private plan",
@@ -66,7 +66,8 @@ def test_the_ref_log_keeps_the_callers_own_history(api: APIClient) -> None:
     a, b = new_log(api), new_log(api)
     put_ref(api, "mine", None, a, "one")
     put_ref(api, "mine", a, b, "two")
-    assert [r["reason"] for r in api.get(f"{API}/ref-log/mine").json()] == ["two", "one"]
+    log = api.get(f"{API}/ref-log/mine").json()["results"]
+    assert [r["reason"] for r in log] == ["two", "one"]
 
 
 # -- 12. parent_task_id is checked against visibility everywhere ----------------------------
@@ -115,8 +116,8 @@ def test_someone_elses_parent_task_is_a_404_like_a_missing_one(
 
     for parent in (her_task.json()["id"], new_id()):
         body = _create_bodies(his, parent)[route]
-        error = assert_error(bob_api.post(f"{API}/{route}", body, format="json"), 404, "no_session")
-        assert error["message"] == f"no such task: {parent}"
+        error = assert_error(bob_api.post(f"{API}/{route}", body, format="json"), 404, "no_task")
+        assert error["message"] == f"no such task: {parent} (parent_task_id)"
     assert Task.objects.filter(owner_session_id=his).count() == 0
 
     # His own task is a fine parent.
@@ -156,7 +157,7 @@ def test_creating_a_name_someone_else_holds_says_nothing_about_it(
     case = assert_error(put_ref(bob_api, "case/b", None, his), 400, "ref_name")
     for error, name in ((held, "team/plan"), (under, "team/plan/sub"), (case, "case/b")):
         assert error["message"] == f"ref name {name!r} is not available"
-        assert error["details"] == {"field": "name"}
+        assert error["details"] == {"field": "name", "fields": {"name": [error["message"]]}}
     # Naming her ref as expected is a plain "no such ref", as for a random name.
     stolen = assert_error(put_ref(bob_api, "team/plan", hers, his), 404, "no_ref")
     random = assert_error(put_ref(bob_api, "team/nothing", hers, his), 404, "no_ref")

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from agentstore.api.exceptions import ErrorSerializer, error_response, exception_handler
 from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.schema import AgentstoreAutoSchema
-from agentstore.exceptions import NoSession
+from agentstore.exceptions import NoSession, WrongSessionKind
 from agentstore.models import Session
 from agentstore.selectors.sessions import visible_session
 
@@ -29,6 +29,7 @@ __all__ = [
     "AgentstoreViewSetMixin",
     "errors",
     "not_found_view",
+    "session_of_kind",
 ]
 
 _ERROR_TEXT = {
@@ -36,7 +37,8 @@ _ERROR_TEXT = {
     401: "Not authenticated.",
     403: "Not allowed (staff only).",
     404: "No such resource, or not yours.",
-    409: "Conflict with the current state; `details` says what won.",
+    409: "Conflict with the current state (`details` says what won), or a session of the "
+    "wrong kind (`wrong_session_kind`).",
     413: "The request body is larger than the server accepts.",
     423: "The session is held by another writer.",
     429: "Too many live followers for you on this server process; close one.",
@@ -74,13 +76,28 @@ class AgentstoreViewSetMixin(_Base):
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
 
-    def session_or_404(self, session_id: str | None = None) -> Session:
-        """The session named in the URL if the user may see it, else ``NoSession`` (a 404)."""
+    def session_or_404(self, session_id: str | None = None, *kinds: str) -> Session:
+        """The session named in the URL if the user may see it, else ``NoSession`` (a 404).
+
+        With ``kinds``, a visible session of another kind is ``WrongSessionKind``
+        (409): one answer for every request made on the wrong kind (a step for
+        a tree session, an append to a loop session), decided here rather than
+        by whichever store the request reaches first (decision 133).
+        """
         sid = session_id if session_id is not None else str(self.kwargs.get("pk", ""))
-        session = visible_session(self.request.user, sid)
-        if session is None:
-            raise NoSession(f"no such session: {sid}")
-        return session
+        return session_of_kind(self.request.user, sid, *kinds)
+
+
+def session_of_kind(user: Any, session_id: str, *kinds: str) -> Session:
+    """The session if ``user`` may see it (else ``NoSession``), of one of ``kinds`` if given."""
+    session = visible_session(user, session_id)
+    if session is None:
+        raise NoSession(f"no such session: {session_id}")
+    if kinds and session.kind not in kinds:
+        raise WrongSessionKind(
+            session_id=session.id, kind=session.kind, expected=" or ".join(kinds)
+        )
+    return session
 
 
 class AgentstoreViewSet(AgentstoreViewSetMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]

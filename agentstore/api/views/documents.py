@@ -1,4 +1,4 @@
-"""Documents in any namespace (staff only): ``/documents/{namespace}/{key}``.
+"""Documents in any namespace (staff only): ``/documents`` and ``/documents/{namespace}/{key}``.
 
 Documents have no owner, so only staff may reach an arbitrary namespace; users
 keep documents *attached to a session* under ``/sessions/{id}/documents/{key}``,
@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,11 +19,45 @@ from rest_framework.views import APIView
 
 from agentstore.api import serializers as s
 from agentstore.api.exceptions import exception_handler
+from agentstore.api.pagination import CollectionPagination
 from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import errors
 from agentstore.api.views.session_extras import document_response
+from agentstore.selectors.documents import documents_in
 
-__all__ = ["DocumentView"]
+__all__ = ["DocumentListView", "DocumentView"]
+
+
+class _NamespaceQuery(serializers.Serializer[Any]):
+    namespace = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=255, help_text="Only this one."
+    )
+
+
+class DocumentListView(APIView):
+    """Every document, by namespace then key (staff), paged like every collection."""
+
+    permission_classes = [IsAdminUser]
+    pagination_class = CollectionPagination
+
+    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
+        return exception_handler
+
+    @extend_schema(
+        summary="Documents of every namespace, or of ?namespace= (staff)",
+        parameters=[_NamespaceQuery],
+        responses={200: s.DocumentSerializer(many=True), **errors(400, 403)},
+        tags=["documents"],
+    )
+    def get(self, request: Request) -> Response:
+        query = _NamespaceQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        paginator = self.pagination_class()
+        rows = paginator.paginate_queryset(
+            documents_in(query.validated_data["namespace"]), request, view=self
+        )
+        return paginator.get_paginated_response(s.DocumentSerializer(rows, many=True).data)
+
 
 _PATH = [
     OpenApiParameter("namespace", str, OpenApiParameter.PATH),

@@ -1,13 +1,14 @@
 """agentsession log sessions and refs over HTTP (the LogStore).
 
+    GET  /log-sessions                   your log sessions (session rows, paged like /sessions)
     POST /log-sessions                   create a session from a header (you own it)
     GET  /log-sessions/{id}              header, leaf and entries
     POST /log-sessions/{id}/entries      append one entry (423 while another process holds it)
     GET  /log-sessions/{id}/export       the session as JSON Lines
-    GET  /refs?prefix=                   refs whose session you can see
+    GET  /refs?prefix=                   refs whose session you can see (paged)
     GET  /refs/{name}                    resolve a ref
     PUT  /refs/{name}                    compare-and-swap (409 ``ref_moved``, current target)
-    GET  /ref-log/{name}                 the ref's update log, newest first (rows you may see)
+    GET  /ref-log/{name}                 the ref's update log, newest first, paged (rows you see)
 
 Each request uses a fresh ``LogStore`` and closes it, so the API process holds a
 session only for the length of one append (the hold protocol then tells a
@@ -30,12 +31,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentstore.api import log_serializers as g
+from agentstore.api import serializers as s
 from agentstore.api.exceptions import exception_handler
+from agentstore.api.pagination import CollectionPagination, SessionPagination
 from agentstore.api.parsers import PARSER_CLASSES
-from agentstore.api.views.base import AgentstoreViewSet, errors
-from agentstore.exceptions import NoRef, RefMoved, RefNameError
+from agentstore.api.views.base import AgentstoreViewSet, errors, session_of_kind
+from agentstore.exceptions import NoRef, NoSession, RefMoved, RefNameError
+from agentstore.models.sessions import SessionKind
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
 from agentstore.stores import LogStore
+from agentstore.stores.log_refs import check_name
 from agentstore.types.log import RefTarget
 
 __all__ = ["LogSessionViewSet", "RefListView", "RefLogView", "RefView"]
@@ -47,8 +52,24 @@ class LogSessionViewSet(AgentstoreViewSet):
     """agentsession sessions: exact JSON lines, hashed ids, holds."""
 
     serializer_class = g.LogSessionSerializer
-    pagination_class = None
+    pagination_class = SessionPagination
     filter_backends: list[Any] = []
+
+    @extend_schema(
+        summary="Your log sessions, most recently updated first (the /sessions rows)",
+        responses={200: s.SessionSerializer(many=True), **errors(400)},
+        tags=["log sessions"],
+    )
+    def list(self, request: Request) -> Response:
+        # A row per session, not its entries: a listing never reads logs.
+        found = (
+            sessions_visible_to(request.user)
+            .of_kind(SessionKind.LOG)
+            .select_related("owner")
+            .newest_first()
+        )
+        page = self.paginate_queryset(found)
+        return self.get_paginated_response(s.SessionSerializer(page, many=True).data)
 
     @extend_schema(
         summary="Create a log session (you own it)",
@@ -68,11 +89,11 @@ class LogSessionViewSet(AgentstoreViewSet):
 
     @extend_schema(
         summary="Read a log session",
-        responses={200: g.LogSessionSerializer, **errors(404)},
+        responses={200: g.LogSessionSerializer, **errors(404, 409)},
         tags=["log sessions"],
     )
     def retrieve(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOG.value)
         return Response(g.LogSessionSerializer(LogStore(read_only=True).read(session.id)).data)
 
     @extend_schema(
@@ -83,7 +104,7 @@ class LogSessionViewSet(AgentstoreViewSet):
     )
     @action(detail=True, methods=["post"])
     def entries(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOG.value)
         data = g.LogAppendInput(data=request.data)
         data.is_valid(raise_exception=True)
         store = LogStore()
@@ -97,13 +118,13 @@ class LogSessionViewSet(AgentstoreViewSet):
         summary="Export the session as JSON Lines",
         responses={
             (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR),
-            **errors(404),
+            **errors(404, 409),
         },
         tags=["log sessions"],
     )
     @action(detail=True, methods=["get"])
     def export(self, request: Request, pk: str) -> HttpResponse:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOG.value)
         text = LogStore(read_only=True).export_jsonl(session.id)
         response = HttpResponse(text, content_type="application/x-ndjson")
         response["Content-Disposition"] = f'attachment; filename="{session.id}.jsonl"'
@@ -112,6 +133,13 @@ class LogSessionViewSet(AgentstoreViewSet):
 
 class _RefBase(APIView):
     parser_classes = PARSER_CLASSES
+    pagination_class = CollectionPagination
+
+    def page(self, items: list[Any], serializer: type[Any]) -> Response:
+        """One page of ``items`` in the collection envelope (``count``, ``next``, …)."""
+        paginator = self.pagination_class()
+        rows = paginator.paginate_queryset(items, self.request, view=self)
+        return paginator.get_paginated_response(serializer(rows, many=True).data)
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
@@ -124,6 +152,9 @@ class _RefBase(APIView):
 
     def current(self, store: LogStore, name: str) -> RefTarget | None:
         """The ref's target if it exists and the user may see it, else ``None``."""
+        # The name is checked as a name (400 ``ref_name`` on ``field: name``)
+        # before it is used as the listing prefix below.
+        check_name(name)
         for ref in store.list_refs(name):
             target: RefTarget = ref.target
             if ref.name == name and target.session in self.visible_ids({target.session}):
@@ -148,7 +179,7 @@ class RefListView(_RefBase):
         refs = LogStore(read_only=True).list_refs(query.validated_data["prefix"])
         visible = self.visible_ids({ref.target.session for ref in refs})
         shown = [ref for ref in refs if ref.target.session in visible]
-        return Response(g.NamedRefSerializer(shown, many=True).data)
+        return self.page(shown, g.NamedRefSerializer)
 
 
 class RefView(_RefBase):
@@ -183,8 +214,13 @@ class RefView(_RefBase):
         if expected is not None and existing is None:
             # Someone else's ref is "not there" for this user.
             raise NoRef(f"no such ref: {name}")
-        if target is not None and target.session not in self.visible_ids({target.session}):
-            raise NoRef(f"no such session: {target.session}")
+        if target is not None:
+            # A session you cannot see is "not there" (404 no_session); one of
+            # another kind says so (409 wrong_session_kind): refs name log sessions.
+            try:
+                session_of_kind(request.user, target.session, SessionKind.LOG.value)
+            except NoSession:
+                raise NoSession(f"no such session: {target.session} (next.session)") from None
         try:
             store.update_ref(name, expected, target, values["reason"])
         except RefMoved as exc:
@@ -226,7 +262,7 @@ class RefLogView(_RefBase):
     def get(self, request: Request, name: str) -> Response:
         store = LogStore(read_only=True)
         if is_staff(request.user):
-            return Response(g.RefLogSerializer(store.ref_log(name), many=True).data)
+            return self.page(store.ref_log(name), g.RefLogSerializer)
         if self.current(store, name) is None:
             raise NoRef(f"no such ref: {name}")
         # A name outlives its refs: a deleted ref's history (its sessions, its
@@ -240,4 +276,4 @@ class RefLogView(_RefBase):
             for r in rows
             if all(t is None or not t.session or t.session in visible for t in (r.old, r.new))
         ]
-        return Response(g.RefLogSerializer(shown, many=True).data)
+        return self.page(shown, g.RefLogSerializer)

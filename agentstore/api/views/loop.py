@@ -11,8 +11,8 @@
     GET|PUT /sessions/{id}/snapshot      the working-memory snapshot (JSON)
 
 Steps and snapshots belong to loop sessions (create one with
-``POST /sessions {"kind": "loop"}``); the LoopStore refuses them on a session of
-another kind (409 ``session_exists``).
+``POST /sessions {"kind": "loop"}``); on a session of another kind every
+action here answers 409 ``wrong_session_kind``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from agentstore.api import serializers as s
 from agentstore.api.pagination import StepCursorPagination
 from agentstore.api.views.base import AgentstoreViewSetMixin, errors
 from agentstore.models import Step
+from agentstore.models.sessions import SessionKind
 from agentstore.stores import LoopStore
 
 __all__ = ["LoopActions"]
@@ -45,7 +46,7 @@ class LoopActions(AgentstoreViewSetMixin):
     @extend_schema(
         methods=["GET"],
         summary="A loop session's steps in insertion order",
-        responses={200: s.StepSerializer(many=True), **errors(400, 404)},
+        responses={200: s.StepSerializer(many=True), **errors(400, 404, 409)},
         tags=["steps"],
     )
     @extend_schema(
@@ -62,7 +63,7 @@ class LoopActions(AgentstoreViewSetMixin):
         filter_backends=[],
     )
     def steps(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOOP.value)
         if request.method == "POST":
             data = s.StepInput(data=request.data)
             data.is_valid(raise_exception=True)
@@ -79,7 +80,7 @@ class LoopActions(AgentstoreViewSetMixin):
     @extend_schema(
         summary="The newest n steps, oldest first",
         parameters=[s.LastNQuery],
-        responses={200: s.StepSerializer(many=True), **errors(400, 404)},
+        responses={200: s.StepSerializer(many=True), **errors(400, 404, 409)},
         tags=["steps"],
     )
     @action(
@@ -91,7 +92,7 @@ class LoopActions(AgentstoreViewSetMixin):
         filter_backends=[],
     )
     def steps_last(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOOP.value)
         query = s.LastNQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         found = LoopStore().last_n(session.id, query.validated_data["n"])
@@ -100,41 +101,50 @@ class LoopActions(AgentstoreViewSetMixin):
     @extend_schema(
         methods=["GET"],
         summary="Approved prompts, oldest grant first",
-        responses={200: s.GrantListSerializer, **errors(404)},
+        responses={200: s.GrantListSerializer, **errors(404, 409)},
         tags=["grants"],
     )
     @extend_schema(
         methods=["POST"],
-        summary="Approve a prompt in this session",
+        summary="Approve a prompt in this session (200 when it was approved already)",
         request=s.GrantInput,
-        responses={201: s.GrantListSerializer, **errors(400, 404)},
+        responses={
+            201: s.GrantListSerializer,
+            200: s.GrantListSerializer,
+            **errors(400, 404, 409),
+        },
         tags=["grants"],
     )
     @extend_schema(
         methods=["DELETE"],
         summary="Forget every approval of the session",
-        responses={200: s.RevokeSerializer, **errors(404)},
+        responses={200: s.RevokeSerializer, **errors(404, 409)},
         tags=["grants"],
     )
     @action(
         detail=True, methods=["get", "post", "delete"], pagination_class=None, filter_backends=[]
     )
     def grants(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOOP.value)
         store = LoopStore()
         if request.method == "DELETE":
             return Response({"revoked": store.revoke(session.id)})
         if request.method == "POST":
             data = s.GrantInput(data=request.data)
             data.is_valid(raise_exception=True)
-            store.grant(session.id, data.validated_data["prompt"])
-            return Response({"prompts": store.grants(session.id)}, status=status.HTTP_201_CREATED)
+            prompt = data.validated_data["prompt"]
+            # 201 for a new approval, 200 when the prompt was approved already
+            # (a replay: decision 134); either way the grant is refreshed.
+            replay = store.is_granted(session.id, prompt)
+            store.grant(session.id, prompt)
+            code = status.HTTP_200_OK if replay else status.HTTP_201_CREATED
+            return Response({"prompts": store.grants(session.id)}, status=code)
         return Response({"prompts": store.grants(session.id)})
 
     @extend_schema(
         summary="Was exactly this prompt approved?",
         request=s.GrantInput,
-        responses={200: s.GrantCheckSerializer, **errors(400, 404)},
+        responses={200: s.GrantCheckSerializer, **errors(400, 404, 409)},
         tags=["grants"],
     )
     @action(
@@ -146,7 +156,7 @@ class LoopActions(AgentstoreViewSetMixin):
         filter_backends=[],
     )
     def grants_check(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOOP.value)
         data = s.GrantInput(data=request.data)
         data.is_valid(raise_exception=True)
         granted = LoopStore().is_granted(session.id, data.validated_data["prompt"])
@@ -160,7 +170,7 @@ class LoopActions(AgentstoreViewSetMixin):
     )
     @action(detail=True, methods=["post"], pagination_class=None, filter_backends=[])
     def finalize(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOOP.value)
         data = s.FinalizeInput(data=request.data)
         data.is_valid(raise_exception=True)
         LoopStore().finalize(session.id, data.summary())
@@ -170,7 +180,7 @@ class LoopActions(AgentstoreViewSetMixin):
     @extend_schema(
         methods=["GET"],
         summary="The loop session's working-memory snapshot",
-        responses={200: s.SnapshotSerializer, **errors(404)},
+        responses={200: s.SnapshotSerializer, **errors(404, 409)},
         tags=["steps"],
     )
     @extend_schema(
@@ -182,7 +192,7 @@ class LoopActions(AgentstoreViewSetMixin):
     )
     @action(detail=True, methods=["get", "put"], pagination_class=None, filter_backends=[])
     def snapshot(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, SessionKind.LOOP.value)
         store = LoopStore()
         if request.method == "PUT":
             data = s.SnapshotSerializer(data=request.data)

@@ -20,7 +20,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -36,6 +35,7 @@ from agentstore.api.sse import (
     take_follow_slot,
 )
 from agentstore.api.views.base import AgentstoreViewSetMixin, errors
+from agentstore.exceptions import NoDocument
 from agentstore.selectors.follow import EVENTS
 from agentstore.selectors.holds import break_hold, hold_of
 from agentstore.stores import DocumentStore
@@ -225,7 +225,7 @@ def document_response(request: Request, namespace: str, key: str) -> Response:
         return Response(s.DocumentSerializer(stored).data)
     found = store.get(namespace, key)
     if found is None:
-        raise NotFound(f"no document {key!r} in namespace {namespace!r}")
+        raise NoDocument(f"no such document: {key!r} in namespace {namespace!r}")
     if request.method == "DELETE":
         store.delete(namespace, key)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -65,6 +65,12 @@ _AT = OpenApiParameter(
 )
 
 
+#: The session kinds an action takes: appends write tree sessions; entry reads
+#: also serve log sessions, whose agentsession lines are entries too.
+_TREE = (SessionKind.TREE.value,)
+_ENTRIES = (SessionKind.TREE.value, SessionKind.LOG.value)
+
+
 class _EntryQuery(serializers.Serializer[Any]):
     entry_id = serializers.CharField(required=False, allow_blank=True, default="", max_length=128)
 
@@ -100,17 +106,16 @@ def _entry_query(request: Request) -> str:
     return str(query.validated_data["entry_id"])
 
 
-def _appended(entry: Any) -> Response:
-    return Response(s.EntrySerializer(entry).data, status=status.HTTP_201_CREATED)
+def _appended(entry: Any, *, created: bool = True) -> Response:
+    code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+    return Response(s.EntrySerializer(entry).data, status=code)
 
 
-def _append_schema(
-    request: type[serializers.Serializer[Any]], summary: str, *more: int
-) -> Callable[[F], F]:
+def _append_schema(request: type[serializers.Serializer[Any]], summary: str) -> Callable[[F], F]:
     return extend_schema(
         summary=summary,
         request=request,
-        responses={201: s.EntrySerializer, **errors(400, 404, *more)},
+        responses={201: s.EntrySerializer, **errors(400, 404, 409)},
         tags=["entries"],
     )
 
@@ -197,12 +202,12 @@ class SessionViewSet(
     @extend_schema(
         summary="Rename a session (records a session_info entry)",
         request=s.RenameInput,
-        responses={201: s.EntrySerializer, **errors(400, 404)},
+        responses={201: s.EntrySerializer, **errors(400, 404, 409)},
         tags=["sessions"],
     )
     @action(detail=True, methods=["post"], pagination_class=None, filter_backends=[])
     def rename(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.RenameInput(data=request.data)
         data.is_valid(raise_exception=True)
         store = TreeStore()
@@ -218,12 +223,12 @@ class SessionViewSet(
         summary="Entries in append (seq) order, one page at a time",
         operation_id="sessions_entries_list",
         parameters=[_AFTER, _CURSOR, _LIMIT],
-        responses={200: s.EntryPageSerializer, **errors(400, 404)},
+        responses={200: s.EntryPageSerializer, **errors(400, 404, 409)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def entries(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_ENTRIES)
         cursor = SeqCursor(request)
         found = TreeStore().entries_after(session.id, cursor.after, cursor.limit + 1)
         rows, next_url = cursor.page(found, lambda entry: entry.seq)
@@ -240,7 +245,7 @@ class SessionViewSet(
         summary="Read one entry",
         operation_id="sessions_entry_retrieve",
         parameters=[ENTRY_ID],
-        responses={200: s.EntrySerializer, **errors(404)},
+        responses={200: s.EntrySerializer, **errors(404, 409)},
         tags=["entries"],
     )
     @extend_schema(
@@ -248,7 +253,7 @@ class SessionViewSet(
         summary="Delete an entry and all its descendants",
         operation_id="sessions_entry_destroy",
         parameters=[ENTRY_ID],
-        responses={204: None, **errors(404)},
+        responses={204: None, **errors(404, 409)},
         tags=["entries"],
     )
     @action(
@@ -260,7 +265,9 @@ class SessionViewSet(
         filter_backends=[],
     )
     def entry(self, request: Request, pk: str, entry_id: str) -> Response:
-        session = self.session_or_404()
+        # Reading an entry works on every kind that has entries; deleting a
+        # subtree only on a tree (a log session's entries are a hash chain).
+        session = self.session_or_404(None, *(_TREE if request.method == "DELETE" else _ENTRIES))
         store = TreeStore()
         found = store.entry(session.id, entry_id)
         if found is None:
@@ -276,12 +283,12 @@ class SessionViewSet(
         "depth-first order (siblings in append order): nest them by `entry.parent_id`. Page "
         "with the `next` link.",
         parameters=[_CURSOR, _PAGE_LIMIT],
-        responses={200: s.TreePageSerializer, **errors(400, 404)},
+        responses={200: s.TreePageSerializer, **errors(400, 404, 409)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def tree(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_ENTRIES)
         cursor = EntryCursor(request)
         found = TreeStore().tree_page(
             session.id, cursor.after, cursor.limit + 1, after_depth=cursor.depth
@@ -295,12 +302,12 @@ class SessionViewSet(
         "root-first. When the path goes on above them, `next` asks for the part that ends at "
         "the first result's parent: prepend each further page.",
         parameters=[_AT, _PAGE_LIMIT],
-        responses={200: s.BranchPageSerializer, **errors(400, 404)},
+        responses={200: s.BranchPageSerializer, **errors(400, 404, 409)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def branch(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_ENTRIES)
         query = _BranchQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         limit = query.validated_data["limit"]
@@ -316,12 +323,12 @@ class SessionViewSet(
         description="Built for branches of at most `MAX_CONTEXT_BRANCH` entries (default "
         "2,000); a longer branch answers 400 `too_large`: read it with `/branch` pages.",
         parameters=[_AT],
-        responses={200: s.ContextSerializer, **errors(400, 404)},
+        responses={200: s.ContextSerializer, **errors(400, 404, 409)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def context(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_ENTRIES)
         store = TreeStore()
         leaf = _entry_query(request)
         if not leaf:
@@ -335,7 +342,7 @@ class SessionViewSet(
     @extend_schema(
         summary="Every message of the session, all branches, in append order, paged",
         parameters=[_CURSOR, _PAGE_LIMIT],
-        responses={200: s.MessagePageSerializer, **errors(400, 404)},
+        responses={200: s.MessagePageSerializer, **errors(400, 404, 409)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
@@ -345,7 +352,7 @@ class SessionViewSet(
     @extend_schema(
         summary="The displayed messages of the session, in append order, paged",
         parameters=[_CURSOR, _PAGE_LIMIT],
-        responses={200: s.MessagePageSerializer, **errors(400, 404)},
+        responses={200: s.MessagePageSerializer, **errors(400, 404, 409)},
         tags=["entries"],
     )
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
@@ -353,7 +360,7 @@ class SessionViewSet(
         return self._message_page(request, displayed_only=True)
 
     def _message_page(self, request: Request, *, displayed_only: bool) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_ENTRIES)
         cursor = EntryCursor(request)
         found = TreeStore().messages_page(
             session.id, cursor.after, cursor.limit + 1, displayed_only=displayed_only
@@ -375,7 +382,7 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_message(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendMessageInput(data=request.data)
         data.is_valid(raise_exception=True)
         return _appended(TreeStore().append_message(session.id, **data.store_kwargs()))
@@ -390,7 +397,7 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_custom(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendCustomInput(data=request.data)
         data.is_valid(raise_exception=True)
         return _appended(TreeStore().append_custom_entry(session.id, *data.store_args()))
@@ -405,7 +412,7 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_custom_message(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendCustomMessageInput(data=request.data)
         data.is_valid(raise_exception=True)
         return _appended(TreeStore().append_custom_message(session.id, *data.store_args()))
@@ -420,7 +427,7 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_model_change(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendModelChangeInput(data=request.data)
         data.is_valid(raise_exception=True)
         return _appended(TreeStore().append_model_change(session.id, *data.store_args()))
@@ -435,7 +442,7 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_thinking_level_change(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendThinkingLevelChangeInput(data=request.data)
         data.is_valid(raise_exception=True)
         return _appended(TreeStore().append_thinking_level_change(session.id, *data.store_args()))
@@ -450,7 +457,7 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_branch_summary(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendBranchSummaryInput(data=request.data)
         data.is_valid(raise_exception=True)
         return _appended(TreeStore().append_branch_summary(session.id, *data.store_args()))
@@ -465,7 +472,7 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_label(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendLabelInput(data=request.data)
         data.is_valid(raise_exception=True)
         return _appended(TreeStore().append_label_change(session.id, *data.store_args()))
@@ -480,15 +487,22 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_session_info(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendSessionInfoInput(data=request.data)
         data.is_valid(raise_exception=True)
         return _appended(TreeStore().append_session_info(session.id, *data.store_args()))
 
-    @_append_schema(
-        s.AppendCompactionInputSerializer,
-        "Append a compaction (idempotent by operation_id; a lost race answers 409)",
-        409,
+    @extend_schema(
+        summary="Append a compaction (idempotent by operation_id; a lost race answers 409)",
+        description="201 with the entry when this call wrote it; a replay of the same "
+        "`operation_id` on the same parent answers 200 with the stored entry.",
+        request=s.AppendCompactionInputSerializer,
+        responses={
+            201: s.EntrySerializer,
+            200: s.EntrySerializer,
+            **errors(400, 404, 409),
+        },
+        tags=["entries"],
     )
     @action(
         detail=True,
@@ -499,7 +513,10 @@ class SessionViewSet(
         filter_backends=[],
     )
     def append_compaction(self, request: Request, pk: str) -> Response:
-        session = self.session_or_404()
+        session = self.session_or_404(None, *_TREE)
         data = s.AppendCompactionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return _appended(TreeStore().append_compaction(data.compaction(session.id)))
+        entry, created = TreeStore().append_compaction_created(data.compaction(session.id))
+        # One rule for idempotent creates (decision 134): 201 when this call
+        # wrote it, 200 with the stored entry when it was a replay.
+        return _appended(entry, created=created)

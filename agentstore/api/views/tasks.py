@@ -39,7 +39,13 @@ from agentstore.api.exceptions import error_response
 from agentstore.api.filters import TaskFilter
 from agentstore.api.pagination import SeqCursor, TaskPagination
 from agentstore.api.views.base import AgentstoreViewSet, errors
-from agentstore.exceptions import NoSession, TaskConflict
+from agentstore.exceptions import (
+    NoAgentTask,
+    NoTask,
+    NoToolTask,
+    NoWorkflow,
+    TaskConflict,
+)
 from agentstore.models import Task
 from agentstore.selectors.tasks import tasks_visible_to, visible_task
 from agentstore.tasks import (
@@ -62,7 +68,9 @@ from agentstore.types.tasks import (
 
 __all__ = ["AgentTaskViewSet", "TaskViewSet", "ToolTaskViewSet", "WorkflowViewSet"]
 
-_SESSION = OpenApiParameter("session", str, required=True, description="The owner session id.")
+_SESSION = OpenApiParameter(
+    "session", str, required=False, description="Only the tasks this session owns."
+)
 
 
 def _conflict(tasks: TaskRepository, task_id: str, message: str) -> Response:
@@ -75,16 +83,21 @@ def _conflict(tasks: TaskRepository, task_id: str, message: str) -> Response:
 class _TaskBound(AgentstoreViewSet):
     """Resolve the task in the URL through the user's visibility (404 otherwise)."""
 
+    #: What a missing (or someone else's) id of this resource raises: each
+    #: resource has its own ``no_*`` code (decision 133).
+    missing: type[NoTask] = NoTask
+
     def task_or_404(self) -> Task:
-        task = visible_task(self.request.user, str(self.kwargs.get("pk", "")))
+        pk = str(self.kwargs.get("pk", ""))
+        task = visible_task(self.request.user, pk)
         if task is None:
-            raise NoSession(f"no such task: {self.kwargs.get('pk', '')}")
+            raise self.missing(f"{self.missing.default_message}: {pk}")
         return task
 
     def owner_session_or_404(self, session_id: str) -> str:
         return self.session_or_404(session_id).id
 
-    def parent_task_or_404(self, task_id: str) -> str:
+    def parent_task_or_404(self, task_id: str | None) -> str:
         """A ``parent_task_id`` the user may see (or none); else 404, missing or not.
 
         Every create that takes a parent goes through here, so someone else's
@@ -93,8 +106,24 @@ class _TaskBound(AgentstoreViewSet):
         cascade into it).
         """
         if task_id and visible_task(self.request.user, task_id) is None:
-            raise NoSession(f"no such task: {task_id}")
-        return task_id
+            raise NoTask(f"no such task: {task_id} (parent_task_id)")
+        return task_id or ""
+
+    def kind_page(self, kind: str, load: Any, serializer: Any) -> Response:
+        """One page of the visible tasks of ``kind`` (``?session=`` narrows), newest first.
+
+        The page is chosen on the task rows (one indexed query), then its
+        details are read in one query for the page's ids only.
+        """
+        found = tasks_visible_to(self.request.user).filter(kind=kind).newest_first()
+        session = self.request.query_params.get("session", "")
+        if session:
+            found = found.filter(owner_session_id=self.owner_session_or_404(session))
+        page = self.paginate_queryset(found) or []
+        ids = [task.id for task in page]
+        by_id = {item.task.id: item for item in load(ids)}
+        rows = [by_id[task_id] for task_id in ids if task_id in by_id]
+        return self.get_paginated_response(serializer(rows, many=True).data)
 
 
 @extend_schema_view(
@@ -388,19 +417,18 @@ class ToolTaskViewSet(_TaskBound):
     """Tool invocations as tasks; creating one is idempotent on (session, invocation id)."""
 
     serializer_class = t.ToolTaskSerializer
-    pagination_class = None
+    pagination_class = TaskPagination
     filter_backends: list[Any] = []
+    missing = NoToolTask
 
     @extend_schema(
-        summary="A session's tool tasks, newest first (at most 100)",
+        summary="Tool tasks of the sessions you can see, newest first",
         parameters=[_SESSION],
         responses={200: t.ToolTaskSerializer(many=True), **errors(400, 404)},
         tags=["tool tasks"],
     )
     def list(self, request: Request) -> Response:
-        owner = self.owner_session_or_404(_session_param(request))
-        found = ToolTaskRepository().list_by_owner(owner)
-        return Response(t.ToolTaskSerializer(found, many=True).data)
+        return self.kind_page("tool", ToolTaskRepository().list_by_ids, t.ToolTaskSerializer)
 
     @extend_schema(
         summary="Admit a tool invocation (a replay returns the original with 200)",
@@ -453,7 +481,7 @@ class ToolTaskViewSet(_TaskBound):
         task = self.task_or_404()
         found = ToolTaskRepository().get(task.id)
         if found is None:
-            raise NoSession(f"no such tool task: {pk}")
+            raise NoToolTask(f"no such tool task: {pk} (it is a {task.kind} task)")
         return Response(t.ToolTaskSerializer(found).data)
 
     @extend_schema(
@@ -478,19 +506,18 @@ class AgentTaskViewSet(_TaskBound):
     """Subagent tasks, each running in its own child session of the owner session."""
 
     serializer_class = t.AgentTaskSerializer
-    pagination_class = None
+    pagination_class = TaskPagination
     filter_backends: list[Any] = []
+    missing = NoAgentTask
 
     @extend_schema(
-        summary="A session's agent tasks, newest first",
+        summary="Agent tasks of the sessions you can see, newest first",
         parameters=[_SESSION],
         responses={200: t.AgentTaskSerializer(many=True), **errors(400, 404)},
         tags=["agent tasks"],
     )
     def list(self, request: Request) -> Response:
-        owner = self.owner_session_or_404(_session_param(request))
-        found = AgentTaskRepository().list_by_owner(owner)
-        return Response(t.AgentTaskSerializer(found, many=True).data)
+        return self.kind_page("agent", AgentTaskRepository().list_by_ids, t.AgentTaskSerializer)
 
     @extend_schema(
         summary="Start a subagent: a queued agent task and its child session, atomically",
@@ -533,7 +560,7 @@ class AgentTaskViewSet(_TaskBound):
         task = self.task_or_404()
         found = AgentTaskRepository().get(task.id)
         if found is None:
-            raise NoSession(f"no such agent task: {pk}")
+            raise NoAgentTask(f"no such agent task: {pk} (it is a {task.kind} task)")
         return Response(t.AgentTaskSerializer(found).data)
 
 
@@ -541,19 +568,18 @@ class WorkflowViewSet(_TaskBound):
     """Workflow runs and the agent tasks they launched."""
 
     serializer_class = t.WorkflowSerializer
-    pagination_class = None
+    pagination_class = TaskPagination
     filter_backends: list[Any] = []
+    missing = NoWorkflow
 
     @extend_schema(
-        summary="A session's workflow runs, newest first",
+        summary="Workflow runs of the sessions you can see, newest first",
         parameters=[_SESSION],
         responses={200: t.WorkflowSerializer(many=True), **errors(400, 404)},
         tags=["workflows"],
     )
     def list(self, request: Request) -> Response:
-        owner = self.owner_session_or_404(_session_param(request))
-        found = WorkflowRepository().list_by_owner(owner)
-        return Response(t.WorkflowSerializer(found, many=True).data)
+        return self.kind_page("workflow", WorkflowRepository().list_by_ids, t.WorkflowSerializer)
 
     @extend_schema(
         summary="Queue a workflow run",
@@ -592,7 +618,7 @@ class WorkflowViewSet(_TaskBound):
         task = self.task_or_404()
         found = WorkflowRepository().get(task.id)
         if found is None:
-            raise NoSession(f"no such workflow: {pk}")
+            raise NoWorkflow(f"no such workflow: {pk} (it is a {task.kind} task)")
         return Response(t.WorkflowSerializer(found).data)
 
     @extend_schema(
@@ -604,8 +630,13 @@ class WorkflowViewSet(_TaskBound):
     @extend_schema(
         methods=["POST"],
         summary="Link an agent task to a (node, invocation); a different agent answers 409",
+        description="201 with the new link; repeating the same link answers 200 with it.",
         request=t.WorkflowLinkInput,
-        responses={201: t.WorkflowLinkSerializer, **errors(400, 404, 409)},
+        responses={
+            201: t.WorkflowLinkSerializer,
+            200: t.WorkflowLinkSerializer,
+            **errors(400, 404, 409),
+        },
         tags=["workflows"],
     )
     @action(detail=True, methods=["get", "post"])
@@ -613,25 +644,19 @@ class WorkflowViewSet(_TaskBound):
         task = self.task_or_404()
         workflows = WorkflowRepository()
         if workflows.get(task.id) is None:
-            raise NoSession(f"no such workflow: {pk}")
+            raise NoWorkflow(f"no such workflow: {pk} (it is a {task.kind} task)")
         if request.method == "POST":
             data = t.WorkflowLinkInput(data=request.data)
             data.is_valid(raise_exception=True)
             v = data.validated_data
             if visible_task(request.user, v["agent_task_id"]) is None:
-                raise NoSession(f"no such task: {v['agent_task_id']}")
+                raise NoAgentTask(f"no such agent task: {v['agent_task_id']} (agent_task_id)")
+            before = workflows.find_agent_task(task.id, v["node_key"], v["invocation_index"])
             link = workflows.link_agent_task(
                 task.id, v["agent_task_id"], v["node_key"], v["invocation_index"]
             )
-            return Response(t.WorkflowLinkSerializer(link).data, status=status.HTTP_201_CREATED)
+            # A repeated link returns the stored one: 200, not 201 (decision 134).
+            code = status.HTTP_201_CREATED if before is None else status.HTTP_200_OK
+            return Response(t.WorkflowLinkSerializer(link).data, status=code)
         links = workflows.list_agent_tasks(task.id)
         return Response(t.WorkflowLinkSerializer(links, many=True).data)
-
-
-def _session_param(request: Request) -> str:
-    from rest_framework.exceptions import ValidationError
-
-    session = request.query_params.get("session", "")
-    if not session:
-        raise ValidationError({"session": ["This query parameter is required."]})
-    return session
