@@ -178,6 +178,16 @@ def test_each_resource_has_its_own_not_found_code(api: APIClient, staff_api: API
     assert "'key'" in error["message"] and "'ns'" in error["message"]
 
 
+def test_a_named_session_that_is_not_there_names_the_field(
+    api: APIClient, bob_api: APIClient, sid: str
+) -> None:
+    made = bob_api.post(f"{API}/tasks", {"kind": "job", "owner_session_id": sid}, "json")
+    error = assert_error(made, 404, "no_session")
+    assert error["message"] == f"no such session: {sid} (owner_session_id)"
+    error = assert_error(bob_api.get(f"{API}/workflows?session={sid}"), 404, "no_session")
+    assert error["message"] == f"no such session: {sid} (session)"
+
+
 def test_a_task_of_another_kind_names_its_kind(api: APIClient, sid: str) -> None:
     job = _task(api, sid)["id"]
     error = assert_error(api.get(f"{API}/workflows/{job}"), 404, "no_workflow")

@@ -93,7 +93,10 @@ def test_store_validation_error_carries_its_field(api: APIClient) -> None:
             "parent_id": None,
             "message": {"role": "user", "parts": [{"type": "image", "data": "!!notbase64"}]},
         },
-        {"parent_id": None, "message": {"role": "user", "parts": [{"type": "image", "width": 2**40}]}},
+        {
+            "parent_id": None,
+            "message": {"role": "user", "parts": [{"type": "image", "width": 2**40}]},
+        },
         {"parent_id": None, "message": {"role": "user", "timestamp": "yesterday"}},
         {"parent_id": None, "message": {"role": "user"}, "usage": {"input_tokens": -1}},
         {"message": {"role": "user"}, "parent_id": "x" * 129},

@@ -185,7 +185,7 @@ def test_parent_session_must_be_one_you_can_see(api: APIClient, bob_api: APIClie
                 format="json",
             )
             error = assert_error(response, 404, "no_session")
-            assert error["message"] == f"no such session: {parent}"
+            assert error["message"] == f"no such session: {parent} (parent_session)"
     assert not Session.objects.filter(parent_session=hers).exists()
     # Her own session is a fine parent, and the child is listed under it.
     child = create_session(api, parent_session=hers)

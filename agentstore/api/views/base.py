@@ -36,7 +36,7 @@ _ERROR_TEXT = {
     400: "Bad input; `details.field` names it.",
     401: "Not authenticated.",
     403: "Not allowed (staff only).",
-    404: "No such resource, or not yours.",
+    404: "No such resource, or not yours (or no such page of a collection).",
     409: "Conflict with the current state (`details` says what won), or a session of the "
     "wrong kind (`wrong_session_kind`).",
     413: "The request body is larger than the server accepts.",
@@ -75,6 +75,18 @@ class AgentstoreViewSetMixin(_Base):
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
+
+    def named_session_or_404(self, session_id: str, field: str) -> Session:
+        """The session a request *names* in ``field`` (a body key or query parameter).
+
+        The same gate as :meth:`session_or_404`; the 404 names the field too
+        (``no such session: … (owner_session_id)``), so a caller knows which
+        of the ids it sent was not there.
+        """
+        try:
+            return self.session_or_404(session_id)
+        except NoSession:
+            raise NoSession(f"no such session: {session_id} ({field})") from None
 
     def session_or_404(self, session_id: str | None = None, *kinds: str) -> Session:
         """The session named in the URL if the user may see it, else ``NoSession`` (a 404).

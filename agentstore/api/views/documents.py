@@ -46,7 +46,7 @@ class DocumentListView(APIView):
     @extend_schema(
         summary="Documents of every namespace, or of ?namespace= (staff)",
         parameters=[_NamespaceQuery],
-        responses={200: s.DocumentSerializer(many=True), **errors(400, 403)},
+        responses={200: s.DocumentSerializer(many=True), **errors(400, 403, 404)},
         tags=["documents"],
     )
     def get(self, request: Request) -> Response:

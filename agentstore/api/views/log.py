@@ -57,7 +57,7 @@ class LogSessionViewSet(AgentstoreViewSet):
 
     @extend_schema(
         summary="Your log sessions, most recently updated first (the /sessions rows)",
-        responses={200: s.SessionSerializer(many=True), **errors(400)},
+        responses={200: s.SessionSerializer(many=True), **errors(400, 404)},
         tags=["log sessions"],
     )
     def list(self, request: Request) -> Response:
@@ -170,7 +170,7 @@ class RefListView(_RefBase):
     @extend_schema(
         summary="Refs by name prefix (those naming sessions you can see)",
         parameters=[_PrefixQuery],
-        responses={200: g.NamedRefSerializer(many=True), **errors(400)},
+        responses={200: g.NamedRefSerializer(many=True), **errors(400, 404)},
         tags=["refs"],
     )
     def get(self, request: Request) -> Response:

@@ -169,7 +169,7 @@ class SessionViewSet(
         if values["parent_session"]:
             # Same rule as a task's parent: someone else's session is "not
             # there" (404), or B's session would show as A's child.
-            self.session_or_404(values["parent_session"])
+            self.named_session_or_404(values["parent_session"], "parent_session")
         if values["kind"] == SessionKind.LOOP:
             session_id = (
                 SessionStore()

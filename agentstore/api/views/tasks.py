@@ -94,8 +94,8 @@ class _TaskBound(AgentstoreViewSet):
             raise self.missing(f"{self.missing.default_message}: {pk}")
         return task
 
-    def owner_session_or_404(self, session_id: str) -> str:
-        return self.session_or_404(session_id).id
+    def owner_session_or_404(self, session_id: str, field: str = "owner_session_id") -> str:
+        return self.named_session_or_404(session_id, field).id
 
     def parent_task_or_404(self, task_id: str | None) -> str:
         """A ``parent_task_id`` the user may see (or none); else 404, missing or not.
@@ -118,7 +118,7 @@ class _TaskBound(AgentstoreViewSet):
         found = tasks_visible_to(self.request.user).filter(kind=kind).newest_first()
         session = self.request.query_params.get("session", "")
         if session:
-            found = found.filter(owner_session_id=self.owner_session_or_404(session))
+            found = found.filter(owner_session_id=self.owner_session_or_404(session, "session"))
         page = self.paginate_queryset(found) or []
         ids = [task.id for task in page]
         by_id = {item.task.id: item for item in load(ids)}
