@@ -23,6 +23,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "StepCursorPagination",
     "TaskEventCursorPagination",
     "TaskPagination",
+    "page_response",
 ]
 
 #: Largest position a cursor may name (a 64-bit ``seq`` column).
@@ -46,6 +48,18 @@ class CollectionPagination(PageNumberPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
+
+
+def page_response(items: Any, request: Request, view: Any, serializer: Any) -> Response:
+    """One page of ``items`` (a queryset or a list) rendered by ``serializer``, in the envelope.
+
+    For views whose collection is not their own queryset (refs, a ref's log,
+    documents, a workflow's links): the same page numbers and bounds as
+    :class:`CollectionPagination` everywhere else.
+    """
+    paginator = CollectionPagination()
+    rows: list[Any] | None = paginator.paginate_queryset(items, request, view=view)
+    return paginator.get_paginated_response(serializer(rows, many=True).data)
 
 
 class SessionPagination(CollectionPagination):

@@ -247,7 +247,7 @@ def test_every_collection_answers_one_envelope(staff_api: APIClient, staff: Any)
     staff_api.put(f"{API}/refs/main", {"expected": None, "next": {"session": log}}, "json")
     DocumentStore().put(DocumentEntity(namespace="ns", key="k", value_json="1"))
     child = TreeStore().create_session("/c", parent_session=sid, owner=staff)
-    AgentTaskRepository().create(
+    agent = AgentTaskRepository().create(
         AgentTaskEntity(
             task=TaskEntity(kind="agent", owner_session_id=sid),
             child_session_id=child.id,
@@ -257,7 +257,9 @@ def test_every_collection_answers_one_envelope(staff_api: APIClient, staff: Any)
         )
     )
     workflow = {"owner_session_id": sid, "name": "w", "source": "s", "source_hash": "h"}
-    assert staff_api.post(f"{API}/workflows", workflow, format="json").status_code == 201
+    made = staff_api.post(f"{API}/workflows", workflow, format="json")
+    assert made.status_code == 201
+    wf = made.json()["task"]["id"]
     tool = {
         "owner_session_id": sid,
         "invocation_id": "i",
@@ -269,7 +271,11 @@ def test_every_collection_answers_one_envelope(staff_api: APIClient, staff: Any)
         "arguments": {},
     }
     assert staff_api.post(f"{API}/tool-tasks", tool, format="json").status_code == 201
-    for path in [*COLLECTIONS, "ref-log/main"]:
+    staff_api.put(f"{API}/sessions/{sid}/documents/plan", {"value": 1}, format="json")
+    link = {"agent_task_id": agent.task.id, "node_key": "n", "invocation_index": 0}
+    staff_api.post(f"{API}/workflows/{wf}/links", link, format="json")
+    nested = ["ref-log/main", f"sessions/{sid}/documents", f"workflows/{wf}/links"]
+    for path in [*COLLECTIONS, *nested]:
         response = staff_api.get(f"{API}/{path}?page_size=1")
         assert response.status_code == 200, (path, response.content)
         body = response.json()

@@ -257,7 +257,7 @@ def test_agent_tasks_and_workflows(
         f"{API}/workflows/{wf}/links", {**link, "agent_task_id": other.task.id}, format="json"
     )
     assert_error(clash, 409, "workflow_agent_invocation_conflict")
-    links = api.get(f"{API}/workflows/{wf}/links").json()
+    links = api.get(f"{API}/workflows/{wf}/links").json()["results"]
     assert [x["agent_task_id"] for x in links] == [agent_id]
     assert_error(bob_api.get(f"{API}/workflows/{wf}/links"), 404, "no_workflow")
     error = assert_error(api.get(f"{API}/workflows/{agent_id}"), 404, "no_workflow")

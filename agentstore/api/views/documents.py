@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from agentstore.api import serializers as s
 from agentstore.api.exceptions import exception_handler
-from agentstore.api.pagination import CollectionPagination
+from agentstore.api.pagination import CollectionPagination, page_response
 from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import errors
 from agentstore.api.views.session_extras import document_response
@@ -52,11 +52,8 @@ class DocumentListView(APIView):
     def get(self, request: Request) -> Response:
         query = _NamespaceQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        paginator = self.pagination_class()
-        rows = paginator.paginate_queryset(
-            documents_in(query.validated_data["namespace"]), request, view=self
-        )
-        return paginator.get_paginated_response(s.DocumentSerializer(rows, many=True).data)
+        found = documents_in(query.validated_data["namespace"])
+        return page_response(found, request, self, s.DocumentSerializer)
 
 
 _PATH = [

@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 from agentstore.api import log_serializers as g
 from agentstore.api import serializers as s
 from agentstore.api.exceptions import exception_handler
-from agentstore.api.pagination import CollectionPagination, SessionPagination
+from agentstore.api.pagination import CollectionPagination, SessionPagination, page_response
 from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import AgentstoreViewSet, errors, session_of_kind
 from agentstore.exceptions import NoRef, NoSession, RefMoved, RefNameError
@@ -137,9 +137,7 @@ class _RefBase(APIView):
 
     def page(self, items: list[Any], serializer: type[Any]) -> Response:
         """One page of ``items`` in the collection envelope (``count``, ``next``, …)."""
-        paginator = self.pagination_class()
-        rows = paginator.paginate_queryset(items, self.request, view=self)
-        return paginator.get_paginated_response(serializer(rows, many=True).data)
+        return page_response(items, self.request, self, serializer)
 
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler

@@ -2,6 +2,7 @@
 
     GET    /sessions/{id}/hold                 who holds the session for writing
     DELETE /sessions/{id}/hold                 break the hold (staff only)
+    GET    /sessions/{id}/documents            the documents attached to it (paged)
     GET|PUT|DELETE /sessions/{id}/documents/{key}   a JSON document attached to the session
     GET    /sessions/{id}/follow               Server-Sent Events of what is appended (any kind)
 
@@ -26,7 +27,7 @@ from rest_framework.response import Response
 
 from agentstore.api import serializers as s
 from agentstore.api.exceptions import error_response
-from agentstore.api.pagination import MAX_POSITION
+from agentstore.api.pagination import MAX_POSITION, page_response
 from agentstore.api.sse import (
     FollowLimitReached,
     FollowNegotiation,
@@ -36,6 +37,7 @@ from agentstore.api.sse import (
 )
 from agentstore.api.views.base import AgentstoreViewSetMixin, errors
 from agentstore.exceptions import NoDocument
+from agentstore.selectors.documents import documents_in
 from agentstore.selectors.follow import EVENTS
 from agentstore.selectors.holds import break_hold, hold_of
 from agentstore.stores import DocumentStore
@@ -107,6 +109,23 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
                 }
             ).data
         )
+
+    @extend_schema(
+        summary="The documents attached to the session, by key (paged)",
+        responses={200: s.DocumentSerializer(many=True), **errors(404)},
+        tags=["documents"],
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="documents",
+        url_name="documents",
+        filter_backends=[],
+    )
+    def documents(self, request: Request, pk: str) -> Response:
+        session = self.session_or_404()
+        found = documents_in(session_namespace(session.id))
+        return page_response(found, request, self, s.DocumentSerializer)
 
     @extend_schema(
         methods=["GET"],

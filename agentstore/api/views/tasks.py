@@ -37,7 +37,7 @@ from rest_framework.response import Response
 from agentstore.api import task_serializers as t
 from agentstore.api.exceptions import error_response
 from agentstore.api.filters import TaskFilter
-from agentstore.api.pagination import SeqCursor, TaskPagination
+from agentstore.api.pagination import SeqCursor, TaskPagination, page_response
 from agentstore.api.views.base import AgentstoreViewSet, errors
 from agentstore.exceptions import (
     NoAgentTask,
@@ -623,7 +623,7 @@ class WorkflowViewSet(_TaskBound):
 
     @extend_schema(
         methods=["GET"],
-        summary="The workflow's agent-task links, in launch order",
+        summary="The workflow's agent-task links, in launch order (paged)",
         responses={200: t.WorkflowLinkSerializer(many=True), **errors(404)},
         tags=["workflows"],
     )
@@ -659,4 +659,4 @@ class WorkflowViewSet(_TaskBound):
             code = status.HTTP_201_CREATED if before is None else status.HTTP_200_OK
             return Response(t.WorkflowLinkSerializer(link).data, status=code)
         links = workflows.list_agent_tasks(task.id)
-        return Response(t.WorkflowLinkSerializer(links, many=True).data)
+        return page_response(links, request, self, t.WorkflowLinkSerializer)
