@@ -52,6 +52,24 @@ def _task(client: APIClient, sid: str, **body: Any) -> dict[str, Any]:
     return made.json()  # type: ignore[no-any-return]
 
 
+def _agent_and_workflow(client: APIClient, sid: str, owner: Any) -> tuple[str, str]:
+    """An agent task (with its child session) and a workflow run of ``sid``: their ids."""
+    child = TreeStore().create_session("/c", parent_session=sid, owner=owner)
+    agent = AgentTaskRepository().create(
+        AgentTaskEntity(
+            task=TaskEntity(kind="agent", owner_session_id=sid),
+            child_session_id=child.id,
+            agent_name="a",
+            prompt="p",
+            depth=1,
+        )
+    )
+    run = {"owner_session_id": sid, "name": "w", "source": "s", "source_hash": "h"}
+    made = client.post(f"{API}/workflows", run, format="json")
+    assert made.status_code == 201, made.content
+    return agent.task.id, made.json()["task"]["id"]
+
+
 # -- 1. the parent is explicit ----------------------------------------------------------
 
 
@@ -246,20 +264,7 @@ def test_every_collection_answers_one_envelope(staff_api: APIClient, staff: Any)
     log = staff_api.post(f"{API}/log-sessions", {"header": {}}, format="json").json()["id"]
     staff_api.put(f"{API}/refs/main", {"expected": None, "next": {"session": log}}, "json")
     DocumentStore().put(DocumentEntity(namespace="ns", key="k", value_json="1"))
-    child = TreeStore().create_session("/c", parent_session=sid, owner=staff)
-    agent = AgentTaskRepository().create(
-        AgentTaskEntity(
-            task=TaskEntity(kind="agent", owner_session_id=sid),
-            child_session_id=child.id,
-            agent_name="a",
-            prompt="p",
-            depth=1,
-        )
-    )
-    workflow = {"owner_session_id": sid, "name": "w", "source": "s", "source_hash": "h"}
-    made = staff_api.post(f"{API}/workflows", workflow, format="json")
-    assert made.status_code == 201
-    wf = made.json()["task"]["id"]
+    agent, wf = _agent_and_workflow(staff_api, sid, staff)
     tool = {
         "owner_session_id": sid,
         "invocation_id": "i",
@@ -272,7 +277,7 @@ def test_every_collection_answers_one_envelope(staff_api: APIClient, staff: Any)
     }
     assert staff_api.post(f"{API}/tool-tasks", tool, format="json").status_code == 201
     staff_api.put(f"{API}/sessions/{sid}/documents/plan", {"value": 1}, format="json")
-    link = {"agent_task_id": agent.task.id, "node_key": "n", "invocation_index": 0}
+    link = {"agent_task_id": agent, "node_key": "n", "invocation_index": 0}
     staff_api.post(f"{API}/workflows/{wf}/links", link, format="json")
     nested = ["ref-log/main", f"sessions/{sid}/documents", f"workflows/{wf}/links"]
     for path in [*COLLECTIONS, *nested]:
@@ -330,19 +335,8 @@ def test_replays_answer_200_with_the_stored_object(api: APIClient, sid: str, ali
     assert (granted.status_code, again.status_code) == (201, 200)
     assert again.json() == granted.json() == {"prompts": ["rm -rf build"]}
 
-    child = TreeStore().create_session("/c", parent_session=sid, owner=alice)
-    agent = AgentTaskRepository().create(
-        AgentTaskEntity(
-            task=TaskEntity(kind="agent", owner_session_id=sid),
-            child_session_id=child.id,
-            agent_name="a",
-            prompt="p",
-            depth=1,
-        )
-    )
-    run = {"owner_session_id": sid, "name": "w", "source": "s", "source_hash": "h"}
-    wf = api.post(f"{API}/workflows", run, format="json").json()["task"]["id"]
-    link = {"agent_task_id": agent.task.id, "node_key": "n", "invocation_index": 0}
+    agent, wf = _agent_and_workflow(api, sid, alice)
+    link = {"agent_task_id": agent, "node_key": "n", "invocation_index": 0}
     linked = api.post(f"{API}/workflows/{wf}/links", link, format="json")
     relinked = api.post(f"{API}/workflows/{wf}/links", link, format="json")
     assert (linked.status_code, relinked.status_code) == (201, 200)
