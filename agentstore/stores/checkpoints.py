@@ -15,8 +15,9 @@ delete threads with it whether LangGraph is installed or not.
 
 A thread is a :class:`~agentstore.models.Session` of kind ``graph`` whose id is the
 ``thread_id``. :func:`touch_thread` creates it on the first ``put`` and moves its
-``updated_at`` on every later one; :func:`delete_thread_rows` removes it with every
-row it owns. They are the only two places that write thread session rows.
+``updated_at`` on later ones, :func:`delete_thread_rows` removes it with every row
+it owns; both through :class:`~agentstore.stores.sessions.SessionStore`, the one
+writer of session rows.
 
 Cost (docs/integrations/langgraph.md, "Performance"): ``put`` is three
 statements in one short write transaction, ``get`` of the latest checkpoint three
@@ -46,7 +47,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from agentstore.db import atomic_write
-from agentstore.exceptions import SessionExists, ValidationError
+from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
 from agentstore.stores.sessions import SessionStore
@@ -83,30 +84,19 @@ def touch_thread(
 ) -> None:
     """Create the ``graph`` session of ``thread_id``, or move its ``updated_at`` to ``now``.
 
-    Call inside the write transaction of the rows being added. One UPDATE when the
-    thread exists (every put after the first); raises
-    :class:`~agentstore.exceptions.SessionExists` when the id belongs to a session
-    of another kind, so a checkpoint is never grafted onto a tree or loop session.
+    Call inside the write transaction of the rows being added. The row is
+    written by :meth:`SessionStore.create_or_touch` (the one owner of session
+    rows, docs/development.md): one statement either way, the owner set only on
+    creation, and :class:`~agentstore.exceptions.SessionExists` when the id
+    belongs to a session of another kind, so a checkpoint is never grafted onto
+    a tree or loop session.
     """
     if not thread_id:
         raise ValidationError("thread_id must not be empty", field="thread_id")
-    connection = connections[using]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _statements(connection).touch_thread,
-            [connection.ops.adapt_datetimefield_value(now), thread_id],
+    with connections[using].cursor() as cursor:
+        SessionStore(using=using).create_or_touch(
+            cursor, GRAPH, thread_id, stamp=now, owner_id=owner_id
         )
-        if cursor.rowcount:
-            return
-    sessions = Session.objects.using(using)
-    # ON CONFLICT DO NOTHING: two processes starting one thread both get past here.
-    sessions.bulk_create(
-        [Session(id=thread_id, kind=GRAPH, owner_id=owner_id, created_at=now, updated_at=now)],
-        ignore_conflicts=True,
-    )
-    kind = sessions.filter(pk=thread_id).values_list("kind", flat=True).first()
-    if kind != GRAPH:
-        raise SessionExists(f"session {thread_id!r} is a {kind} session, not a LangGraph thread")
 
 
 def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> bool:
@@ -711,12 +701,6 @@ class _Statements:
             f"WHERE {b[0]} = %s AND {b[1]} = %s AND {b[2]} = %s AND {b[3]} = %s"
         )
         self._blobs_for: dict[int, str] = {}
-        session_table = q(Session._meta.db_table)
-        s_updated, s_id, s_kind = columns(Session, ("updated_at", "id", "kind"))
-        self.touch_thread = (
-            f"UPDATE {session_table} SET {s_updated} = %s "
-            f"WHERE {s_id} = %s AND {s_kind} = '{GRAPH}'"
-        )
         self.insert_blob = (
             f"INSERT INTO {table(CheckpointBlob)} ({', '.join(b)}) "
             f"VALUES ({', '.join(['%s'] * len(b))}) "
