@@ -404,27 +404,9 @@ class CheckpointStore:
                     sql.blobs_for(len(versions)),
                     [x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))],
                 )
-                blobs = [
-                    ChannelBlob(
-                        channel=r[0],
-                        version=r[1],
-                        type=r[2],
-                        blob=None if r[3] is None else bytes(r[3]),
-                    )
-                    for r in cursor.fetchall()
-                ]
+                blobs = [_blob(*r) for r in cursor.fetchall()]
             cursor.execute(sql.writes_of, [thread_id, checkpoint_ns, record.checkpoint_id])
-            writes = _sorted_writes(
-                PendingWriteRow(
-                    task_id=r[0],
-                    task_path=r[1],
-                    idx=r[2],
-                    channel=r[3],
-                    type=r[4],
-                    blob=bytes(r[5]),
-                )
-                for r in cursor.fetchall()
-            )
+            writes = _sorted_writes(_write(*r) for r in cursor.fetchall())
         return replace(record, blobs=tuple(blobs), writes=tuple(writes))
 
     def list(
@@ -529,9 +511,7 @@ class CheckpointStore:
         if channel is not None:
             rows = rows.filter(channel=channel)
         return _sorted_writes(
-            PendingWriteRow(
-                task_id=r[0], task_path=r[1], idx=r[2], channel=r[3], type=r[4], blob=bytes(r[5])
-            )
+            _write(*r)
             for r in rows.values_list("task_id", "task_path", "idx", "channel", "type", "blob")
         )
 
@@ -560,13 +540,8 @@ class CheckpointStore:
                     )
                     .values_list("channel", "version", "type", "blob")
                 ):
-                    blobs[(thread_id, ns, channel, version)] = ChannelBlob(
-                        channel=channel,
-                        version=version,
-                        type=type_,
-                        blob=None if blob is None else bytes(blob),
-                    )
-            for cid, task_id, task_path, idx, channel, type_, blob in (
+                    blobs[(thread_id, ns, channel, version)] = _blob(channel, version, type_, blob)
+            for row in (
                 CheckpointWrite.objects.using(self.using)
                 .filter(
                     session_id=thread_id,
@@ -577,16 +552,7 @@ class CheckpointStore:
                     "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "blob"
                 )
             ):
-                writes[(thread_id, ns, cid)].append(
-                    PendingWriteRow(
-                        task_id=task_id,
-                        task_path=task_path,
-                        idx=idx,
-                        channel=channel,
-                        type=type_,
-                        blob=bytes(blob),
-                    )
-                )
+                writes[(thread_id, ns, row[0])].append(_write(*row[1:]))
         hydrated = []
         for r in records:
             read = tuple(
@@ -606,6 +572,22 @@ class CheckpointStore:
                 )
             )
         return hydrated
+
+
+def _blob(channel: str, version: str, type: str, blob: Any) -> ChannelBlob:
+    """A blob row (``channel, version, type, blob``) as read by any cursor."""
+    return ChannelBlob(
+        channel=channel, version=version, type=type, blob=None if blob is None else bytes(blob)
+    )
+
+
+def _write(
+    task_id: str, task_path: str, idx: int, channel: str, type: str, blob: Any
+) -> PendingWriteRow:
+    """A write row (``task_id, task_path, idx, channel, type, blob``) as read by any cursor."""
+    return PendingWriteRow(
+        task_id=task_id, task_path=task_path, idx=idx, channel=channel, type=type, blob=bytes(blob)
+    )
 
 
 def _sorted_writes(writes: Any) -> builtins.list[PendingWriteRow]:
