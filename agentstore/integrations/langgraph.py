@@ -122,11 +122,40 @@ class _SharedConnection:
             if own is self.connection:  # a nested call on the same thread
                 yield own
                 return
+            if self.connection.connection is None:
+                # (Re)connecting: read the settings now, as Django's own
+                # connections do (a test run renames the database after import).
+                self.connection.settings_dict = _settings(self.using)
             connections[self.using] = self.connection
             try:
                 yield self.connection
             finally:
                 connections[self.using] = own
+
+
+def _settings(using: str) -> dict[str, Any]:
+    """The database settings of ``using``, with prepared statements on PostgreSQL.
+
+    Django binds parameters on the client and prepares nothing by default (so
+    that transaction-mode poolers keep working), which makes PostgreSQL plan
+    every statement afresh: planning was most of ``get_tuple``'s time (0.4 ms a
+    statement, docs/integrations/langgraph.md, "Performance"). The savers send
+    the same few statements thousands of times, so their connection binds on
+    the server and prepares them, as ``PostgresSaver`` does — unless the
+    database's ``OPTIONS`` set ``server_side_binding`` or ``prepare_threshold``
+    themselves, which win (decision 190).
+    """
+    settings = connections.settings[using]
+    options = dict(settings.get("OPTIONS") or {})
+    if "postgresql" in settings["ENGINE"] and not (
+        {"server_side_binding", "prepare_threshold"} & options.keys()
+    ):
+        # Imported here: it needs psycopg, which SQLite projects lack.
+        from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+        if is_psycopg3:
+            options.update(server_side_binding=True, prepare_threshold=0)
+    return {**settings, "OPTIONS": options}
 
 
 _shared_connections: dict[str, _SharedConnection] = {}

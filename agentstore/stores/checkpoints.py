@@ -31,6 +31,7 @@ pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
 from __future__ import annotations
 
 import builtins
+import itertools
 import json
 import time
 from collections import defaultdict
@@ -170,19 +171,17 @@ class CheckpointStore:
                     cursor.executemany(sql.insert_blob, blob_params)
                 cursor.execute(sql.upsert_checkpoint, params)
 
+        single = None
+        if sql.single_statement:
+            single = (sql.put(len(blob_params)), [*itertools.chain(*blob_params), *params])
         # The thread's updated_at moves at most once a second per process: the
         # UPDATE rewrites four session indexes, and listing or pruning by age
         # needs no finer clock. The foreign key still proves the thread exists
         # (and a thread deleted meanwhile is re-created, as on a first put).
         place = (self.using, thread_id)
-        fresh = _touched.get(place, -TOUCH_EVERY) > time.monotonic() - TOUCH_EVERY
-        try:
-            atomic_write(partial(write, not fresh), using=self.using)
-        except IntegrityError:
-            if not fresh:
-                raise
-            atomic_write(partial(write, True), using=self.using)
-        if not fresh:
+        touch = _touched.get(place, -TOUCH_EVERY) <= time.monotonic() - TOUCH_EVERY
+        self._commit(write, single, touch=touch)
+        if touch:
             if len(_touched) > 10_000:
                 _touched.clear()
             _touched[place] = time.monotonic()
@@ -223,21 +222,53 @@ class CheckpointStore:
             for w in writes
         ]
 
+        if replace:
+            # One row per (task_id, idx), the last one: a single INSERT … DO
+            # UPDATE may not change a row twice (executemany would keep the last).
+            rows = builtins.list({(row[3], row[5]): row for row in rows}.values())
+        statement = sql.upsert_write if replace else sql.insert_write
         now = self.clock()
 
         def write(touch: bool) -> None:
             if touch:
                 touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
             with connection.cursor() as cursor:
-                cursor.executemany(sql.upsert_write if replace else sql.insert_write, rows)
+                cursor.executemany(statement, rows)
 
+        single = None
+        if sql.single_statement:
+            single = (sql.many(statement, len(rows)), [*itertools.chain(*rows)])
+        # Writes follow their checkpoint's put, which touched the thread; a run
+        # saves a step's writes in the background, so they can commit before
+        # the checkpoint that creates the thread's session: then _commit does.
+        self._commit(write, single, touch=False)
+
+    def _commit(
+        self,
+        write: Callable[[bool], None],
+        single: tuple[str, builtins.list[Any]] | None,
+        *,
+        touch: bool,
+    ) -> None:
+        """Run ``write(touch)`` in a write transaction, touching the thread if it must.
+
+        ``single`` is the same write (without the touch) as one statement, on
+        PostgreSQL: outside a transaction, autocommit makes one statement its
+        own durable transaction — one round trip where ``atomic_write`` takes
+        three or four (BEGIN, the statements, COMMIT; decision 191). When the
+        thread's session is missing (a first write, or the thread was deleted
+        meanwhile), the foreign key fails and the write runs again with the touch.
+        """
+        connection = connections[self.using]
         try:
-            # Writes follow their checkpoint's put, which touched the thread:
-            # one statement in the usual case.
-            atomic_write(partial(write, False), using=self.using)
+            if single is not None and not touch and not connection.in_atomic_block:
+                with connection.cursor() as cursor:
+                    cursor.execute(*single)
+            else:
+                atomic_write(partial(write, touch), using=self.using)
         except IntegrityError:
-            # A run saves a step's writes in the background, so they can commit
-            # before the checkpoint that creates the thread's session: create it.
+            if touch:
+                raise
             atomic_write(partial(write, True), using=self.using)
 
     def delete_thread(self, thread_id: str) -> bool:
@@ -396,17 +427,19 @@ class CheckpointStore:
                 return None
             record = sql.record(thread_id, checkpoint_ns, row)
             # The blobs it reads, by (channel, version) on the unique index, and
-            # its pending writes: two more index lookups, never the history.
-            blobs: builtins.list[ChannelBlob] = []
+            # its pending writes: one more statement of index lookups, never
+            # the history.
             versions = sorted(record.channel_versions.items())
-            if versions:
-                cursor.execute(
-                    sql.blobs_for(len(versions)),
-                    [x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))],
-                )
-                blobs = [_blob(*r) for r in cursor.fetchall()]
-            cursor.execute(sql.writes_of, [thread_id, checkpoint_ns, record.checkpoint_id])
-            writes = _sorted_writes(_write(*r) for r in cursor.fetchall())
+            cursor.execute(
+                sql.values_of(len(versions)),
+                [
+                    *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
+                    *(thread_id, checkpoint_ns, record.checkpoint_id),
+                ],
+            )
+            rows = cursor.fetchall()
+        blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
+        writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
         return replace(record, blobs=tuple(blobs), writes=tuple(writes))
 
     def list(
@@ -677,12 +710,17 @@ class _Statements:
         b = columns(CheckpointBlob, blob_names)
         # One exact lookup on the unique (session, ns, channel, version) index per
         # pair, joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR
-        # …" as a range over (session, ns) — every blob of the thread.
+        # …" as a range over (session, ns) — every blob of the thread. The rows
+        # have the writes' shape (see values_of), with 0 first.
         self._blob_select = (
-            f"SELECT {', '.join(b[2:])} FROM {table(CheckpointBlob)} "
+            f"SELECT 0, {b[2]}, {b[3]}, CAST(NULL AS INTEGER), NULL, {b[4]}, {b[5]} "
+            f"FROM {table(CheckpointBlob)} "
             f"WHERE {b[0]} = %s AND {b[1]} = %s AND {b[2]} = %s AND {b[3]} = %s"
         )
-        self._blobs_for: dict[int, str] = {}
+        self._values_of: dict[int, str] = {}
+        #: Whether ``put`` and ``put_writes`` can be one statement (``put``/``many``).
+        self.single_statement = connection.vendor == "postgresql"
+        self._many: dict[tuple[str, int], str] = {}
         self.insert_blob = (
             f"INSERT INTO {table(CheckpointBlob)} ({', '.join(b)}) "
             f"VALUES ({', '.join(['%s'] * len(b))}) "
@@ -700,8 +738,8 @@ class _Statements:
             "blob",
         )
         w = columns(CheckpointWrite, write_names)
-        self.writes_of = (
-            f"SELECT {', '.join(w[3:])} FROM {table(CheckpointWrite)} "
+        self._writes_select = (
+            f"SELECT 1, {', '.join(w[3:])} FROM {table(CheckpointWrite)} "
             f"WHERE {w[0]} = %s AND {w[1]} = %s AND {w[2]} = %s"
         )
         insert_write = (
@@ -729,12 +767,40 @@ class _Statements:
                 f"FROM {table(model)} WHERE {session_col} = %s ON CONFLICT DO NOTHING"
             )
 
-    def blobs_for(self, pairs: int) -> str:
-        """SELECT the blobs of ``pairs`` (channel, version) pairs of one namespace."""
-        statement = self._blobs_for.get(pairs)
+    def values_of(self, pairs: int) -> str:
+        """SELECT the blobs of ``pairs`` (channel, version) pairs and a checkpoint's writes.
+
+        One statement (one round trip on PostgreSQL). Rows are
+        ``(0, channel, version, NULL, NULL, type, blob)`` for a blob and
+        ``(1, task_id, task_path, idx, channel, type, blob)`` for a write.
+        Parameters: (thread, namespace, channel, version) per pair, then
+        (thread, namespace, checkpoint id).
+        """
+        statement = self._values_of.get(pairs)
         if statement is None:
-            statement = self._blobs_for[pairs] = " UNION ALL ".join([self._blob_select] * pairs)
+            statement = self._values_of[pairs] = " UNION ALL ".join(
+                [*[self._blob_select] * pairs, self._writes_select]
+            )
         return statement
+
+    def many(self, statement: str, rows: int) -> str:
+        """``statement`` (an ``INSERT … VALUES (%s, …) …``) inserting ``rows`` rows at once."""
+        key = (statement, rows)
+        many = self._many.get(key)
+        if many is None:
+            head, _, tail = statement.partition(" VALUES (")
+            marks, _, rest = tail.partition(") ")
+            many = self._many[key] = f"{head} VALUES {', '.join([f'({marks})'] * rows)} {rest}"
+        return many
+
+    def put(self, blobs: int) -> str:
+        """``put`` as one PostgreSQL statement: the blobs in a data-modifying CTE.
+
+        Parameters: the ``blobs`` blob rows, then the checkpoint's.
+        """
+        if not blobs:
+            return self.upsert_checkpoint
+        return f"WITH blobs AS ({self.many(self.insert_blob, blobs)}) {self.upsert_checkpoint}"
 
     def json(self, value: Mapping[str, Any]) -> Any:
         """``value`` adapted for a JSON column of this backend."""
