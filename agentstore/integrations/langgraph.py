@@ -19,12 +19,12 @@ as given. agentstore itself pickles nothing. Channel values are stored once per
 channel version (like LangGraph's ``PostgresSaver``), so a long conversation does
 not rewrite unchanged channels at every step.
 
-Every database call, sync or async, runs on one worker thread per process and
-database alias (see :func:`_worker` for why), so a process holds one connection
-for its graphs however many threads LangGraph starts; the async methods await
-that thread without blocking the event loop. The saver's writes therefore never
-join a transaction the caller has open. It passes LangGraph's
-conformance suite (base and extended capabilities) on SQLite and PostgreSQL —
+The savers of a process share one database connection per alias (see
+:class:`_SharedConnection` for why), lent to the calling thread for each call:
+sync methods run on the caller's thread, and each async method runs the same
+body once on a thread of the event loop's executor. The saver's writes never
+join a transaction the caller has open. It passes LangGraph's conformance suite
+(base and extended capabilities) on SQLite and PostgreSQL —
 docs/integrations/langgraph.md has the details.
 """
 
@@ -118,7 +118,13 @@ class _SharedConnection:
     @contextlib.contextmanager
     def borrowed(self) -> Iterator[BaseDatabaseWrapper]:
         with self.lock:
-            own = connections[self.using]
+            # The thread's own connection object, if it has one: LangGraph's
+            # executor threads are new at every invoke, and making them one
+            # (connections[alias]) would cost 50 µs per thread for nothing.
+            own = next(
+                (c for c in connections.all(initialized_only=True) if c.alias == self.using),
+                None,
+            )
             if own is self.connection:  # a nested call on the same thread
                 yield own
                 return
@@ -130,7 +136,10 @@ class _SharedConnection:
             try:
                 yield self.connection
             finally:
-                connections[self.using] = own
+                if own is None:
+                    del connections[self.using]
+                else:
+                    connections[self.using] = own
 
 
 def _settings(using: str) -> dict[str, Any]:
