@@ -19,27 +19,30 @@ as given. agentstore itself pickles nothing. Channel values are stored once per
 channel version (like LangGraph's ``PostgresSaver``), so a long conversation does
 not rewrite unchanged channels at every step.
 
-Every database call, sync or async, runs on one worker thread per process and
-database alias (see :func:`_worker` for why), so a process holds one connection
-for its graphs however many threads LangGraph starts; the async methods await
-that thread without blocking the event loop. The saver's writes therefore never
-join a transaction the caller has open. It passes LangGraph's
-conformance suite (base and extended capabilities) on SQLite and PostgreSQL —
+The savers of a process share one database connection per alias (see
+:class:`_SharedConnection` for why), lent to the calling thread for each call:
+sync methods run on the caller's thread, and each async method runs the same
+body once on a thread of the event loop's executor. The saver's writes never
+join a transaction the caller has open. It passes LangGraph's conformance suite
+(base and extended capabilities) on SQLite and PostgreSQL —
 docs/integrations/langgraph.md has the details.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
+import contextlib
 import itertools
+import os
 import random
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -58,6 +61,126 @@ from agentstore.stores.checkpoints import CheckpointStore
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 
 __all__ = ["AgentstoreSaver", "close_connections"]
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _hop(
+    method: Callable[Concatenate[Any, P], R],
+) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """The async twin of a sync saver method: the same body, run once on a thread.
+
+    One hop per call (``asyncio.to_thread``: the loop's executor, context
+    variables carried), however many statements the body runs, and the event
+    loop never blocks on the database.
+    """
+
+    name = method.__name__
+
+    async def twin(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        # Looked up on the instance, so a subclass overriding ``put`` changes ``aput`` too.
+        body: Callable[P, R] = getattr(self, name)
+        return await asyncio.to_thread(body, *args, **kwargs)
+
+    twin.__name__ = f"a{name}"
+    twin.__qualname__ = f"AgentstoreSaver.a{name}"
+    twin.__doc__ = f"Async ``{name}``: the same body, on a thread."
+    return twin
+
+
+class _SharedConnection:
+    """One Django connection per process and database alias, lent to one thread at a time.
+
+    LangGraph calls a checkpointer from short-lived executor threads — a new set
+    for every ``invoke`` — and Django opens one connection per thread, which
+    those threads never close (measured: 507 connections for 200 invocations).
+    Handing every call to one worker thread fixed that but cost two thread
+    switches a call, which made the saver half as fast as LangGraph's own
+    (docs/integrations/langgraph.md, "Performance"). So the savers keep one
+    connection object of their own (as ``SqliteSaver`` keeps one ``sqlite3``
+    connection behind a lock) and lend it to the calling thread:
+    :meth:`borrowed` installs it as that thread's connection for ``using``
+    while the call runs, then puts the thread's own back. A transaction the
+    caller has open lives on the caller's connection, so the saver's writes
+    never join it.
+    """
+
+    def __init__(self, using: str) -> None:
+        self.using = using
+        self.pid = os.getpid()
+        self.lock = threading.RLock()
+        self.connection: BaseDatabaseWrapper = connections.create_connection(using)
+        # Used from whichever thread holds the lock; Django checks the owner.
+        self.connection.inc_thread_sharing()
+
+    @contextlib.contextmanager
+    def borrowed(self) -> Iterator[BaseDatabaseWrapper]:
+        with self.lock:
+            # The thread's own connection object, if it has one: LangGraph's
+            # executor threads are new at every invoke, and making them one
+            # (connections[alias]) would cost 50 µs per thread for nothing.
+            own = next(
+                (c for c in connections.all(initialized_only=True) if c.alias == self.using),
+                None,
+            )
+            if own is self.connection:  # a nested call on the same thread
+                yield own
+                return
+            if self.connection.connection is None:
+                # (Re)connecting: read the settings now, as Django's own
+                # connections do (a test run renames the database after import).
+                self.connection.settings_dict = _settings(self.using)
+            connections[self.using] = self.connection
+            try:
+                yield self.connection
+            finally:
+                if own is None:
+                    del connections[self.using]
+                else:
+                    connections[self.using] = own
+
+
+def _settings(using: str) -> dict[str, Any]:
+    """The database settings of ``using``, with prepared statements on PostgreSQL.
+
+    Django binds parameters on the client and prepares nothing by default (so
+    that transaction-mode poolers keep working), which makes PostgreSQL plan
+    every statement afresh: planning was most of ``get_tuple``'s time (0.4 ms a
+    statement, docs/integrations/langgraph.md, "Performance"). The savers send
+    the same few statements thousands of times, so their connection binds on
+    the server and prepares them, as ``PostgresSaver`` does — unless the
+    database's ``OPTIONS`` set ``server_side_binding`` or ``prepare_threshold``
+    themselves, which win (decision 190).
+    """
+    settings = connections.settings[using]
+    options = dict(settings.get("OPTIONS") or {})
+    if "postgresql" in settings["ENGINE"] and not (
+        {"server_side_binding", "prepare_threshold"} & options.keys()
+    ):
+        # Imported here: it needs psycopg, which SQLite projects lack.
+        from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+        if is_psycopg3:
+            options.update(server_side_binding=True, prepare_threshold=0)
+    return {**settings, "OPTIONS": options}
+
+
+_shared_connections: dict[str, _SharedConnection] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared(using: str) -> _SharedConnection:
+    """The savers' connection for ``using`` in this process (created on first use)."""
+    shared = _shared_connections.get(using)
+    # A forked child must not talk over its parent's socket or file handle.
+    if shared is None or shared.pid != os.getpid():
+        with _shared_lock:
+            shared = _shared_connections.get(using)
+            if shared is None or shared.pid != os.getpid():
+                shared = _shared_connections[using] = _SharedConnection(using)
+    return shared
 
 
 class AgentstoreSaver(BaseCheckpointSaver[str]):
@@ -81,18 +204,24 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         self.store = CheckpointStore(using=using, clock=clock)
         self.owner_id: int | None = getattr(owner, "pk", owner)
 
+    # Every method below is the one body of a sync/async pair. The sync method
+    # runs on the caller's thread with the savers' shared connection (see
+    # _SharedConnection); its async twin (``_hop``, at the end) runs it once on
+    # a thread of the event loop's executor.
+
     # -- reads ------------------------------------------------------------------------
 
-    def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config["configurable"]
-        record = self.store.get(
-            str(configurable["thread_id"]),
-            configurable.get("checkpoint_ns", ""),
-            get_checkpoint_id(config),
-        )
-        return None if record is None else self._tuple(record)
+        with _shared(self.using).borrowed():
+            record = self.store.get(
+                str(configurable["thread_id"]),
+                configurable.get("checkpoint_ns", ""),
+                get_checkpoint_id(config),
+            )
+            return None if record is None else self._tuple(record)
 
-    def _list(
+    def list(
         self,
         config: RunnableConfig | None,
         *,
@@ -100,6 +229,35 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        for page in self._pages(config, filter, before, limit):
+            yield from page
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        pages = self._pages(config, filter, before, limit)
+        while (page := await asyncio.to_thread(next, pages, None)) is not None:
+            for item in page:
+                yield item
+
+    def _pages(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Iterator[builtins.list[CheckpointTuple]]:
+        """``list``'s checkpoints a page at a time, each read under the shared connection.
+
+        The connection is released between pages: a long listing is never
+        loaded whole, and a caller working through it does not hold the
+        connection (``alist`` hops once a page).
+        """
         configurable = (config or {}).get("configurable", {})
         thread_id = configurable.get("thread_id")
         records = self.store.list(
@@ -110,12 +268,17 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             limit=limit,
             metadata=filter,
         )
-        for record in records:
-            yield self._tuple(record)
+        while True:
+            with _shared(self.using).borrowed():
+                page = [self._tuple(record) for record in itertools.islice(records, PAGE)]
+            if page:
+                yield page
+            if len(page) < PAGE:
+                return
 
     # -- writes -----------------------------------------------------------------------
 
-    def _put(
+    def put(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
@@ -125,28 +288,29 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         configurable = config["configurable"]
         thread_id = str(configurable["thread_id"])
         checkpoint_ns = configurable.get("checkpoint_ns", "")
+        # Serialized before the connection is taken: the lock covers SQL only.
         values = checkpoint["channel_values"]
+        dumps = self.serde.dumps_typed
         blobs = [
             ChannelBlob(channel=channel, version=str(version), type=type_, blob=blob)
             for channel, version in new_versions.items()
-            for type_, blob in [
-                self.serde.dumps_typed(values[channel]) if channel in values else ("empty", None)
-            ]
+            for type_, blob in [dumps(values[channel]) if channel in values else _EMPTY]
         ]
-        stripped = {**checkpoint, "channel_values": {}}
-        type_, data = self.serde.dumps_typed(stripped)
-        self.store.put(
-            thread_id,
-            checkpoint_ns,
-            checkpoint["id"],
-            configurable.get("checkpoint_id"),
-            type_,
-            data,
-            get_serializable_checkpoint_metadata(config, metadata),
-            dict(checkpoint["channel_versions"]),
-            blobs,
-            owner_id=self.owner_id,
-        )
+        type_, data = dumps({**checkpoint, "channel_values": {}})
+        metadata = get_serializable_checkpoint_metadata(config, metadata)
+        with _shared(self.using).borrowed():
+            self.store.put(
+                thread_id,
+                checkpoint_ns,
+                checkpoint["id"],
+                configurable.get("checkpoint_id"),
+                type_,
+                data,
+                metadata,
+                checkpoint["channel_versions"],
+                blobs,
+                owner_id=self.owner_id,
+            )
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -155,7 +319,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             }
         }
 
-    def _put_writes(
+    def put_writes(
         self,
         config: RunnableConfig,
         writes: Sequence[tuple[str, Any]],
@@ -163,6 +327,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         configurable = config["configurable"]
+        dumps = self.serde.dumps_typed
         rows = [
             PendingWriteRow(
                 task_id=task_id,
@@ -173,30 +338,36 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
                 blob=blob,
             )
             for idx, (channel, value) in enumerate(writes)
-            for type_, blob in [self.serde.dumps_typed(value)]
+            for type_, blob in [dumps(value)]
         ]
-        self.store.put_writes(
-            str(configurable["thread_id"]),
-            configurable.get("checkpoint_ns", ""),
-            configurable["checkpoint_id"],
-            rows,
-            # Special channels (error, interrupt, resume…) keep the latest value;
-            # a regular write is stored once (a retried task changes nothing).
-            replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
-            owner_id=self.owner_id,
-        )
+        with _shared(self.using).borrowed():
+            self.store.put_writes(
+                str(configurable["thread_id"]),
+                configurable.get("checkpoint_ns", ""),
+                configurable["checkpoint_id"],
+                rows,
+                # Special channels (error, interrupt, resume…) keep the latest
+                # value; a regular write is stored once (a retried task changes
+                # nothing).
+                replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
+                owner_id=self.owner_id,
+            )
 
-    def _delete_thread(self, thread_id: str) -> None:
-        self.store.delete_thread(str(thread_id))
+    def delete_thread(self, thread_id: str) -> None:
+        with _shared(self.using).borrowed():
+            self.store.delete_thread(str(thread_id))
 
-    def _delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self.store.delete_for_runs([str(r) for r in run_ids])
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        with _shared(self.using).borrowed():
+            self.store.delete_for_runs([str(r) for r in run_ids])
 
-    def _copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self.store.copy_thread(str(source_thread_id), str(target_thread_id))
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        with _shared(self.using).borrowed():
+            self.store.copy_thread(str(source_thread_id), str(target_thread_id))
 
-    def _prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self.store.prune([str(t) for t in thread_ids], strategy=strategy)
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        with _shared(self.using).borrowed():
+            self.store.prune([str(t) for t in thread_ids], strategy=strategy)
 
     def get_next_version(self, current: str | int | None, channel: None) -> str:
         """A version that sorts after ``current`` and is unique to this write.
@@ -214,121 +385,14 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             number = int(str(current).split(".")[0])
         return f"{number + 1:032}.{random.random():016}"
 
-    # -- the public methods: every database call on the saver's worker thread -----------
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._call(self._get_tuple, config, read=True)
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        # The generator is advanced on the worker thread a page at a time, so its
-        # queries run there too and a long listing is never loaded whole.
-        pages = self._list(config, filter=filter, before=before, limit=limit)
-        while True:
-            page = self._call(_next_page, pages, read=True)
-            yield from page
-            if len(page) < PAGE:
-                return
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return self._call(self._put, config, checkpoint, metadata, new_versions)
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        self._call(self._put_writes, config, writes, task_id, task_path)
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._call(self._delete_thread, thread_id)
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._call(self._delete_for_runs, run_ids)
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._call(self._copy_thread, source_thread_id, target_thread_id)
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._call(self._prune, thread_ids, strategy=strategy)
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._acall(self._get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        pages = self._list(config, filter=filter, before=before, limit=limit)
-        while True:
-            page = await self._acall(_next_page, pages)
-            for item in page:
-                yield item
-            if len(page) < PAGE:
-                return
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await self._acall(self._put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await self._acall(self._put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await self._acall(self._delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._acall(self._delete_for_runs, run_ids)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._acall(self._copy_thread, source_thread_id, target_thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._acall(self._prune, thread_ids, strategy=strategy)
-
-    def _call(self, fn: Callable[..., T], *args: Any, read: bool = False, **kwargs: Any) -> T:
-        # Reads from the main thread use its own (long-lived, Django-managed)
-        # connection: no handoff on get_state and the first read of invoke.
-        # Writes always go to the worker, so they never join a caller's
-        # transaction, whichever thread calls.
-        if getattr(_local, "worker", False) or (
-            read and threading.current_thread() is threading.main_thread()
-        ):
-            return fn(*args, **kwargs)
-        return _worker(self.using).submit(fn, *args, **kwargs).result()
-
-    async def _acall(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        future = _worker(self.using).submit(fn, *args, **kwargs)
-        return await asyncio.wrap_future(future)
+    # The async twins: the bodies above, each run once on a thread.
+    aget_tuple = _hop(get_tuple)
+    aput = _hop(put)
+    aput_writes = _hop(put_writes)
+    adelete_thread = _hop(delete_thread)
+    adelete_for_runs = _hop(delete_for_runs)
+    acopy_thread = _hop(copy_thread)
+    aprune = _hop(prune)
 
     # -- rows to LangGraph ----------------------------------------------------------------
 
@@ -374,51 +438,21 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         versions[TASKS] = max(versions.values()) if versions else self.get_next_version(None, None)
 
 
-#: Checkpoints ``list``/``alist`` fetch per trip to the worker thread.
+#: Checkpoints ``list``/``alist`` read per page (per hop, for ``alist``).
 PAGE = 50
 
-T = TypeVar("T")
-
-_local = threading.local()
-_workers: dict[str, ThreadPoolExecutor] = {}
-_workers_lock = threading.Lock()
-
-
-def _mark_worker() -> None:
-    _local.worker = True
-
-
-def _worker(using: str) -> ThreadPoolExecutor:
-    """The one thread (per process and database alias) that runs the savers' queries.
-
-    LangGraph calls a checkpointer from short-lived executor threads — a new
-    set for every ``invoke`` — and Django opens one connection per thread, never
-    closed by those threads: hundreds of connections per few hundred invocations
-    (measured: 507 for 200 invokes). Running every call on one long-lived thread
-    keeps one persistent connection per alias (``close_connections`` closes it).
-    """
-    worker = _workers.get(using)
-    if worker is None:
-        with _workers_lock:
-            worker = _workers.get(using)
-            if worker is None:
-                worker = _workers[using] = ThreadPoolExecutor(
-                    1, thread_name_prefix=f"agentstore-langgraph-{using}", initializer=_mark_worker
-                )
-    return worker
+#: A channel cleared at this version (``CheckpointBlob.blob`` NULL).
+_EMPTY: tuple[str, bytes | None] = ("empty", None)
 
 
 def close_connections(using: str = DEFAULT_DB_ALIAS) -> None:
-    """Close the database connection of the savers' worker thread for ``using``.
+    """Close the savers' shared database connection for ``using``.
 
     The next call opens a new one. Call it where you would close Django's
-    connections: before forking, at shutdown, at the end of a test.
+    connections: at shutdown, at the end of a test. (A forked child opens its
+    own on its first call, whatever the parent had open.)
     """
-    worker = _workers.get(using)
-    if worker is not None:
-        # Resolved on the worker: Django's connections are per thread.
-        worker.submit(lambda: connections[using].close()).result()
-
-
-def _next_page(iterator: Iterator[CheckpointTuple]) -> list[CheckpointTuple]:
-    return list(itertools.islice(iterator, PAGE))
+    shared = _shared_connections.get(using)
+    if shared is not None and shared.pid == os.getpid():
+        with shared.lock:
+            shared.connection.close()

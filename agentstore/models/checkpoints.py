@@ -28,19 +28,39 @@ re-encodes them. docs/integrations/langgraph.md describes the saver.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+# The three tables address their rows the way LangGraph does: thread, namespace,
+# then the row's own key. Built by these helpers so the three agree.
 
-class Checkpoint(models.Model):
-    session = models.ForeignKey(
+
+def _thread(related_name: str) -> models.ForeignKey[Any, Any]:
+    """The thread a row belongs to: its ``graph`` session (the row goes with it)."""
+    return models.ForeignKey(
         "agentstore.Session",
         verbose_name=_("thread"),
         on_delete=models.CASCADE,
-        related_name="checkpoints",
+        related_name=related_name,
     )
-    checkpoint_ns = models.TextField(_("checkpoint namespace"), default="", blank=True)
+
+
+def _namespace() -> models.TextField[str, str]:
+    """``""`` for the root graph, ``"node:task"`` for a subgraph call."""
+    return models.TextField(_("checkpoint namespace"), default="", blank=True)
+
+
+def _unique_in_namespace(name: str, *key: str) -> models.UniqueConstraint:
+    """UNIQUE (thread, namespace, *key): a row's key within its thread and namespace."""
+    return models.UniqueConstraint(fields=["session", "checkpoint_ns", *key], name=name)
+
+
+class Checkpoint(models.Model):
+    session = _thread("checkpoints")
+    checkpoint_ns = _namespace()
     checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
     # NULL for a root, as LangGraph has it ("" would be a checkpoint id).
     parent_checkpoint_id = models.CharField(  # noqa: DJ001
@@ -67,10 +87,7 @@ class Checkpoint(models.Model):
         constraints = [
             # Also the index of "latest in a namespace" (ORDER BY checkpoint_id DESC
             # LIMIT 1) and of list's before/limit pages: no history scans.
-            models.UniqueConstraint(
-                fields=["session", "checkpoint_ns", "checkpoint_id"],
-                name="agentstore_checkpoint_uniq",
-            ),
+            _unique_in_namespace("agentstore_checkpoint_uniq", "checkpoint_id"),
             models.CheckConstraint(
                 condition=~Q(checkpoint_id=""), name="agentstore_checkpoint_id_not_empty"
             ),
@@ -81,13 +98,8 @@ class Checkpoint(models.Model):
 
 
 class CheckpointBlob(models.Model):
-    session = models.ForeignKey(
-        "agentstore.Session",
-        verbose_name=_("thread"),
-        on_delete=models.CASCADE,
-        related_name="checkpoint_blobs",
-    )
-    checkpoint_ns = models.TextField(_("checkpoint namespace"), default="", blank=True)
+    session = _thread("checkpoint_blobs")
+    checkpoint_ns = _namespace()
     channel = models.TextField(_("channel"))
     version = models.CharField(_("version"), max_length=255)
     type = models.CharField(_("serializer type"), max_length=64)
@@ -98,10 +110,7 @@ class CheckpointBlob(models.Model):
         verbose_name = _("checkpoint blob")
         verbose_name_plural = _("checkpoint blobs")
         constraints = [
-            models.UniqueConstraint(
-                fields=["session", "checkpoint_ns", "channel", "version"],
-                name="agentstore_checkpoint_blob_uniq",
-            ),
+            _unique_in_namespace("agentstore_checkpoint_blob_uniq", "channel", "version")
         ]
 
     def __str__(self) -> str:
@@ -109,13 +118,8 @@ class CheckpointBlob(models.Model):
 
 
 class CheckpointWrite(models.Model):
-    session = models.ForeignKey(
-        "agentstore.Session",
-        verbose_name=_("thread"),
-        on_delete=models.CASCADE,
-        related_name="checkpoint_writes",
-    )
-    checkpoint_ns = models.TextField(_("checkpoint namespace"), default="", blank=True)
+    session = _thread("checkpoint_writes")
+    checkpoint_ns = _namespace()
     checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
     task_id = models.CharField(_("task id"), max_length=255)
     task_path = models.TextField(_("task path"), default="", blank=True)
@@ -130,10 +134,9 @@ class CheckpointWrite(models.Model):
         verbose_name = _("checkpoint write")
         verbose_name_plural = _("checkpoint writes")
         constraints = [
-            models.UniqueConstraint(
-                fields=["session", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-                name="agentstore_checkpoint_write_uniq",
-            ),
+            _unique_in_namespace(
+                "agentstore_checkpoint_write_uniq", "checkpoint_id", "task_id", "idx"
+            )
         ]
 
     def __str__(self) -> str:

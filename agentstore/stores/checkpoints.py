@@ -15,8 +15,9 @@ delete threads with it whether LangGraph is installed or not.
 
 A thread is a :class:`~agentstore.models.Session` of kind ``graph`` whose id is the
 ``thread_id``. :func:`touch_thread` creates it on the first ``put`` and moves its
-``updated_at`` on every later one; :func:`delete_thread_rows` removes it with every
-row it owns. They are the only two places that write thread session rows.
+``updated_at`` on later ones, :func:`delete_thread_rows` removes it with every row
+it owns; both through :class:`~agentstore.stores.sessions.SessionStore`, the one
+writer of session rows.
 
 Cost (docs/integrations/langgraph.md, "Performance"): ``put`` is three
 statements in one short write transaction, ``get`` of the latest checkpoint three
@@ -30,6 +31,7 @@ pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
 from __future__ import annotations
 
 import builtins
+import itertools
 import json
 import time
 from collections import defaultdict
@@ -46,7 +48,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from agentstore.db import atomic_write
-from agentstore.exceptions import SessionExists, ValidationError
+from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
 from agentstore.stores.sessions import SessionStore
@@ -83,30 +85,19 @@ def touch_thread(
 ) -> None:
     """Create the ``graph`` session of ``thread_id``, or move its ``updated_at`` to ``now``.
 
-    Call inside the write transaction of the rows being added. One UPDATE when the
-    thread exists (every put after the first); raises
-    :class:`~agentstore.exceptions.SessionExists` when the id belongs to a session
-    of another kind, so a checkpoint is never grafted onto a tree or loop session.
+    Call inside the write transaction of the rows being added. The row is
+    written by :meth:`SessionStore.create_or_touch` (the one owner of session
+    rows, docs/development.md): one statement either way, the owner set only on
+    creation, and :class:`~agentstore.exceptions.SessionExists` when the id
+    belongs to a session of another kind, so a checkpoint is never grafted onto
+    a tree or loop session.
     """
     if not thread_id:
         raise ValidationError("thread_id must not be empty", field="thread_id")
-    connection = connections[using]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _statements(connection).touch_thread,
-            [connection.ops.adapt_datetimefield_value(now), thread_id],
+    with connections[using].cursor() as cursor:
+        SessionStore(using=using).create_or_touch(
+            cursor, GRAPH, thread_id, stamp=now, owner_id=owner_id
         )
-        if cursor.rowcount:
-            return
-    sessions = Session.objects.using(using)
-    # ON CONFLICT DO NOTHING: two processes starting one thread both get past here.
-    sessions.bulk_create(
-        [Session(id=thread_id, kind=GRAPH, owner_id=owner_id, created_at=now, updated_at=now)],
-        ignore_conflicts=True,
-    )
-    kind = sessions.filter(pk=thread_id).values_list("kind", flat=True).first()
-    if kind != GRAPH:
-        raise SessionExists(f"session {thread_id!r} is a {kind} session, not a LangGraph thread")
 
 
 def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> bool:
@@ -180,19 +171,17 @@ class CheckpointStore:
                     cursor.executemany(sql.insert_blob, blob_params)
                 cursor.execute(sql.upsert_checkpoint, params)
 
+        single = None
+        if sql.single_statement:
+            single = (sql.put(len(blob_params)), [*itertools.chain(*blob_params), *params])
         # The thread's updated_at moves at most once a second per process: the
         # UPDATE rewrites four session indexes, and listing or pruning by age
         # needs no finer clock. The foreign key still proves the thread exists
         # (and a thread deleted meanwhile is re-created, as on a first put).
         place = (self.using, thread_id)
-        fresh = _touched.get(place, -TOUCH_EVERY) > time.monotonic() - TOUCH_EVERY
-        try:
-            atomic_write(partial(write, not fresh), using=self.using)
-        except IntegrityError:
-            if not fresh:
-                raise
-            atomic_write(partial(write, True), using=self.using)
-        if not fresh:
+        touch = _touched.get(place, -TOUCH_EVERY) <= time.monotonic() - TOUCH_EVERY
+        self._commit(write, single, touch=touch)
+        if touch:
             if len(_touched) > 10_000:
                 _touched.clear()
             _touched[place] = time.monotonic()
@@ -233,21 +222,53 @@ class CheckpointStore:
             for w in writes
         ]
 
+        if replace:
+            # One row per (task_id, idx), the last one: a single INSERT … DO
+            # UPDATE may not change a row twice (executemany would keep the last).
+            rows = builtins.list({(row[3], row[5]): row for row in rows}.values())
+        statement = sql.upsert_write if replace else sql.insert_write
         now = self.clock()
 
         def write(touch: bool) -> None:
             if touch:
                 touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
             with connection.cursor() as cursor:
-                cursor.executemany(sql.upsert_write if replace else sql.insert_write, rows)
+                cursor.executemany(statement, rows)
 
+        single = None
+        if sql.single_statement:
+            single = (sql.many(statement, len(rows)), [*itertools.chain(*rows)])
+        # Writes follow their checkpoint's put, which touched the thread; a run
+        # saves a step's writes in the background, so they can commit before
+        # the checkpoint that creates the thread's session: then _commit does.
+        self._commit(write, single, touch=False)
+
+    def _commit(
+        self,
+        write: Callable[[bool], None],
+        single: tuple[str, builtins.list[Any]] | None,
+        *,
+        touch: bool,
+    ) -> None:
+        """Run ``write(touch)`` in a write transaction, touching the thread if it must.
+
+        ``single`` is the same write (without the touch) as one statement, on
+        PostgreSQL: outside a transaction, autocommit makes one statement its
+        own durable transaction — one round trip where ``atomic_write`` takes
+        three or four (BEGIN, the statements, COMMIT; decision 191). When the
+        thread's session is missing (a first write, or the thread was deleted
+        meanwhile), the foreign key fails and the write runs again with the touch.
+        """
+        connection = connections[self.using]
         try:
-            # Writes follow their checkpoint's put, which touched the thread:
-            # one statement in the usual case.
-            atomic_write(partial(write, False), using=self.using)
+            if single is not None and not touch and not connection.in_atomic_block:
+                with connection.cursor() as cursor:
+                    cursor.execute(*single)
+            else:
+                atomic_write(partial(write, touch), using=self.using)
         except IntegrityError:
-            # A run saves a step's writes in the background, so they can commit
-            # before the checkpoint that creates the thread's session: create it.
+            if touch:
+                raise
             atomic_write(partial(write, True), using=self.using)
 
     def delete_thread(self, thread_id: str) -> bool:
@@ -406,35 +427,19 @@ class CheckpointStore:
                 return None
             record = sql.record(thread_id, checkpoint_ns, row)
             # The blobs it reads, by (channel, version) on the unique index, and
-            # its pending writes: two more index lookups, never the history.
-            blobs: builtins.list[ChannelBlob] = []
+            # its pending writes: one more statement of index lookups, never
+            # the history.
             versions = sorted(record.channel_versions.items())
-            if versions:
-                cursor.execute(
-                    sql.blobs_for(len(versions)),
-                    [x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))],
-                )
-                blobs = [
-                    ChannelBlob(
-                        channel=r[0],
-                        version=r[1],
-                        type=r[2],
-                        blob=None if r[3] is None else bytes(r[3]),
-                    )
-                    for r in cursor.fetchall()
-                ]
-            cursor.execute(sql.writes_of, [thread_id, checkpoint_ns, record.checkpoint_id])
-            writes = _sorted_writes(
-                PendingWriteRow(
-                    task_id=r[0],
-                    task_path=r[1],
-                    idx=r[2],
-                    channel=r[3],
-                    type=r[4],
-                    blob=bytes(r[5]),
-                )
-                for r in cursor.fetchall()
+            cursor.execute(
+                sql.values_of(len(versions)),
+                [
+                    *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
+                    *(thread_id, checkpoint_ns, record.checkpoint_id),
+                ],
             )
+            rows = cursor.fetchall()
+        blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
+        writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
         return replace(record, blobs=tuple(blobs), writes=tuple(writes))
 
     def list(
@@ -539,9 +544,7 @@ class CheckpointStore:
         if channel is not None:
             rows = rows.filter(channel=channel)
         return _sorted_writes(
-            PendingWriteRow(
-                task_id=r[0], task_path=r[1], idx=r[2], channel=r[3], type=r[4], blob=bytes(r[5])
-            )
+            _write(*r)
             for r in rows.values_list("task_id", "task_path", "idx", "channel", "type", "blob")
         )
 
@@ -570,13 +573,8 @@ class CheckpointStore:
                     )
                     .values_list("channel", "version", "type", "blob")
                 ):
-                    blobs[(thread_id, ns, channel, version)] = ChannelBlob(
-                        channel=channel,
-                        version=version,
-                        type=type_,
-                        blob=None if blob is None else bytes(blob),
-                    )
-            for cid, task_id, task_path, idx, channel, type_, blob in (
+                    blobs[(thread_id, ns, channel, version)] = _blob(channel, version, type_, blob)
+            for row in (
                 CheckpointWrite.objects.using(self.using)
                 .filter(
                     session_id=thread_id,
@@ -587,16 +585,7 @@ class CheckpointStore:
                     "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "blob"
                 )
             ):
-                writes[(thread_id, ns, cid)].append(
-                    PendingWriteRow(
-                        task_id=task_id,
-                        task_path=task_path,
-                        idx=idx,
-                        channel=channel,
-                        type=type_,
-                        blob=bytes(blob),
-                    )
-                )
+                writes[(thread_id, ns, row[0])].append(_write(*row[1:]))
         hydrated = []
         for r in records:
             read = tuple(
@@ -616,6 +605,22 @@ class CheckpointStore:
                 )
             )
         return hydrated
+
+
+def _blob(channel: str, version: str, type: str, blob: Any) -> ChannelBlob:
+    """A blob row (``channel, version, type, blob``) as read by any cursor."""
+    return ChannelBlob(
+        channel=channel, version=version, type=type, blob=None if blob is None else bytes(blob)
+    )
+
+
+def _write(
+    task_id: str, task_path: str, idx: int, channel: str, type: str, blob: Any
+) -> PendingWriteRow:
+    """A write row (``task_id, task_path, idx, channel, type, blob``) as read by any cursor."""
+    return PendingWriteRow(
+        task_id=task_id, task_path=task_path, idx=idx, channel=channel, type=type, blob=bytes(blob)
+    )
 
 
 def _sorted_writes(writes: Any) -> builtins.list[PendingWriteRow]:
@@ -705,18 +710,17 @@ class _Statements:
         b = columns(CheckpointBlob, blob_names)
         # One exact lookup on the unique (session, ns, channel, version) index per
         # pair, joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR
-        # …" as a range over (session, ns) — every blob of the thread.
+        # …" as a range over (session, ns) — every blob of the thread. The rows
+        # have the writes' shape (see values_of), with 0 first.
         self._blob_select = (
-            f"SELECT {', '.join(b[2:])} FROM {table(CheckpointBlob)} "
+            f"SELECT 0, {b[2]}, {b[3]}, CAST(NULL AS INTEGER), NULL, {b[4]}, {b[5]} "
+            f"FROM {table(CheckpointBlob)} "
             f"WHERE {b[0]} = %s AND {b[1]} = %s AND {b[2]} = %s AND {b[3]} = %s"
         )
-        self._blobs_for: dict[int, str] = {}
-        session_table = q(Session._meta.db_table)
-        s_updated, s_id, s_kind = columns(Session, ("updated_at", "id", "kind"))
-        self.touch_thread = (
-            f"UPDATE {session_table} SET {s_updated} = %s "
-            f"WHERE {s_id} = %s AND {s_kind} = '{GRAPH}'"
-        )
+        self._values_of: dict[int, str] = {}
+        #: Whether ``put`` and ``put_writes`` can be one statement (``put``/``many``).
+        self.single_statement = connection.vendor == "postgresql"
+        self._many: dict[tuple[str, int], str] = {}
         self.insert_blob = (
             f"INSERT INTO {table(CheckpointBlob)} ({', '.join(b)}) "
             f"VALUES ({', '.join(['%s'] * len(b))}) "
@@ -734,8 +738,8 @@ class _Statements:
             "blob",
         )
         w = columns(CheckpointWrite, write_names)
-        self.writes_of = (
-            f"SELECT {', '.join(w[3:])} FROM {table(CheckpointWrite)} "
+        self._writes_select = (
+            f"SELECT 1, {', '.join(w[3:])} FROM {table(CheckpointWrite)} "
             f"WHERE {w[0]} = %s AND {w[1]} = %s AND {w[2]} = %s"
         )
         insert_write = (
@@ -763,12 +767,40 @@ class _Statements:
                 f"FROM {table(model)} WHERE {session_col} = %s ON CONFLICT DO NOTHING"
             )
 
-    def blobs_for(self, pairs: int) -> str:
-        """SELECT the blobs of ``pairs`` (channel, version) pairs of one namespace."""
-        statement = self._blobs_for.get(pairs)
+    def values_of(self, pairs: int) -> str:
+        """SELECT the blobs of ``pairs`` (channel, version) pairs and a checkpoint's writes.
+
+        One statement (one round trip on PostgreSQL). Rows are
+        ``(0, channel, version, NULL, NULL, type, blob)`` for a blob and
+        ``(1, task_id, task_path, idx, channel, type, blob)`` for a write.
+        Parameters: (thread, namespace, channel, version) per pair, then
+        (thread, namespace, checkpoint id).
+        """
+        statement = self._values_of.get(pairs)
         if statement is None:
-            statement = self._blobs_for[pairs] = " UNION ALL ".join([self._blob_select] * pairs)
+            statement = self._values_of[pairs] = " UNION ALL ".join(
+                [*[self._blob_select] * pairs, self._writes_select]
+            )
         return statement
+
+    def many(self, statement: str, rows: int) -> str:
+        """``statement`` (an ``INSERT … VALUES (%s, …) …``) inserting ``rows`` rows at once."""
+        key = (statement, rows)
+        many = self._many.get(key)
+        if many is None:
+            head, _, tail = statement.partition(" VALUES (")
+            marks, _, rest = tail.partition(") ")
+            many = self._many[key] = f"{head} VALUES {', '.join([f'({marks})'] * rows)} {rest}"
+        return many
+
+    def put(self, blobs: int) -> str:
+        """``put`` as one PostgreSQL statement: the blobs in a data-modifying CTE.
+
+        Parameters: the ``blobs`` blob rows, then the checkpoint's.
+        """
+        if not blobs:
+            return self.upsert_checkpoint
+        return f"WITH blobs AS ({self.many(self.insert_blob, blobs)}) {self.upsert_checkpoint}"
 
     def json(self, value: Mapping[str, Any]) -> Any:
         """``value`` adapted for a JSON column of this backend."""

@@ -469,3 +469,40 @@ class SessionStore(StoreBase):
         # What is left (owned tasks with their events and details, the hold)
         # cascades through the ORM.
         Session.objects.using(using).filter(pk=session_id).delete()
+
+    def create_or_touch(
+        self,
+        cursor: CursorWrapper,
+        kind: str,
+        session_id: str,
+        *,
+        stamp: datetime,
+        owner_id: Any = None,
+    ) -> None:
+        """Insert a session of ``kind`` owned by ``owner_id``, or set its ``updated_at``.
+
+        One race-free statement (the :meth:`upsert` shape): two processes
+        starting one session cannot both insert it, the owner is only set by the
+        insert (a later writer never takes the session over), and an id of
+        another kind raises ``SessionExists``. LangGraph threads use it on
+        every checkpoint that moves the thread (``stores/checkpoints.py``).
+        """
+        statement = _CREATE_OR_TOUCH.get(kind)
+        if statement is None:
+            statement = _CREATE_OR_TOUCH[kind] = (
+                f"{_INSERT} ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at "
+                f"WHERE {sql.SESSION}.kind = '{_check_kind(kind)}'"
+            )
+        adapted = cursor.db.ops.adapt_datetimefield_value(require_aware(stamp, "stamp"))
+        params = sql.row(
+            Session,
+            id=session_id,
+            kind=kind,
+            created_at=adapted,
+            updated_at=adapted,
+            owner_id=_owner_id(owner_id),
+        )
+        self.upsert(cursor, PreparedUpsert(statement, params, session_id, kind))
+
+
+_CREATE_OR_TOUCH: dict[str, str] = {}

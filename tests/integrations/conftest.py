@@ -16,8 +16,8 @@ def _close_worker_thread_connections() -> Iterator[None]:
 
     The OpenAI and Pydantic AI coroutines do their database work on asgiref's
     shared worker thread (sync_to_async, thread-sensitive), and the LangGraph
-    savers on a worker thread of their own; PostgreSQL cannot drop the test
-    database while those connections stay open.
+    savers on a connection they share across threads; PostgreSQL cannot drop
+    the test database while those connections stay open.
     """
     yield
     asyncio.run(sync_to_async(connections.close_all)())

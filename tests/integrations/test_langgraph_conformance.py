@@ -3,7 +3,7 @@
 ``langgraph-checkpoint-conformance`` (a test dependency) is LangGraph's contract
 for checkpointers: put/put_writes/get_tuple/list/delete_thread (base) and
 delete_for_runs/copy_thread/prune (extended). It drives the async methods, so
-this also covers the saver's ``sync_to_async`` bridge. The suite runs on the
+this also covers the saver's async twins (one hop per call). The suite runs on the
 backend the test session uses: ``./scripts/test`` runs it on SQLite and on
 PostgreSQL.
 """

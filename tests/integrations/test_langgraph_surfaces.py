@@ -232,9 +232,10 @@ def test_put_and_get_latest_issue_the_same_indexed_queries_at_10_or_100000_check
         assert latest.checkpoint["channel_values"] == {"a": {"note": "x" * 100}} | {
             "b": {"note": "x" * 100}
         }
-        get_sql = _queries(lambda c=config: saver.get_tuple(c))
-        # The saver runs its writes on its worker thread; the store's put is
-        # what it calls there (after serializing), measured on this thread.
+        # The saver runs its statements on its own shared connection; the
+        # store's get and put are what it calls there (around deserializing
+        # and serializing), measured here on this thread's connection.
+        get_sql = _queries(lambda t=thread_id: CheckpointStore().get(t, ""))
         put_sql = _queries(
             lambda t=thread_id, step=n: CheckpointStore().put(
                 t,
@@ -267,6 +268,7 @@ def test_put_and_get_latest_issue_the_same_indexed_queries_at_10_or_100000_check
                     # An index search, never a table scan or a sort of the history.
                     assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
     assert costs[0] == costs[1]
+    assert len(costs[0][0]) == 2  # the checkpoint, then its blobs and writes
     assert len(costs[0][1]) >= 3  # the session touch, the blob, the checkpoint
     assert Checkpoint.objects.filter(session_id="long").count() == 100_001
     page = list(saver.list(_config("long"), limit=3))
