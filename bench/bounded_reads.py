@@ -52,34 +52,19 @@ def setup_django(url: str) -> None:
 
 def seed(entries: int) -> tuple[str, str]:
     """A user with a token and one session with an ``entries``-long chain: (session, token)."""
-    from datetime import UTC, datetime
-
     from django.contrib.auth import get_user_model
-    from django.db import connection, transaction
+    from django.db import connection
     from rest_framework.authtoken.models import Token
 
+    from agentstore.demo import seeding
     from agentstore.stores import TreeStore
 
     user = get_user_model().objects.create_user("bench", password="bench-pw-123")
     token = Token.objects.create(user=user).key
     sid = TreeStore().create_session("/bench", owner=user).id
-    sql = (
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s) "
-        "INSERT INTO agentstore_entry (session_id, seq, entry_id, parent_id, type, line, "
-        "created_at, role, content, provider, model, custom_type, summary, tool_name, "
-        "tool_status, tool_args_json, token_estimate, model_facing, display, "
-        "compaction_first_kept_entry_id, compaction_tokens_before, branch_from_entry_id, "
-        "operation_id, part_count) "
-        "SELECT %s, n.i, 'e' || CAST(n.i AS TEXT), "
-        "CASE WHEN n.i = 1 THEN NULL ELSE 'e' || CAST(n.i - 1 AS TEXT) END, "
-        "'message', '{}', %s, "
-        "CASE WHEN n.i - 2 * (n.i / 2) = 1 THEN 'user' ELSE 'assistant' END, "
-        "%s, '', '', '', '', '', '', '', 50, %s, %s, '', 0, '', '', 0 FROM n"
-    )
-    stamp = connection.ops.adapt_datetimefield_value(datetime(2026, 1, 1, tzinfo=UTC))
     started = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql, [entries, sid, stamp, CONTENT, True, True])
+    seeding.chain(sid, entries, content=CONTENT, token_estimate=50)
+    with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     print(f"seeded {entries:,} entries in {time.perf_counter() - started:.1f} s")
     return sid, str(token)
