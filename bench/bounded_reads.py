@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.apiclient import free_port, start_server  # noqa: E402
 
 CONTENT = ("Refactor the parser so that the tokenizer and the AST builder share one cursor. " * 3)[
     :200
@@ -68,12 +68,6 @@ def seed(entries: int) -> tuple[str, str]:
         cursor.execute("ANALYZE")
     print(f"seeded {entries:,} entries in {time.perf_counter() - started:.1f} s")
     return sid, str(token)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def worker_pid(master: int) -> int:
@@ -150,39 +144,12 @@ def main() -> None:
     connections.close_all()
 
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0"}
-    if args.arenas:
-        env["MALLOC_ARENA_MAX"] = str(args.arenas)
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "project.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "1",
-            "--worker-class",
-            "gthread",
-            "--threads",
-            str(args.clients),
-            "--timeout",
-            "600",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
+    env = {"MALLOC_ARENA_MAX": str(args.arenas)} if args.arenas else {}
+    server = start_server(
+        "gunicorn", url, port, 1, args.clients, token, env=env, extra=["--timeout", "600"]
     )
     try:
         base = f"http://127.0.0.1:{port}/api/v1/sessions/{sid}"
-        for _ in range(200):
-            try:
-                fetch(base, token)
-                break
-            except OSError:
-                time.sleep(0.1)
         pid = worker_pid(server.pid)
         rss, peak = memory_mb(pid)
         print(f"worker pid {pid}: after start-up RSS {rss:.0f} MB, peak {peak:.0f} MB")
