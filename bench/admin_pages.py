@@ -46,6 +46,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
+
 BIG = 100_000
 CONTENT = ("Refactor the parser so that the tokenizer and the AST builder share one cursor. " * 3)[
     :200
@@ -159,7 +161,9 @@ def report(name: str, times: list[float], raw: list[float] | None) -> None:
     if raw:
         raw_median = statistics.median(raw) * 1000
         ratio = f"   raw sqlite3 {raw_median:7.2f} ms   page/raw {median / raw_median:6.1f}x"
+        common.record(f"admin: {name}", "raw sqlite3", raw_median, role="raw", unit="ms")
     print(f"  {name:<24} median {median:8.2f} ms   p90 {p90:8.2f} ms{ratio}")
+    common.record(f"admin: {name}", "admin page", median, unit="ms")
 
 
 def main() -> None:
@@ -169,6 +173,7 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=BIG, help="entries of the big session")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--skip-raw", action="store_true")
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-admin-")
@@ -266,6 +271,7 @@ def main() -> None:
     report("steps, page 50", timed(get(f"{steps}?page=50"), args.runs), None)
     report("grants", timed(get(f"/admin/agentstore/session/{loop}/grants/"), args.runs), None)
     report("entries changelist", timed(get("/admin/agentstore/entry/"), args.runs), None)
+    common.emit("admin_pages", args)
 
 
 if __name__ == "__main__":

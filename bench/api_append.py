@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
 from bench.apiclient import API, Connection, free_port, percentile, start_server  # noqa: E402
 
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
@@ -77,6 +78,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2, help="threads per gunicorn worker")
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.TemporaryDirectory()
@@ -136,6 +138,11 @@ def main() -> None:
     direct = count / (time.perf_counter() - started)
     print(f"  store    {direct:8.0f} appends/s   (TreeStore.append_message in-process, 1 thread)")
     print(f"  ratio    {rate / direct:8.2f}x  HTTP / in-process store")
+    # No raw sqlite3 here: the reference is the store itself, in-process.
+    workload = f"api: append 200 B message over HTTP, {args.clients} clients"
+    common.record(workload, "TreeStore in-process", direct, role="other")
+    common.record(workload, "HTTP (gunicorn)", rate)
+    common.emit("api_append", args)
     tmp.cleanup()
 
 

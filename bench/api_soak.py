@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
 from bench.apiclient import API, Connection, free_port, percentile, start_server  # noqa: E402
 
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
@@ -232,6 +233,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="server worker processes")
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
     parser.add_argument("--servers", nargs="+", default=["gunicorn", "uvicorn"])
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.TemporaryDirectory()
@@ -259,6 +261,8 @@ def main() -> None:
     )
     raw = raw_sqlite3(args.clients, args.seconds, Path(tmp.name))
     print(f"  raw sqlite3  {raw:8.0f} commits/s ({args.clients} processes, one-row transactions)")
+    workload = f"api: mixed writes over HTTP, {args.clients} client processes"
+    common.record(workload, "raw sqlite3", raw, role="raw")
     for kind in args.servers:
         r = soak(kind, url, args, token)
         print(
@@ -268,6 +272,9 @@ def main() -> None:
         )
         for error in r["errors"][:5]:
             print(f"      {error}")
+        common.record(workload, kind, r["rate"])
+        common.record(f"api: lost writes, {kind}", kind, r["lost"], role="other", unit="writes")
+    common.emit("api_soak", args)
     tmp.cleanup()
 
 

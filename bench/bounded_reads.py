@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
 from bench.apiclient import free_port, start_server  # noqa: E402
 
 CONTENT = ("Refactor the parser so that the tokenizer and the AST builder share one cursor. " * 3)[
@@ -132,6 +133,7 @@ def main() -> None:
         default=0,
         help="set MALLOC_ARENA_MAX for the worker (glibc; 0: leave the default)",
     )
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-bounded-")
@@ -193,8 +195,12 @@ def main() -> None:
             size = max(n for _, n, _ in results)
             rss, peak = memory_mb(pid)
             ratio = ""
+            workload = f"api reads: {name}, {args.clients} at once"
             if rows:
-                ratio = f"  vs raw sqlite3 ({rows} rows) {median / raw_rows(rows):7.1f}x"
+                raw_median = raw_rows(rows)
+                ratio = f"  vs raw sqlite3 ({rows} rows) {median / raw_median:7.1f}x"
+                common.record(workload, "raw sqlite3", raw_median * 1000, role="raw", unit="ms")
+            common.record(workload, "HTTP (gunicorn)", median * 1000, unit="ms")
             print(
                 f"  {name:<24} {statuses} {size / 1024:8.1f} KB  median {median * 1000:8.1f} ms"
                 f"  worst {worst * 1000:8.1f} ms  RSS {rss:6.1f} MB  peak {peak:6.1f} MB{ratio}"
@@ -202,6 +208,10 @@ def main() -> None:
         rss, peak = memory_mb(pid)
         verdict = "under" if peak < 200 else "OVER"
         print(json.dumps({"worker_peak_mb": round(peak, 1), "limit_mb": 200}), verdict)
+        common.record(
+            "api reads: worker peak RSS", "gunicorn worker", peak, role="other", unit="MB"
+        )
+        common.emit("bounded_reads", args, engine_name="sqlite")
     finally:
         server.terminate()
         server.wait(30)

@@ -40,6 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
+
 TOPICS = [f"topic{i}" for i in range(20)]
 
 
@@ -110,6 +112,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--skip-raw", action="store_true")
+    common.add_json_flag(parser)
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-search-")
     url = os.environ.get("DATABASE_URL") or f"sqlite:///{os.path.join(tmp, 'bench.sqlite3')}"
@@ -203,8 +206,11 @@ def main() -> None:
         if raw_fn is not None:
             r50, _ = timed(raw_fn, args.runs)
             print(f"{name:<36} {p50:8.1f} {p90:8.1f} {r50:8.1f} {p50 / max(r50, 1e-6):6.1f}")
+            common.record(f"search: {name}", "raw sqlite3 FTS5", r50, role="raw", unit="ms")
         else:
             print(f"{name:<36} {p50:8.1f} {p90:8.1f} {'-':>8} {'-':>6}")
+        common.record(f"search: {name}", "agentstore", p50, unit="ms")
+    common.emit("search", args)
 
 
 if __name__ == "__main__":
