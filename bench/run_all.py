@@ -5,6 +5,8 @@
     .venv/bin/python -m bench.run_all --postgres postgres://postgres@db:5432/agentstore_bench
     .venv/bin/python -m bench.run_all --quick              # a smoke run: tiny sizes, seconds each
     .venv/bin/python -m bench.run_all --only tree_append loop_steps --json
+    .venv/bin/python -m bench.run_all --save run.jsonl     # keep each result as it comes
+    .venv/bin/python -m bench.run_all --from run.jsonl     # the table of a saved run
 
 Each benchmark runs as its own subprocess through its command line with ``--json``
 (``bench/common.py``), at the sizes in :data:`PLAN` — at least 10,000 operations of
@@ -192,6 +194,7 @@ def run(bench: Bench, quick: bool, postgres: str, timeout: float | None) -> dict
         }
     document["seconds"] = round(seconds, 1)
     document["engine"] = engine
+    print(f"[run_all] {bench.name} on {engine}: {seconds:.0f} s", file=sys.stderr, flush=True)
     return document
 
 
@@ -343,16 +346,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", nargs="+", default=[], metavar="BENCH")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per benchmark")
     parser.add_argument("--json", action="store_true", help="print every document as JSON too")
+    parser.add_argument(
+        "--save", metavar="PATH", help="append each benchmark's document to PATH (JSON lines)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="load",
+        metavar="PATH",
+        help="print the table of saved documents; run nothing",
+    )
     args = parser.parse_args(argv)
 
-    benches = select(args.only, args.skip)
     before = common.machine()
     started = time.monotonic()
-    documents = [run(b, args.quick, "", args.timeout) for b in benches]
-    if args.postgres:
-        documents += [
-            run(b, args.quick, args.postgres, args.timeout) for b in benches if b.postgres
-        ]
+    if args.load:
+        lines = Path(args.load).read_text().splitlines()
+        documents = [json.loads(line) for line in lines if line.strip()]
+    else:
+        benches = select(args.only, args.skip)
+        plan = [(b, "") for b in benches]
+        if args.postgres:
+            plan += [(b, args.postgres) for b in benches if b.postgres]
+        documents = []
+        for bench, postgres in plan:
+            document = run(bench, args.quick, postgres, args.timeout)
+            documents.append(document)
+            if args.save:  # as it goes: a long run stopped midway keeps what it measured
+                with open(args.save, "a") as out:
+                    out.write(json.dumps(document) + "\n")
     after = common.machine()
     versions = {}
     for doc in documents:
