@@ -224,7 +224,7 @@ def _generated(
     """
     connection = connections[using]
     names = sql.column_names(model)
-    given = {name: None for name in computed} | dict(values)
+    given = dict.fromkeys(computed) | dict(values)
     defaults = sql.row(model, **given)
     select: list[str] = []
     params: list[Any] = [count]
