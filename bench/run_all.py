@@ -7,6 +7,7 @@
     .venv/bin/python -m bench.run_all --only tree_append loop_steps --json
     .venv/bin/python -m bench.run_all --save run.jsonl     # keep each result as it comes
     .venv/bin/python -m bench.run_all --from run.jsonl     # the table of a saved run
+    .venv/bin/python -m bench.run_all --postgres-only --save run.jsonl   # PostgreSQL later, same table
 
 Each benchmark runs as its own subprocess through its command line with ``--json``
 (``bench/common.py``), at the sizes in :data:`PLAN` — at least 10,000 operations of
@@ -342,6 +343,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="URL",
         help=f"also run on PostgreSQL (default URL: {DEFAULT_POSTGRES}; dropped and re-created)",
     )
+    parser.add_argument(
+        "--postgres-only",
+        action="store_true",
+        help="no SQLite pass: its raw figures come from the earlier runs in --save PATH",
+    )
     parser.add_argument("--only", nargs="+", default=[], metavar="BENCH")
     parser.add_argument("--skip", nargs="+", default=[], metavar="BENCH")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per benchmark")
@@ -356,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         help="print the table of saved documents; run nothing",
     )
     args = parser.parse_args(argv)
+    if args.postgres_only and not args.postgres:
+        args.postgres = DEFAULT_POSTGRES
 
     before = common.machine()
     started = time.monotonic()
@@ -364,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         documents = [json.loads(line) for line in lines if line.strip()]
     else:
         benches = select(args.only, args.skip)
-        plan = [(b, "") for b in benches]
+        plan = [] if args.postgres_only else [(b, "") for b in benches]
         if args.postgres:
             plan += [(b, args.postgres) for b in benches if b.postgres]
         documents = []
@@ -374,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.save:  # as it goes: a long run stopped midway keeps what it measured
                 with open(args.save, "a") as out:
                     out.write(json.dumps(document) + "\n")
+        if args.save:  # the table of everything saved there, earlier runs included
+            lines = Path(args.save).read_text().splitlines()
+            documents = [json.loads(line) for line in lines if line.strip()]
     after = common.machine()
     versions = {}
     for doc in documents:
