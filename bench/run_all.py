@@ -7,7 +7,7 @@
     .venv/bin/python -m bench.run_all --only tree_append loop_steps --json
     .venv/bin/python -m bench.run_all --save run.jsonl     # keep each result as it comes
     .venv/bin/python -m bench.run_all --from run.jsonl     # the table of a saved run
-    .venv/bin/python -m bench.run_all --postgres-only --save run.jsonl   # PostgreSQL later, same table
+    .venv/bin/python -m bench.run_all --postgres-only --save run.jsonl   # PostgreSQL later
 
 Each benchmark runs as its own subprocess through its command line with ``--json``
 (``bench/common.py``), at the sizes in :data:`PLAN` — at least 10,000 operations of
