@@ -389,11 +389,19 @@ def main(argv: list[str] | None = None) -> int:
     versions = {}
     for doc in documents:
         versions.update({k: v for k, v in doc.get("machine", {}).items() if k != "load_average"})
+    loads = [d["machine"]["load_average"][0] for d in documents if "machine" in d]
+    during = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "-"
+    if args.load:
+        when = f"saved run {args.load}"
+    else:
+        when = (
+            f"{'quick' if args.quick else 'documented sizes'}, "
+            f"{time.monotonic() - started:.0f} s, load average before "
+            f"{' '.join(map(str, before['load_average']))}, after "
+            f"{' '.join(map(str, after['load_average']))}"
+        )
     print(
-        f"bench/run_all ({'quick' if args.quick else 'documented sizes'}), "
-        f"{time.monotonic() - started:.0f} s; load average before "
-        f"{' '.join(map(str, before['load_average']))}, after "
-        f"{' '.join(map(str, after['load_average']))}; "
+        f"bench/run_all ({when}); 1-minute load average during the benchmarks {during}; "
         + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
     )
     print()
