@@ -224,7 +224,7 @@ def _generated(
     """
     connection = connections[using]
     names = sql.column_names(model)
-    given = dict.fromkeys(computed) | dict(values)
+    given: dict[str, Any] = {**dict.fromkeys(computed), **values}
     defaults = sql.row(model, **given)
     select: list[str] = []
     params: list[Any] = [count]
