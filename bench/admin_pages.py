@@ -38,13 +38,15 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
 
 BIG = 100_000
 CONTENT = ("Refactor the parser so that the tokenizer and the AST builder share one cursor. " * 3)[
@@ -67,46 +69,25 @@ def setup_django(url: str) -> None:
 
 
 def seed(total_entries: int, sessions: int, big_size: int) -> str:
-    """Insert the sessions and entries in bulk; return the big session's id."""
-    from django.db import connection, transaction
+    """Insert the sessions and entries in bulk (agentstore.demo.seeding); the big session's id."""
+    from django.db import connection
 
+    from agentstore.demo import seeding
     from agentstore.ids import new_id
-    from agentstore.models import Session
 
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    ids = [new_id() for _ in range(sessions)]
-    Session.objects.bulk_create(
-        [
-            Session(
-                id=sid,
-                kind="tree",
-                cwd=f"/repo/{i % 50}",
-                name=f"session {i}",
-                created_at=start + timedelta(minutes=i),
-                updated_at=start + timedelta(minutes=i, seconds=30),
-            )
-            for i, sid in enumerate(ids)
-        ],
-        batch_size=500,
+    ids = seeding.sessions(
+        sessions, cwd=lambda i: f"/repo/{i % 50}", name=lambda i: f"session {i}", start=start
     )
     big = ids[-1]
     per_session = max(1, (total_entries - big_size) // (sessions - 1))
-    adapt = connection.ops.adapt_datetimefield_value
-    columns = (
-        "session_id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, "
-        "model, custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
-        "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
-        "branch_from_entry_id, operation_id, part_count"
-    )
-    sql = f"INSERT INTO agentstore_entry ({columns}) VALUES ({', '.join(['%s'] * 24)})"
 
-    def rows_of(sid: str, count: int, shaped: bool) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = []
+    def rows_of(count: int, shaped: bool) -> Iterator[dict[str, Any]]:
         entry_ids: list[str] = []
         parent: str | None = None
         for seq in range(1, count + 1):
             entry_id = new_id()
-            kind, role, summary, first_kept, line = "message", "", "", "", "{}"
+            kind, summary, first_kept, line = "message", "", "", "{}"
             role = "user" if seq % 2 else "assistant"
             this_parent = parent
             if shaped and seq % 500 == 0 and len(entry_ids) > 3:
@@ -117,56 +98,34 @@ def seed(total_entries: int, sessions: int, big_size: int) -> str:
             if shaped and seq % 777 == 0:
                 kind, role = "label", ""
                 line = f'{{"target_id": "{entry_ids[-1]}", "label": "checkpoint {seq}"}}'
-            stamp = adapt(start + timedelta(seconds=seq))
-            rows.append(
-                (
-                    sid,
-                    seq,
-                    entry_id,
-                    this_parent,
-                    kind,
-                    line,
-                    stamp,
-                    role,
-                    CONTENT if role else "",
-                    "anthropic" if role == "assistant" else "",
-                    "claude" if role == "assistant" else "",
-                    "",
-                    summary,
-                    "",
-                    "",
-                    "",
-                    50,
-                    bool(role),
-                    kind == "message",
-                    first_kept,
-                    9000 if kind == "compaction" else 0,
-                    "",
-                    new_id() if kind == "compaction" else "",
-                    0,
-                )
-            )
+            yield {
+                "seq": seq,
+                "entry_id": entry_id,
+                "parent_id": this_parent,
+                "type": kind,
+                "line": line,
+                "created_at": start + timedelta(seconds=seq),
+                "role": role,
+                "content": CONTENT if role else "",
+                "provider": "anthropic" if role == "assistant" else "",
+                "model": "claude" if role == "assistant" else "",
+                "summary": summary,
+                "token_estimate": 50,
+                "model_facing": bool(role),
+                "display": kind == "message",
+                "compaction_first_kept_entry_id": first_kept,
+                "compaction_tokens_before": 9000 if kind == "compaction" else 0,
+                "operation_id": new_id() if kind == "compaction" else "",
+            }
             entry_ids.append(entry_id)
             parent = entry_id
-        return rows
 
     started = time.perf_counter()
-    batch: list[tuple[Any, ...]] = []
     for sid in ids[:-1]:
-        batch += rows_of(sid, per_session, False)
-        if len(batch) >= 50_000:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.executemany(sql, batch)
-            batch = []
-    batch += rows_of(big, big_size, True)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(sql, batch)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+        seeding.entries(sid, rows_of(per_session, False))
+    seeding.entries(big, rows_of(big_size, True))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
     total = per_session * (sessions - 1) + big_size
     print(f"seeded {sessions} sessions, {total:,} entries in {time.perf_counter() - started:.1f} s")
     return big
@@ -174,20 +133,13 @@ def seed(total_entries: int, sessions: int, big_size: int) -> str:
 
 def seed_steps(count: int) -> str:
     """One loop session with ``count`` steps (set based); return its id."""
-    from django.db import connection, transaction
-
+    from agentstore.demo import seeding
     from agentstore.stores import SessionStore
 
     sid = SessionStore().create("loop", model="m", system_prompt="p", cwd="/loop").id
-    stamp = connection.ops.adapt_datetimefield_value(datetime(2026, 1, 1, tzinfo=UTC))
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s) "
-            "INSERT INTO agentstore_step (session_id, step_index, step_type, content, "
-            "tool_args, duration_ms, prompt_tokens, completion_tokens, created_at) "
-            "SELECT %s, n.i, 'assistant', %s, NULL, 5, 10, 20, %s FROM n",
-            [count, sid, CONTENT, stamp],
-        )
+    seeding.steps(
+        sid, count, content=CONTENT, duration_ms=5, prompt_tokens=10, completion_tokens=20
+    )
     return sid
 
 
@@ -209,7 +161,9 @@ def report(name: str, times: list[float], raw: list[float] | None) -> None:
     if raw:
         raw_median = statistics.median(raw) * 1000
         ratio = f"   raw sqlite3 {raw_median:7.2f} ms   page/raw {median / raw_median:6.1f}x"
+        common.record(f"admin: {name}", "raw sqlite3", raw_median, role="raw", unit="ms")
     print(f"  {name:<24} median {median:8.2f} ms   p90 {p90:8.2f} ms{ratio}")
+    common.record(f"admin: {name}", "admin page", median, unit="ms")
 
 
 def main() -> None:
@@ -219,6 +173,7 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=BIG, help="entries of the big session")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--skip-raw", action="store_true")
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-admin-")
@@ -316,6 +271,7 @@ def main() -> None:
     report("steps, page 50", timed(get(f"{steps}?page=50"), args.runs), None)
     report("grants", timed(get(f"/admin/agentstore/session/{loop}/grants/"), args.runs), None)
     report("entries changelist", timed(get("/admin/agentstore/entry/"), args.runs), None)
+    common.emit("admin_pages", args)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agentstore.formats import agentsession  # noqa: E402
+from bench import common  # noqa: E402
 
 
 def body(i: int, floats: bool) -> dict[str, Any]:
@@ -92,6 +93,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--floats", action="store_true")
+    common.add_json_flag(parser)
     args = parser.parse_args()
     n = args.entries
     best_ours = min((ours(n, args.floats) for _ in range(args.rounds)), key=sum)
@@ -101,6 +103,10 @@ def main() -> None:
             f"{label:12} ours {n / best_ours[i]:9.0f}/s   raw json+hashlib {n / best_raw[i]:9.0f}/s"
             f"   ratio {best_raw[i] / best_ours[i]:.2f}x"
         )
+        workload = f"format: {label} {n:,} entries in memory" + (", floats" if args.floats else "")
+        common.record(workload, "json+hashlib", n / best_raw[i], role="raw")
+        common.record(workload, "agentsession format", n / best_ours[i])
+    common.emit("agentsession_format", args, engine_name="none")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,7 @@ and owner scoping cost on top of the store. Never asserted.
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
+from bench.apiclient import API, Connection, free_port, percentile, start_server  # noqa: E402
 
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
 
@@ -47,51 +46,6 @@ def setup_django(url: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def percentile(ordered: list[float], fraction: float) -> float:
-    return ordered[max(0, int(len(ordered) * fraction) - 1)] * 1000
-
-
-def start_server(url: str, port: int, workers: int, threads: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "project.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--worker-class",
-            "gthread",
-            "--threads",
-            str(threads),
-            "--keep-alive",
-            "30",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("gunicorn did not start")
-
-
 class Client(threading.Thread):
     def __init__(self, port: int, token: str, session_id: str, stop_at: float) -> None:
         super().__init__(daemon=True)
@@ -100,28 +54,22 @@ class Client(threading.Thread):
         self.errors: list[str] = []
 
     def run(self) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        headers = {"Authorization": f"Token {self.token}", "Content-Type": "application/json"}
-        path = f"/api/v1/sessions/{self.session_id}/append/message"
+        api = Connection(self.port, self.token, timeout=30)
+        path = f"{API}/sessions/{self.session_id}/append/message"
         parent = None
         while time.monotonic() < self.stop_at:
-            body = json.dumps({"parent_id": parent, "message": {"role": "user", "content": TEXT}})
+            body = {"parent_id": parent, "message": {"role": "user", "content": TEXT}}
             start = time.perf_counter()
-            try:
-                conn.request("POST", path, body=body, headers=headers)
-                response = conn.getresponse()
-                data = response.read()
-            except (OSError, http.client.HTTPException) as exc:
-                self.errors.append(repr(exc))
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            status, data = api.call("POST", path, body)
+            if status == 0:  # the connection broke (and was reopened)
+                self.errors.append(str(data))
                 continue
             self.latencies.append(time.perf_counter() - start)
-            if response.status != 201:
-                self.errors.append(f"{response.status}: {data[:200]!r}")
+            if status != 201:
+                self.errors.append(f"{status}: {str(data)[:200]}")
                 continue
-            parent = json.loads(data)["id"]
-        conn.close()
+            parent = data["id"]
+        api.close()
 
 
 def main() -> None:
@@ -130,6 +78,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2, help="threads per gunicorn worker")
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.TemporaryDirectory()
@@ -147,7 +96,7 @@ def main() -> None:
     sessions = [store.create_session("/bench", owner=user).id for _ in range(args.clients)]
 
     port = free_port()
-    server = start_server(url, port, args.workers, args.threads)
+    server = start_server("gunicorn", url, port, args.workers, args.threads, token)
     try:
         # Warm up: the first request of each worker imports and connects.
         warm = Client(port, token, sessions[0], time.monotonic() + 1.0)
@@ -189,6 +138,11 @@ def main() -> None:
     direct = count / (time.perf_counter() - started)
     print(f"  store    {direct:8.0f} appends/s   (TreeStore.append_message in-process, 1 thread)")
     print(f"  ratio    {rate / direct:8.2f}x  HTTP / in-process store")
+    # No raw sqlite3 here: the reference is the store itself, in-process.
+    workload = f"api: append 200 B message over HTTP, {args.clients} clients"
+    common.record(workload, "TreeStore in-process", direct, role="other")
+    common.record(workload, "HTTP (gunicorn)", rate)
+    common.emit("api_append", args)
     tmp.cleanup()
 
 

@@ -27,13 +27,10 @@ asserted; the machine is shared, so read the figures as orders of magnitude.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import multiprocessing
 import os
-import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,104 +41,10 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
+from bench.apiclient import API, Connection, free_port, percentile, start_server  # noqa: E402
+
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
-API = "/api/v1"
-
-
-# -- servers ------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def server_command(kind: str, port: int, workers: int, threads: int) -> list[str]:
-    if kind == "gunicorn":
-        return [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "project.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--worker-class",
-            "gthread",
-            "--threads",
-            str(threads),
-            "--keep-alive",
-            "30",
-            "--log-level",
-            "warning",
-        ]
-    return [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "project.asgi:application",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--log-level",
-        "warning",
-        "--no-access-log",
-    ]
-
-
-def start_server(
-    kind: str, url: str, port: int, workers: int, threads: int, token: str
-) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0"}
-    proc = subprocess.Popen(server_command(kind, port, workers, threads), cwd=ROOT, env=env)
-    # Ready when an authenticated read answers 200 (every import done, DB reachable).
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", f"{API}/sessions", headers={"Authorization": f"Token {token}"})
-            if conn.getresponse().status == 200:
-                conn.close()
-                return proc
-        except (OSError, http.client.HTTPException):
-            pass
-        if proc.poll() is not None:
-            raise SystemExit(f"{kind} exited with {proc.returncode}")
-        time.sleep(0.2)
-    proc.kill()
-    raise SystemExit(f"{kind} did not start")
-
-
-# -- clients ------------------------------------------------------------------------------
-
-
-class Connection:
-    """One keep-alive connection that reconnects after a failure."""
-
-    def __init__(self, port: int, token: str) -> None:
-        self.port = port
-        self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        payload = None if body is None else json.dumps(body)
-        try:
-            self.conn.request(method, path, body=payload, headers=self.headers)
-            response = self.conn.getresponse()
-            data = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            self.conn.close()
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-            return 0, repr(exc)
-        try:
-            return response.status, json.loads(data) if data else None
-        except ValueError:
-            return response.status, data[:200]
 
 
 def client(number: int, port: int, token: str, seconds: float, barrier: Any, results: Any) -> None:
@@ -285,10 +188,6 @@ def raw_sqlite3(clients: int, seconds: float, tmp: Path) -> float:
 # -- main ---------------------------------------------------------------------------------
 
 
-def percentile(ordered: list[float], fraction: float) -> float:
-    return ordered[max(0, int(len(ordered) * fraction) - 1)] * 1000 if ordered else 0.0
-
-
 def soak(kind: str, url: str, args: argparse.Namespace, token: str) -> dict[str, Any]:
     port = free_port()
     server = start_server(kind, url, port, args.workers, args.threads, token)
@@ -334,6 +233,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="server worker processes")
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
     parser.add_argument("--servers", nargs="+", default=["gunicorn", "uvicorn"])
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.TemporaryDirectory()
@@ -361,6 +261,8 @@ def main() -> None:
     )
     raw = raw_sqlite3(args.clients, args.seconds, Path(tmp.name))
     print(f"  raw sqlite3  {raw:8.0f} commits/s ({args.clients} processes, one-row transactions)")
+    workload = f"api: mixed writes over HTTP, {args.clients} client processes"
+    common.record(workload, "raw sqlite3", raw, role="raw")
     for kind in args.servers:
         r = soak(kind, url, args, token)
         print(
@@ -370,6 +272,9 @@ def main() -> None:
         )
         for error in r["errors"][:5]:
             print(f"      {error}")
+        common.record(workload, kind, r["rate"])
+        common.record(f"api: lost writes, {kind}", kind, r["lost"], role="other", unit="writes")
+    common.emit("api_soak", args)
     tmp.cleanup()
 
 

@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
+from bench.apiclient import free_port, start_server  # noqa: E402
 
 CONTENT = ("Refactor the parser so that the tokenizer and the AST builder share one cursor. " * 3)[
     :200
@@ -52,43 +53,22 @@ def setup_django(url: str) -> None:
 
 def seed(entries: int) -> tuple[str, str]:
     """A user with a token and one session with an ``entries``-long chain: (session, token)."""
-    from datetime import UTC, datetime
-
     from django.contrib.auth import get_user_model
-    from django.db import connection, transaction
+    from django.db import connection
     from rest_framework.authtoken.models import Token
 
+    from agentstore.demo import seeding
     from agentstore.stores import TreeStore
 
     user = get_user_model().objects.create_user("bench", password="bench-pw-123")
     token = Token.objects.create(user=user).key
     sid = TreeStore().create_session("/bench", owner=user).id
-    sql = (
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s) "
-        "INSERT INTO agentstore_entry (session_id, seq, entry_id, parent_id, type, line, "
-        "created_at, role, content, provider, model, custom_type, summary, tool_name, "
-        "tool_status, tool_args_json, token_estimate, model_facing, display, "
-        "compaction_first_kept_entry_id, compaction_tokens_before, branch_from_entry_id, "
-        "operation_id, part_count) "
-        "SELECT %s, n.i, 'e' || CAST(n.i AS TEXT), "
-        "CASE WHEN n.i = 1 THEN NULL ELSE 'e' || CAST(n.i - 1 AS TEXT) END, "
-        "'message', '{}', %s, "
-        "CASE WHEN n.i - 2 * (n.i / 2) = 1 THEN 'user' ELSE 'assistant' END, "
-        "%s, '', '', '', '', '', '', '', 50, %s, %s, '', 0, '', '', 0 FROM n"
-    )
-    stamp = connection.ops.adapt_datetimefield_value(datetime(2026, 1, 1, tzinfo=UTC))
     started = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(sql, [entries, sid, stamp, CONTENT, True, True])
+    seeding.chain(sid, entries, content=CONTENT, token_estimate=50)
+    with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     print(f"seeded {entries:,} entries in {time.perf_counter() - started:.1f} s")
     return sid, str(token)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def worker_pid(master: int) -> int:
@@ -153,6 +133,7 @@ def main() -> None:
         default=0,
         help="set MALLOC_ARENA_MAX for the worker (glibc; 0: leave the default)",
     )
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-bounded-")
@@ -165,39 +146,12 @@ def main() -> None:
     connections.close_all()
 
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0"}
-    if args.arenas:
-        env["MALLOC_ARENA_MAX"] = str(args.arenas)
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "project.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "1",
-            "--worker-class",
-            "gthread",
-            "--threads",
-            str(args.clients),
-            "--timeout",
-            "600",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
+    env = {"MALLOC_ARENA_MAX": str(args.arenas)} if args.arenas else {}
+    server = start_server(
+        "gunicorn", url, port, 1, args.clients, token, env=env, extra=["--timeout", "600"]
     )
     try:
         base = f"http://127.0.0.1:{port}/api/v1/sessions/{sid}"
-        for _ in range(200):
-            try:
-                fetch(base, token)
-                break
-            except OSError:
-                time.sleep(0.1)
         pid = worker_pid(server.pid)
         rss, peak = memory_mb(pid)
         print(f"worker pid {pid}: after start-up RSS {rss:.0f} MB, peak {peak:.0f} MB")
@@ -241,8 +195,12 @@ def main() -> None:
             size = max(n for _, n, _ in results)
             rss, peak = memory_mb(pid)
             ratio = ""
+            workload = f"api reads: {name}, {args.clients} at once"
             if rows:
-                ratio = f"  vs raw sqlite3 ({rows} rows) {median / raw_rows(rows):7.1f}x"
+                raw_median = raw_rows(rows)
+                ratio = f"  vs raw sqlite3 ({rows} rows) {median / raw_median:7.1f}x"
+                common.record(workload, "raw sqlite3", raw_median * 1000, role="raw", unit="ms")
+            common.record(workload, "HTTP (gunicorn)", median * 1000, unit="ms")
             print(
                 f"  {name:<24} {statuses} {size / 1024:8.1f} KB  median {median * 1000:8.1f} ms"
                 f"  worst {worst * 1000:8.1f} ms  RSS {rss:6.1f} MB  peak {peak:6.1f} MB{ratio}"
@@ -250,6 +208,10 @@ def main() -> None:
         rss, peak = memory_mb(pid)
         verdict = "under" if peak < 200 else "OVER"
         print(json.dumps({"worker_peak_mb": round(peak, 1), "limit_mb": 200}), verdict)
+        common.record(
+            "api reads: worker peak RSS", "gunicorn worker", peak, role="other", unit="MB"
+        )
+        common.emit("bounded_reads", args, engine_name="sqlite")
     finally:
         server.terminate()
         server.wait(30)

@@ -36,6 +36,8 @@ from typing import Any, TypedDict
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
+
 
 class Count(TypedDict):
     n: int
@@ -143,6 +145,8 @@ def main() -> int:
     parser.add_argument("--invocations", type=int, default=2000)
     parser.add_argument("--reads", type=int, default=500)
     parser.add_argument("--postgres", default="", help="a PostgreSQL URL to also measure")
+    parser.add_argument("--skip-sqlite", action="store_true", help="measure PostgreSQL only")
+    common.add_json_flag(parser)
     parser.add_argument(
         "--half", choices=["sqlite", "postgres"], default="", help=argparse.SUPPRESS
     )
@@ -154,7 +158,7 @@ def main() -> int:
         print(json.dumps(sqlite_half(args)))
         return 0
     # Each half in its own process: Django reads DATABASE_URL once, at setup.
-    halves = ["sqlite"] + (["postgres"] if args.postgres else [])
+    halves = ([] if args.skip_sqlite else ["sqlite"]) + (["postgres"] if args.postgres else [])
     for half in halves:
         done = subprocess.run(
             [sys.executable, __file__, "--half", half, *sys.argv[1:]],
@@ -162,7 +166,17 @@ def main() -> int:
             text=True,
             check=True,
         )
-        report(json.loads(done.stdout.strip().splitlines()[-1]))
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        report(result)
+        peer = "SqliteSaver" if result["backend"] == "sqlite" else "PostgresSaver"
+        for label, key, unit, scale in (
+            ("langgraph: invoke, durability=sync", "invokes_per_s", "ops/s", 1.0),
+            ("langgraph: get_tuple latest, short thread", "get_short_us", "ms", 1e-3),
+            ("langgraph: get_tuple latest, long thread", "get_long_us", "ms", 1e-3),
+        ):
+            common.record(label, "AgentstoreSaver", result["agentstore"][key] * scale, unit=unit)
+            common.record(label, peer, result["langgraph"][key] * scale, role="peer", unit=unit)
+    common.emit("langgraph_saver", args, engine_name="postgresql" if args.skip_sqlite else "")
     return 0
 
 

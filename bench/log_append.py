@@ -40,6 +40,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
+
+APPEND = "log: append 1 KB item, 1 process"
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
 
 
@@ -183,17 +186,21 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=2000)
     parser.add_argument("--follow", type=int, default=30, help="appends followed across processes")
     parser.add_argument("--gap", type=float, default=0.27, help="seconds between followed appends")
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "bench.sqlite3")
-        url = "sqlite:///" + path
+        url = common.database_url(tmp)  # $DATABASE_URL (PostgreSQL): no raw sqlite3 run
         setup_django(url)
         print(f"LogStore appends: {args.appends} × 1 KB item entries, one transaction each")
         latencies, total, rows = bench_store(args.appends)
-        raw_lat, raw_total = bench_raw(path, rows)
-        raw_rate = summarise("raw", raw_lat, raw_total, None)
-        summarise("store", latencies, total, raw_rate)
+        raw_rate = None
+        if common.engine(url) == "sqlite":
+            raw_lat, raw_total = bench_raw(path, rows)
+            raw_rate = summarise("raw", raw_lat, raw_total, None)
+            common.record(APPEND, "raw sqlite3", raw_rate, role="raw")
+        common.record(APPEND, "LogStore", summarise("store", latencies, total, raw_rate))
 
         print(f"Follow latency: {args.follow} appends by another process, {args.gap}s apart")
         delays = bench_follow(url, args.follow, args.gap)
@@ -202,6 +209,10 @@ def main() -> None:
             f"  median {statistics.median(ms):6.1f} ms   p90 {ms[int(len(ms) * 0.9) - 1]:6.1f} ms"
             f"   max {ms[-1]:6.1f} ms"
         )
+        common.record(
+            "log: follow latency, another process", "LogStore", statistics.median(ms), unit="ms"
+        )
+    common.emit("log_append", args)
 
 
 if __name__ == "__main__":

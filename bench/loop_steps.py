@@ -41,6 +41,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
+
 CONTENT = "x" * 1024
 TOOL_ARGS = b'{"code":"console.log(1)","retain_from_step":3}'
 
@@ -84,8 +88,11 @@ LAST_50 = (
 def bench(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp).resolve() / "bench.sqlite3")
+        # $DATABASE_URL (PostgreSQL): the stores only, against the SQLite raw
+        # figures of the same bench/run_all.py run.
+        postgres = common.engine(os.environ.get("DATABASE_URL", "")) == "postgresql"
         os.environ.update(
-            DATABASE_URL=f"sqlite:///{path}",
+            DATABASE_URL=os.environ["DATABASE_URL"] if postgres else f"sqlite:///{path}",
             DJANGO_SETTINGS_MODULE="project.settings",
             DJANGO_DEBUG="0",  # no query log
         )
@@ -103,6 +110,8 @@ def bench(args: argparse.Namespace) -> None:
         from agentstore.types import RunStep
 
         raw = open_raw(path)
+        if postgres:  # an empty SQLite file: raw_params below reads no columns
+            raw.execute("CREATE TABLE agentstore_session (id TEXT PRIMARY KEY, kind TEXT)")
         upsert_sql = raw_session_upsert(raw)
         store = LoopStore()
 
@@ -173,6 +182,8 @@ def bench(args: argparse.Namespace) -> None:
             "store": store_append,
             "orm": orm_append,
         }
+        if postgres:
+            del strategies["raw"]
         elapsed = dict.fromkeys(strategies, 0.0)
         rounds = max(1, args.rounds)
         per_round = max(1, args.appends // rounds)
@@ -187,17 +198,29 @@ def bench(args: argparse.Namespace) -> None:
 
         # The long session: written in one raw transaction (setup, not measured).
         stamp = _stamp()
-        raw.execute("BEGIN IMMEDIATE")
-        raw.execute(upsert_sql, raw_params("history", stamp))
-        raw.executemany(
-            INSERT_STEP,
-            (
-                ("history", i % 50, "response", CONTENT, TOOL_ARGS, 5, 10, 2, stamp)
-                for i in range(args.history)
-            ),
-        )
-        raw.execute("COMMIT")
-        assert [s.step_index for s in store.last_n("history", 50)][-1] == (args.history - 1) % 50
+        if postgres:
+            from agentstore.demo import seeding
+            from agentstore.stores import SessionStore
+
+            SessionStore().create("loop", session_id="history")
+            seeding.steps(
+                "history", args.history, content=CONTENT, step_type="response",
+                tool_args=TOOL_ARGS, duration_ms=5, prompt_tokens=10, completion_tokens=2,
+            )  # fmt: skip
+        else:
+            raw.execute("BEGIN IMMEDIATE")
+            raw.execute(upsert_sql, raw_params("history", stamp))
+            raw.executemany(
+                INSERT_STEP,
+                (
+                    ("history", i % 50, "response", CONTENT, TOOL_ARGS, 5, 10, 2, stamp)
+                    for i in range(args.history)
+                ),
+            )
+            raw.execute("COMMIT")
+            assert [s.step_index for s in store.last_n("history", 50)][-1] == (
+                args.history - 1
+            ) % 50
 
         def raw_last_50() -> None:
             rows = raw.execute(LAST_50, ("history", 50)).fetchall()
@@ -207,34 +230,57 @@ def bench(args: argparse.Namespace) -> None:
             store.last_n("history", 50)
 
         samples: dict[str, list[float]] = {"raw": [], "store": []}
+        if postgres:
+            del samples["raw"]
         for _ in range(args.reads):
             for name, fn in (("raw", raw_last_50), ("store", store_last_50)):
+                if name not in samples:
+                    continue
                 t0 = time.perf_counter()
                 fn()
                 samples[name].append(time.perf_counter() - t0)
         medians = {name: statistics.median(values) * 1e6 for name, values in samples.items()}
         raw.close()
 
+    raw_rate, raw_median = rates.get("raw", float("nan")), medians.get("raw", float("nan"))
     print(f"appends of 1 KB steps ({total} per strategy, {rounds} interleaved rounds)")
     for name, rate in rates.items():
-        print(f"  {name:>6} {rate:>9.0f} appends/s   {rate / rates['raw']:.2f}x raw")
+        print(f"  {name:>6} {rate:>9.0f} appends/s   {rate / raw_rate:.2f}x raw")
+        common.record(APPEND, WHO[name], rate, role=ROLE[name])
     print(f"last_n(50) on a {args.history}-step session (median of {args.reads})")
     for name, median in medians.items():
-        print(f"  {name:>6} {median:>9.1f} us         {median / medians['raw']:.2f}x raw latency")
+        print(f"  {name:>6} {median:>9.1f} us         {median / raw_median:.2f}x raw latency")
+        common.record(last_50(args), WHO[name], median / 1000, role=ROLE[name], unit="ms")
 
     if args.oai_python:
         oai = run_oai(args)
         if oai is None:
+            common.emit("loop_steps", args)
             return
         print("OpenAI Agents SDK SQLiteSession (separate file, same machine, same run)")
         print(
             f"  {'oai':>6} {oai['appends_per_s']:>9.0f} appends/s   "
-            f"{oai['appends_per_s'] / rates['raw']:.2f}x raw"
+            f"{oai['appends_per_s'] / raw_rate:.2f}x raw"
         )
         print(
             f"  {'oai':>6} {oai['last50_median_us']:>9.1f} us         "
-            f"{oai['last50_median_us'] / medians['raw']:.2f}x raw latency"
+            f"{oai['last50_median_us'] / raw_median:.2f}x raw latency"
         )
+        common.record(APPEND, "OpenAI SQLiteSession", oai["appends_per_s"], role="peer")
+        common.record(
+            last_50(args), "OpenAI SQLiteSession", oai["last50_median_us"] / 1000,
+            role="peer", unit="ms",
+        )  # fmt: skip
+    common.emit("loop_steps", args)
+
+
+APPEND = "loop: append 1 KB step, 1 process"
+WHO = {"raw": "raw sqlite3", "store": "LoopStore", "orm": "naive ORM"}
+ROLE = {"raw": "raw", "orm": "other", "store": "agentstore"}
+
+
+def last_50(args: argparse.Namespace) -> str:
+    return f"loop: last 50 of {args.history:,} steps"
 
 
 def run_oai(args: argparse.Namespace) -> dict[str, float] | None:
@@ -300,6 +346,7 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=500, help="(default: %(default)r)")
     parser.add_argument("--oai-python", default="", help="python with openai-agents installed")
     parser.add_argument("--oai-worker", action="store_true", help=argparse.SUPPRESS)
+    common.add_json_flag(parser)
     args = parser.parse_args()
     if args.oai_worker:
         oai_worker(args)

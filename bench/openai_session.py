@@ -47,6 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
 
 INSERT = "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)"
 
@@ -222,9 +223,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--ops", type=int, default=1000)
+    common.add_json_flag(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        setup_django(f"sqlite:///{tmp}/agentstore.sqlite3")
+        # $DATABASE_URL (PostgreSQL): AgentStoreSession there, the SQLite contenders as ever.
+        setup_django(common.database_url(tmp, "agentstore.sqlite3"))
         print(
             f"{args.items} items in the conversation, {args.ops} operations each, "
             f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
@@ -251,6 +254,17 @@ def main() -> None:
         f"first get_items {ours['cold_get'] * 1000:.0f} ms, "
         f"first add_items {ours['cold_add'] * 1000:.0f} ms"
     )
+    add, get = "openai: add_items of 1 item", f"openai: get_items(limit=50) of {args.items:,}"
+    for who, role, result in (
+        ("raw sqlite3", "raw", raw),
+        ("OpenAI SQLiteSession", "peer", sdk),
+        ("AgentStoreSession", "agentstore", ours),
+    ):
+        common.record(add, who, result["add"][0], role=role)
+        common.record(get, who, result["get"][1], role=role, unit="ms")
+    cold = f"openai: first get_items of a fresh session, {args.items:,} items"
+    common.record(cold, "AgentStoreSession", ours["cold_get"] * 1000, unit="ms")
+    common.emit("openai_session", args)
 
 
 if __name__ == "__main__":

@@ -32,13 +32,15 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
 
 TOPICS = [f"topic{i}" for i in range(20)]
 
@@ -58,86 +60,38 @@ def setup_django(url: str) -> None:
 
 
 def seed(total: int, sessions: int) -> None:
-    from django.db import connection, transaction
-
+    """Sessions and their entries in bulk, through the shared helper (agentstore.demo.seeding)."""
+    from agentstore.demo import seeding
     from agentstore.ids import new_id
-    from agentstore.models import Session
 
     rng = random.Random(7)
     vocabulary = [f"w{i:04d}" for i in range(5000)]
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    ids = [new_id() for _ in range(sessions)]
-    Session.objects.bulk_create(
-        [
-            Session(
-                id=sid,
-                kind="tree",
-                cwd="/repo",
-                name=f"session {i} " + rng.choice(TOPICS),
-                created_at=start,
-                updated_at=start + timedelta(seconds=i),
-            )
-            for i, sid in enumerate(ids)
-        ],
-        batch_size=500,
+    ids = seeding.sessions(
+        sessions, cwd="/repo", name=lambda i: f"session {i} " + rng.choice(TOPICS), start=start
     )
     rare = set(rng.sample(range(total), 20))
-    adapt = connection.ops.adapt_datetimefield_value
-    columns = (
-        "session_id, seq, entry_id, parent_id, type, line, created_at, role, content, provider, "
-        "model, custom_type, summary, tool_name, tool_status, tool_args_json, token_estimate, "
-        "model_facing, display, compaction_first_kept_entry_id, compaction_tokens_before, "
-        "branch_from_entry_id, operation_id, part_count"
-    )
-    sql = f"INSERT INTO agentstore_entry ({columns}) VALUES ({', '.join(['%s'] * 24)})"
     per = total // sessions
-    stamp = adapt(start)
-    batch: list[tuple[Any, ...]] = []
-    n = 0
-    for sid in ids:
-        parent = None
+    counter = iter(range(total))
+
+    def rows() -> Iterator[dict[str, Any]]:
         for seq in range(1, per + 1):
             words = rng.choices(vocabulary, k=10) + [rng.choice(TOPICS)]
-            if n in rare:
+            if next(counter) in rare:
                 words.append("zanzibar")
-            entry_id = new_id()
-            batch.append(
-                (
-                    sid,
-                    seq,
-                    entry_id,
-                    parent,
-                    "message",
-                    "{}",
-                    stamp,
-                    "user",
-                    " ".join(words),
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    10,
-                    True,
-                    True,
-                    "",
-                    0,
-                    "",
-                    "",
-                    0,
-                )
-            )
-            parent = entry_id
-            n += 1
-            if len(batch) >= 10_000:
-                with transaction.atomic(), connection.cursor() as cursor:
-                    cursor.executemany(sql, batch)
-                batch = []
-    if batch:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.executemany(sql, batch)
+            yield {
+                "seq": seq,
+                "entry_id": new_id(),
+                "type": "message",
+                "created_at": start,
+                "role": "user",
+                "content": " ".join(words),
+                "token_estimate": 10,
+                "model_facing": True,
+            }
+
+    for sid in ids:
+        seeding.entries(sid, rows())
 
 
 def timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
@@ -158,6 +112,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--skip-raw", action="store_true")
+    common.add_json_flag(parser)
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-search-")
     url = os.environ.get("DATABASE_URL") or f"sqlite:///{os.path.join(tmp, 'bench.sqlite3')}"
@@ -251,8 +206,11 @@ def main() -> None:
         if raw_fn is not None:
             r50, _ = timed(raw_fn, args.runs)
             print(f"{name:<36} {p50:8.1f} {p90:8.1f} {r50:8.1f} {p50 / max(r50, 1e-6):6.1f}")
+            common.record(f"search: {name}", "raw sqlite3 FTS5", r50, role="raw", unit="ms")
         else:
             print(f"{name:<36} {p50:8.1f} {p90:8.1f} {'-':>8} {'-':>6}")
+        common.record(f"search: {name}", "agentstore", p50, unit="ms")
+    common.emit("search", args)
 
 
 if __name__ == "__main__":

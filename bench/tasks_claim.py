@@ -40,6 +40,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
+
 KIND = "bench"
 
 
@@ -440,6 +444,7 @@ def main() -> int:
     parser.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--start-file", default="", help=argparse.SUPPRESS)
     parser.add_argument("--path", default="", help=argparse.SUPPRESS)
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     if args.role == "seed":
@@ -491,6 +496,12 @@ def main() -> int:
                 print(f"    {label} errors: {sorted(set(result['errors']))[:3]}")
         if theirs and (theirs["errors"] or set(theirs["states"]) != {"SUCCESSFUL"}):
             print(f"    dtdb: {theirs['states']} errors {sorted(set(theirs['errors']))[:3]}")
+        cycle = f"tasks: claim -> 2 events -> finish, {workers} worker" + "s" * (workers > 1)
+        common.record(cycle, "raw sqlite3", raw["tasks_per_s"], role="raw")
+        common.record(cycle, "TaskRepository", ours["tasks_per_s"])
+        if theirs:
+            common.record(cycle, "django-tasks-db", theirs["tasks_per_s"], role="peer")
+    common.emit("tasks_claim", args, engine_name="sqlite")
     return 0
 
 

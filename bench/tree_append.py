@@ -34,6 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
+
+APPEND = "tree: append 1 KB message, 1 process"
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
 
 
@@ -208,6 +211,8 @@ def bench_context(entries: int, runs: int) -> None:
     branch_ms = statistics.median(branch_timings) * 1000
     print(f"  branch (hydrated, {entries} entries): median {branch_ms:.1f} ms")
     print(f"  leaf_entry: median {statistics.median(leaf_timings) * 1000:.3f} ms")
+    workload = f"tree: build_context, {entries}-entry branch, 1 compaction"
+    common.record(workload, "TreeStore", statistics.median(timings) * 1000, unit="ms")
 
 
 def main() -> None:
@@ -222,6 +227,7 @@ def main() -> None:
     parser.add_argument(
         "--skip-raw", action="store_true", help="no raw/naive baseline (PostgreSQL)"
     )
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     tmp = tempfile.TemporaryDirectory()
@@ -239,11 +245,13 @@ def main() -> None:
         path = connection.settings_dict["NAME"]
         lat, total = bench_raw(str(path), store.create_session("/bench/raw").id, args.appends)
         raw_rate = summarise("raw", lat, total, None)
+        common.record(APPEND, "raw sqlite3", raw_rate, role="raw")
         lat, total = bench_naive(store.create_session("/bench/naive").id, args.appends)
-        summarise("naive", lat, total, raw_rate)
+        common.record(APPEND, "naive ORM", summarise("naive", lat, total, raw_rate), role="other")
     lat, total = bench_store(store.create_session("/bench/store").id, args.appends)
-    summarise("store", lat, total, raw_rate)
+    common.record(APPEND, "TreeStore", summarise("store", lat, total, raw_rate))
     bench_context(args.context_entries, args.runs)
+    common.emit("tree_append", args)
     tmp.cleanup()
 
 

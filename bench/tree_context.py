@@ -19,6 +19,7 @@ at the compaction").
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sqlite3
 import statistics
@@ -56,10 +57,17 @@ def main() -> None:
         "--settings-at", type=int, default=2, help="seq of the model and thinking-level changes"
     )
     parser.add_argument("--code", default=str(Path(__file__).resolve().parent.parent))
+    parser.add_argument("--json", action="store_true", help="print the results as a JSON line")
     args = parser.parse_args()
     sys.path.insert(0, args.code)
+    # This checkout's bench/common.py, whichever checkout --code names.
+    spec = importlib.util.spec_from_file_location("common", Path(__file__).with_name("common.py"))
+    assert spec is not None and spec.loader is not None
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
     path = Path(tempfile.mkdtemp()) / "bench.sqlite3"
-    os.environ["DATABASE_URL"] = f"sqlite:///{path}"
+    # $DATABASE_URL (PostgreSQL): build_context there, no raw sqlite3 run.
+    os.environ["DATABASE_URL"] = common.database_url(path.parent)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
     os.environ["DJANGO_DEBUG"] = "0"
     import django
@@ -81,20 +89,20 @@ def main() -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "UPDATE agentstore_entry SET type = 'compaction', role = '', content = '',"
-            " model_facing = 0, summary = 'summary ' || entry_id,"
+            " model_facing = FALSE, summary = 'summary ' || entry_id,"
             " compaction_first_kept_entry_id = 'e' || CAST(seq - %s AS TEXT)"
             " WHERE session_id = %s AND seq %% %s = %s",
             [KEEP, sid, EVERY, OFFSET],
         )
         cursor.execute(
             "UPDATE agentstore_entry SET type = 'model_change', role = '', content = '',"
-            " provider = 'prov', model = 'mod', model_facing = 0"
+            " provider = 'prov', model = 'mod', model_facing = FALSE"
             " WHERE session_id = %s AND seq = %s",
             [sid, args.settings_at],
         )
         cursor.execute(
             "UPDATE agentstore_entry SET type = 'thinking_level_change', role = '', content = '',"
-            ' line = \'{"thinking_level": "high"}\', model_facing = 0'
+            ' line = \'{"thinking_level": "high"}\', model_facing = FALSE'
             " WHERE session_id = %s AND seq = %s",
             [sid, args.settings_at + 1],
         )
@@ -103,7 +111,8 @@ def main() -> None:
     compaction = args.entries - (args.entries - OFFSET) % EVERY
     depth = args.entries - (compaction - KEEP)  # leaf up to the first-kept entry
 
-    raw = sqlite3.connect(path)
+    workload = f"tree: build_context at the leaf, {args.entries:,} entries, compactions"
+    raw = sqlite3.connect(path)  # an empty file on PostgreSQL (unused)
     raw_sql = (
         "WITH RECURSIVE chain(id, parent_id, depth) AS ("
         " SELECT id, parent_id, 0 FROM agentstore_entry WHERE session_id = ? AND entry_id = ?"
@@ -129,9 +138,16 @@ def main() -> None:
         f" (raw reads {depth + 3} rows); settings"
         f" {context.provider}/{context.model}/{context.thinking_level}"
     )
-    raw_median = show("raw sqlite3", timed(raw_read, args.repeats), None)
-    show("build_context", timed(lambda: store.build_context(sid, leaf), args.repeats), raw_median)
+    raw_median = None
+    if connection.vendor == "sqlite":
+        raw_median = show("raw sqlite3", timed(raw_read, args.repeats), None)
+        common.record(workload, "raw sqlite3", raw_median * 1000, role="raw", unit="ms")
+    ours = show(
+        "build_context", timed(lambda: store.build_context(sid, leaf), args.repeats), raw_median
+    )
+    common.record(workload, "TreeStore", ours * 1000, unit="ms")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    common.emit("tree_context", args)
 
 
 if __name__ == "__main__":

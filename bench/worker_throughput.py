@@ -42,6 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 SETTINGS = "bench.worker_bench.settings"
 
+from bench import common  # noqa: E402
+
 
 def setup_django(url: str) -> None:
     os.environ["DATABASE_URL"] = url
@@ -292,6 +294,7 @@ def main() -> None:
     parser.add_argument(
         "--batch", type=int, nargs="+", default=[1, 16], help="agentstore --batch values to run"
     )
+    common.add_json_flag(parser)
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-")
     url = args.database_url or f"sqlite:///{tmp}/bench.sqlite3"
@@ -321,6 +324,12 @@ def main() -> None:
             )
         if raw:
             print(f"{processes:>7}  {'raw sqlite3':<22} {raw:>9.0f}", flush=True)
+        workload = f"worker: no-op tasks, {processes} worker process" + "es" * (processes > 1)
+        if raw:
+            common.record(workload, "raw sqlite3", raw, role="raw")
+        for name, figures in [*rows, ("django-tasks-db db_worker", theirs)]:
+            role = "peer" if name.startswith("django") else "agentstore"
+            common.record(workload, name, figures["tasks_per_s"], role=role)
     for system in ("agentstore", "db_worker"):
         waits = latency(system, url, args.samples, args.interval)
         q = statistics.quantiles(waits, n=10)
@@ -329,6 +338,17 @@ def main() -> None:
             f"p90 {q[8]:.1f} ms  ({len(waits)} samples)",
             flush=True,
         )
+        who, role = ("agentstore worker", "agentstore") if system == "agentstore" else (
+            "django-tasks-db db_worker", "peer"
+        )  # fmt: skip
+        common.record(
+            "worker: enqueue -> start, idle worker",
+            who,
+            statistics.median(waits),
+            role=role,
+            unit="ms",
+        )
+    common.emit("worker_throughput", args, engine_name=common.engine(url))
 
 
 if __name__ == "__main__":

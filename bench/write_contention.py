@@ -29,6 +29,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
+
+WHO = {
+    "raw": ("raw sqlite3", "raw"),
+    "naive": ("naive ORM", "other"),
+    "helper": ("atomic_write", "agentstore"),
+}
 
 
 def run_round(strategy: str, processes: int, writes: int, timeout: float) -> dict[str, float]:
@@ -95,6 +104,7 @@ def main() -> None:
     parser.add_argument(
         "--timeout", type=float, default=5.0, help="busy timeout in seconds (default: %(default)r)"
     )
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     print(
@@ -121,6 +131,9 @@ def main() -> None:
                 f"{s['writes_per_s']:>9.0f} {s['max_wait_ms']:>11.1f}  "
                 f"{s['writes_per_s'] / raw_rate:.2f}x"
             )
+            workload = f"contention: read-then-write, {processes} process" + "es" * (processes > 1)
+            common.record(workload, WHO[strategy][0], s["writes_per_s"], role=WHO[strategy][1])
+    common.emit("write_contention", args, engine_name="sqlite")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 
 from agentstore import exceptions
 from agentstore.demo import seeding
-from agentstore.models import Session, Task, TaskEvent
+from agentstore.models import Entry, Session, Step, Task, TaskEvent
 from agentstore.stores import SessionStore, TreeStore
 from agentstore.tasks import TaskRepository
 
@@ -72,3 +72,40 @@ def test_queued_tasks_are_claimed_in_order() -> None:
     assert TaskEvent.objects.filter(kind="task_queued", sequence=1).count() == 3
     claimed = TaskRepository().claim_next_queued("bench", "w", datetime(2100, 1, 1, tzinfo=UTC))
     assert claimed == ids[0]
+
+
+def test_a_generated_chain_with_compactions_reads_as_the_tree_store_writes() -> None:
+    sid = seeding.session(cwd="/gen")
+    seeding.chain(sid, 7, content="hi")
+    seeding.compact_every(sid, 4, 3, 1)  # seq 3 and 7: compactions keeping 1 entry
+
+    store = TreeStore()
+    assert store.leaf_entry(sid).id == "e7"
+    rows = list(Entry.objects.filter(session_id=sid).order_by("seq"))
+    assert [(r.entry_id, r.parent_id, r.type, r.role) for r in rows] == [
+        ("e1", None, "message", "user"),
+        ("e2", "e1", "message", "assistant"),
+        ("e3", "e2", "compaction", ""),
+        ("e4", "e3", "message", "assistant"),
+        ("e5", "e4", "message", "user"),
+        ("e6", "e5", "message", "assistant"),
+        ("e7", "e6", "compaction", ""),
+    ]
+    assert rows[2].compaction_first_kept_entry_id == "e2"
+    assert rows[0].content == "hi" and rows[0].created_at == seeding.STAMP
+    assert rows[0].line == "{}" and rows[0].model_facing and rows[0].display
+
+
+def test_generated_steps_take_the_model_defaults() -> None:
+    sid = seeding.session("loop", cwd="/gen")
+    seeding.steps(sid, 3, content="step", duration_ms=5)
+
+    assert list(
+        Step.objects.filter(session_id=sid)
+        .order_by("id")
+        .values_list("step_index", "step_type", "content", "duration_ms", "prompt_tokens")
+    ) == [
+        (1, "assistant", "step", 5, 0),
+        (2, "assistant", "step", 5, 0),
+        (3, "assistant", "step", 5, 0),
+    ]

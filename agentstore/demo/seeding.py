@@ -6,6 +6,9 @@
     ids = seeding.sessions(1000, cwd=lambda i: f"/repo/{i % 50}")
     seeding.entries(ids[0], [seeding.message(seq) for seq in range(1, 100_001)])
     seeding.queued_tasks(owner, 10_000, kind="bench")
+    seeding.chain(owner, 100_000)                            # e1 ← e2 ← …, one INSERT … SELECT
+    seeding.compact_every(owner, 1000, 500, 20)              # e500, e1500, …: compactions
+    seeding.steps(loop_id, 100_000, content="…")             # a loop session's steps
 
 The stores write one row per call, as an agent does; filling a database with
 100,000 entries that way takes minutes. These helpers write set-based (one
@@ -13,6 +16,11 @@ The stores write one row per call, as an agent does; filling a database with
 of ``agentstore.stores.sql`` — so a benchmark, a test that needs a big session,
 and the demo all seed the same way, and none of them copies a column list.
 Session rows still go through ``SessionStore`` (``create``/``create_many``).
+
+:func:`chain` and :func:`steps` go further: one recursive ``INSERT … SELECT``
+generates the rows inside the database (100,000 entries in a second or two on
+SQLite and PostgreSQL alike). Their column list is ``sql.columns`` too: the
+columns they compute are named, every other one gets the model's default.
 """
 
 from __future__ import annotations
@@ -21,20 +29,33 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 from agentstore.db import atomic_write
 from agentstore.ids import new_id
-from agentstore.models import Entry, Task, TaskEvent
+from agentstore.models import Entry, Step, Task, TaskEvent
 from agentstore.stores import sql
 from agentstore.stores.sessions import SessionStore
 
-__all__ = ["BATCH", "entries", "message", "queued_tasks", "session", "sessions"]
+__all__ = [
+    "BATCH",
+    "STAMP",
+    "chain",
+    "compact_every",
+    "entries",
+    "message",
+    "queued_tasks",
+    "session",
+    "sessions",
+    "steps",
+]
 
 #: Rows per write transaction (short enough to keep the write lock brief).
 BATCH = 5_000
 
 _START = datetime(2026, 1, 1, tzinfo=UTC)
+#: The one timestamp of every row :func:`chain` and :func:`steps` write.
+STAMP = _START
 _INSERT_ENTRY = f"INSERT INTO {sql.ENTRY} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
 _INSERT_TASK = f"INSERT INTO {sql.TASK} ({sql.columns(Task)}) VALUES ({sql.marks(Task)})"
 _INSERT_EVENT = (
@@ -186,3 +207,132 @@ def queued_tasks(
 
         atomic_write(write, using=using)
     return ids
+
+
+def _generated(
+    model: type[models.Model],
+    count: int,
+    computed: Mapping[str, str],
+    values: Mapping[str, Any],
+    using: str,
+) -> None:
+    """``count`` rows of ``model`` from one recursive ``INSERT … SELECT`` (``n.i`` = 1…count).
+
+    ``computed`` maps a column to an SQL expression over ``n.i`` (no
+    parameters); every other column takes ``values`` or the model's default,
+    through :func:`sql.row`, so the statement names every column of ``_meta``.
+    """
+    connection = connections[using]
+    names = sql.column_names(model)
+    given: dict[str, Any] = {**dict.fromkeys(computed), **values}
+    defaults = sql.row(model, **given)
+    select: list[str] = []
+    params: list[Any] = [count]
+    for name, default in zip(names, defaults, strict=True):
+        if name in computed:
+            select.append(computed[name])
+        else:
+            select.append("%s")
+            params.append(default)
+    statement = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s) "
+        f"INSERT INTO {model._meta.db_table} ({', '.join(names)}) "
+        f"SELECT {', '.join(select)} FROM n"
+    )
+
+    def write() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+
+    atomic_write(write, using=using)
+
+
+def chain(
+    session_id: str,
+    depth: int,
+    *,
+    content: str = "hello",
+    token_estimate: int = 1,
+    using: str = DEFAULT_DB_ALIAS,
+) -> None:
+    """Append a ``depth``-long chain of messages ``e1 ← e2 ← …`` to an empty session.
+
+    Entry ids are ``e<seq>``; odd entries are user messages, even ones the
+    assistant's, all model-facing, shown and stamped :data:`STAMP` (so append
+    order is ``seq``). One statement, set-based: for the bounded-work tests and
+    the benchmarks that need a long session fast.
+    """
+    adapt = connections[using].ops.adapt_datetimefield_value
+    _generated(
+        Entry,
+        depth,
+        {
+            "seq": "n.i",
+            "entry_id": "'e' || CAST(n.i AS TEXT)",
+            "parent_id": "CASE WHEN n.i = 1 THEN NULL ELSE 'e' || CAST(n.i - 1 AS TEXT) END",
+            "role": "CASE WHEN n.i - 2 * (n.i / 2) = 1 THEN 'user' ELSE 'assistant' END",
+        },
+        {
+            "session_id": session_id,
+            "type": "message",
+            "created_at": adapt(STAMP),
+            "content": content,
+            "token_estimate": token_estimate,
+            "model_facing": True,
+            "display": True,
+        },
+        using,
+    )
+
+
+def compact_every(
+    session_id: str, every: int, offset: int, keep: int, *, using: str = DEFAULT_DB_ALIAS
+) -> None:
+    """Turn each :func:`chain` entry whose seq is ``offset`` modulo ``every`` into a compaction.
+
+    Each keeps the ``keep`` entries before it (its first-kept entry is
+    ``e<seq - keep>``), as one set-based ``UPDATE``.
+    """
+    connection = connections[using]
+
+    def write() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {sql.ENTRY} SET type = 'compaction', role = '', content = '',"
+                " model_facing = %s, summary = 'summary ' || entry_id,"
+                " compaction_first_kept_entry_id = 'e' || CAST(seq - %s AS TEXT)"
+                " WHERE session_id = %s AND seq - %s * (seq / %s) = %s",
+                [False, keep, session_id, every, every, offset],
+            )
+
+    atomic_write(write, using=using)
+
+
+def steps(
+    session_id: str,
+    count: int,
+    *,
+    content: str = "",
+    step_type: str = "assistant",
+    using: str = DEFAULT_DB_ALIAS,
+    **values: Any,
+) -> None:
+    """Append ``count`` steps (``step_index`` 1…count) to a loop session, set-based.
+
+    ``values`` sets other columns of every step (``duration_ms=5``, …); the
+    rest take the model's defaults.
+    """
+    adapt = connections[using].ops.adapt_datetimefield_value
+    _generated(
+        Step,
+        count,
+        {"step_index": "n.i"},
+        {
+            "session_id": session_id,
+            "step_type": step_type,
+            "content": content,
+            "created_at": adapt(STAMP),
+            **values,
+        },
+        using,
+    )

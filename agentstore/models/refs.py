@@ -1,10 +1,11 @@
 """Refs: mutable, store-level names for a session (and optionally a pinned entry).
 
-A :class:`Ref` is changed only by compare-and-swap (``LogStore.update_ref``) and
-outlives the session it names — there is deliberately no foreign key, so a ref
-to a deleted session is *dangling* rather than gone. ``target_incarnation``
-remembers which incarnation of the session the ref was set to, so a session
-deleted and re-created under the same id still reads as dangling.
+A :class:`Ref` is changed only by compare-and-swap (``RefStore.update_ref``, which
+``LogStore.update_ref`` delegates to) and outlives the session it names — there is
+deliberately no foreign key, so a ref to a deleted session is *dangling* rather
+than gone. ``target_incarnation`` remembers which incarnation of the session the
+ref was set to, so a session deleted and re-created under the same id still reads
+as dangling.
 
 Every successful change appends a :class:`RefLog` row (old → new, when, why);
 the log survives deletion of the ref::

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the real names for type checkers; at run time they load laz
     from agentstore.stores.documents import DocumentStore
     from agentstore.stores.log import LogStore
     from agentstore.stores.loop import LoopStore
+    from agentstore.stores.refs import RefStore
     from agentstore.stores.sessions import SessionStore
     from agentstore.stores.tree import TreeStore
 
@@ -25,11 +26,12 @@ _EXPORTS = {
     "DocumentStore": "agentstore.stores.documents",
     "LogStore": "agentstore.stores.log",
     "LoopStore": "agentstore.stores.loop",
+    "RefStore": "agentstore.stores.refs",
     "SessionStore": "agentstore.stores.sessions",
     "TreeStore": "agentstore.stores.tree",
 }
 
-__all__ = ["DocumentStore", "LogStore", "LoopStore", "SessionStore", "TreeStore"]
+__all__ = ["DocumentStore", "LogStore", "LoopStore", "RefStore", "SessionStore", "TreeStore"]
 
 
 def __getattr__(name: str) -> Any:

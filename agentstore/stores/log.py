@@ -73,14 +73,13 @@ from agentstore.formats.agentsession import (
 )
 from agentstore.formats.agentsession import Entry as LogEntry
 from agentstore.ids import new_token
-from agentstore.models import Entry, Holder, Ref, RefLog
+from agentstore.models import Entry, Holder
 from agentstore.models import Session as SessionRow
 from agentstore.stores import log_follow, log_holds, log_refs
-from agentstore.stores.base import Clock, StoreBase, retrying_write
+from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.log_rows import (
     HOLDER_TABLE,
     LOG,
-    REF_TABLE,
     SESSION_TABLE,
     OctetLength,
     insert_entries,
@@ -89,6 +88,7 @@ from agentstore.stores.log_rows import (
     require_log,
     time_ns,
 )
+from agentstore.stores.refs import RefStore
 from agentstore.stores.sessions import SessionStore
 from agentstore.types.log import (
     Change,
@@ -112,14 +112,6 @@ logger = logging.getLogger("agentstore.stores.log")
 _MAX_ID = 255
 _MAX_NAME = 500
 _CURRENT_MINOR = format_version(CURRENT_FORMAT)[1]
-
-
-def _zero(target: RefTarget | None) -> RefTarget:
-    return target if target is not None and target.session else RefTarget()
-
-
-def _public(target: RefTarget) -> RefTarget | None:
-    return target if target.session else None
 
 
 def _stale_format(header: dict[str, Any]) -> bool:
@@ -164,6 +156,8 @@ class LogStore(StoreBase):
         self._hub = log_follow.Hub()
         #: The owner of the session rows and holds (this store keeps the lines).
         self.sessions = SessionStore(using=using, clock=clock)
+        #: The owner of the refs and their log (docs/log-store.md, "Refs").
+        self.refs = RefStore(using=using, clock=clock, read_only=read_only)
 
     # -- helpers ----------------------------------------------------------------
 
@@ -921,18 +915,7 @@ class LogStore(StoreBase):
         )
         insert_entries(cursor, sid, 1, session.entries, now)
 
-    # -- refs -------------------------------------------------------------------
-
-    def _current_ref(self, name: str) -> tuple[RefTarget, str]:
-        row = (
-            Ref.objects.using(self.using)
-            .filter(name=name)
-            .values_list("session_id", "entry_id", "target_incarnation")
-            .first()
-        )
-        if row is None:
-            return RefTarget(), ""
-        return RefTarget(session=row[0], entry=row[1]), row[2]
+    # -- refs (owned by RefStore: agentstore/stores/refs.py) ----------------------
 
     def update_ref(
         self,
@@ -941,201 +924,20 @@ class LogStore(StoreBase):
         next: RefTarget | None,  # noqa: A002
         reason: str = "",
     ) -> None:
-        """Compare-and-swap the ref ``name`` from ``expected`` to ``next`` (``None``: absent).
-
-        Raises ``RefNameError`` (bad name, or a clash with an existing name on
-        creation), ``ReadOnly``, ``RefMoved`` (carrying ``current``) when the ref
-        is not ``expected``, ``NoSession``/``NoEntry`` for a ``next`` that is not
-        there. A same-value update succeeds without a log row.
-        """
-        log_refs.check_name(name)
-        self._writable()
-        want = _zero(expected)
-        target = _zero(next)
-        if not isinstance(reason, str):
-            raise exceptions.ValidationError("reason must be a string", field="reason")
-        self._update_ref(name, want, target, reason, self.now())
-
-    @retrying_write
-    def _update_ref(
-        self, name: str, want: RefTarget, target: RefTarget, reason: str, now: datetime
-    ) -> None:
-        """The body of :meth:`update_ref`: one write transaction, re-runnable as a whole."""
-        self._lock_refs()
-        current = self._expect_ref(name, want)
-        incarnation = self._ref_target_incarnation(target)
-        if current == target:
-            return  # a same-value update succeeds without a log row
-        if not current.session:
-            self._create_ref(name, target, incarnation, now)
-        else:
-            self._move_ref(name, current, target, incarnation, now)
-        RefLog.objects.using(self.using).create(
-            name=name,
-            old_session=current.session,
-            old_entry=current.entry,
-            new_session=target.session,
-            new_entry=target.entry,
-            at=now,
-            reason=reason,
-        )
-
-    def _lock_refs(self) -> None:
-        connection = connections[self.using]
-        if connection.vendor == "postgresql":
-            # Serialise ref writers like SQLite's single writer does: the
-            # creation conflict rules read *every* name, which row locks
-            # cannot protect (NameRace). Readers are not blocked.
-            with connection.cursor() as cursor:
-                cursor.execute(f"LOCK TABLE {REF_TABLE} IN SHARE ROW EXCLUSIVE MODE")
-
-    def _expect_ref(self, name: str, want: RefTarget) -> RefTarget:
-        """The ref's current target; ``RefMoved`` unless it is ``want``."""
-        current, _incarnation = self._current_ref(name)
-        if current != want:
-            raise exceptions.RefMoved(
-                f"ref {name} names {current.session or 'nothing'}, not {want.session or 'nothing'}",
-                name=name,
-                current=_public(current),
-            )
-        return current
-
-    def _ref_target_incarnation(self, target: RefTarget) -> str:
-        """The incarnation a ref to ``target`` records; ``NoSession``/``NoEntry`` if absent."""
-        if not target.session:
-            return ""
-        kind_row = (
-            SessionRow.objects.using(self.using)
-            .filter(id=target.session)
-            .values_list("kind", "incarnation")
-            .first()
-        )
-        if kind_row is None or kind_row[0] != LOG:
-            raise exceptions.NoSession(f"no such session: {target.session}")
-        if (
-            target.entry
-            and not Entry.objects.using(self.using)
-            .filter(session_id=target.session, entry_id=target.entry)
-            .exists()
-        ):
-            raise exceptions.NoEntry(f"entry {target.entry} is not in session {target.session}")
-        return str(kind_row[1])
-
-    def _create_ref(self, name: str, target: RefTarget, incarnation: str, now: datetime) -> None:
-        refs = Ref.objects.using(self.using)
-        clash = log_refs.conflict(name, refs.values_list("name", flat=True))
-        if clash:
-            raise exceptions.RefNameError(
-                f"ref name {name!r} conflicts with existing ref {clash!r}",
-                field="name",
-                conflicts_with=clash,
-            )
-        refs.create(
-            name=name,
-            session_id=target.session,
-            entry_id=target.entry,
-            target_incarnation=incarnation,
-            updated_at=now,
-        )
-
-    def _move_ref(
-        self,
-        name: str,
-        current: RefTarget,
-        target: RefTarget,
-        incarnation: str,
-        now: datetime,
-    ) -> None:
-        """Point the ref at ``target`` (or delete it for the zero target), compare-and-set."""
-        matching = Ref.objects.using(self.using).filter(
-            name=name, session_id=current.session, entry_id=current.entry
-        )
-        if not target.session:
-            changed = matching.delete()[0]
-        else:
-            changed = matching.update(
-                session_id=target.session,
-                entry_id=target.entry,
-                target_incarnation=incarnation,
-                updated_at=now,
-            )
-        if changed != 1:
-            raise exceptions.RefMoved(f"ref {name} moved", name=name, current=None)
+        """Compare-and-swap the ref ``name``: :meth:`RefStore.update_ref`."""
+        self.refs.update_ref(name, expected, next, reason)
 
     def resolve_ref(self, name: str) -> RefTarget:
-        """The ref's target; ``NoRef`` if absent; ``NoSession`` (``.target`` set) if dangling.
-
-        Dangling: the session is gone, or was deleted and created again under
-        the same id (another incarnation than the one the ref was set to).
-        """
-        log_refs.check_name(name)
-
-        def run() -> tuple[RefTarget, str, tuple[str, str] | None] | None:
-            row = (
-                Ref.objects.using(self.using)
-                .filter(name=name)
-                .values_list("session_id", "entry_id", "target_incarnation")
-                .first()
-            )
-            if row is None:
-                return None
-            live = (
-                SessionRow.objects.using(self.using)
-                .filter(id=row[0])
-                .values_list("kind", "incarnation")
-                .first()
-            )
-            return RefTarget(session=row[0], entry=row[1]), row[2], live
-
-        found = self._snapshot(run)
-        if found is None:
-            raise exceptions.NoRef(f"no such ref: {name}")
-        target, incarnation, live = found
-        if live is None or live[0] != LOG or (incarnation and live[1] != incarnation):
-            raise exceptions.NoSession(
-                f"no such session: {target.session}, which ref {name} names", target=target
-            )
-        return target
+        """The ref's target: :meth:`RefStore.resolve_ref`."""
+        return self.refs.resolve_ref(name)
 
     def list_refs(self, prefix: str = "") -> builtins.list[NamedRef]:
-        """Refs whose name starts with ``prefix`` (plain string prefix), in name order.
-
-        Dangling refs are listed too (no existence check).
-        """
-        log_refs.check_prefix(prefix)
-
-        def run() -> builtins.list[tuple[str, str, str, datetime]]:
-            rows = Ref.objects.using(self.using)
-            if prefix:
-                rows = rows.filter(name__startswith=prefix)
-            return list(rows.values_list("name", "session_id", "entry_id", "updated_at"))
-
-        # Filter and sort in Python: LIKE is case-insensitive on SQLite and
-        # PostgreSQL collations need not be byte order.
-        rows = [r for r in self._snapshot(run) if r[0].startswith(prefix)]
-        rows.sort(key=lambda r: r[0])
-        return [
-            NamedRef(name=n, target=RefTarget(session=s, entry=e), updated_at=u)
-            for n, s, e, u in rows
-        ]
+        """Refs whose name starts with ``prefix``: :meth:`RefStore.list_refs`."""
+        return self.refs.list_refs(prefix)
 
     def ref_log(self, name: str) -> builtins.list[RefLogEntry]:
-        """Every successful update of ``name``, newest first (kept after the ref is deleted)."""
-        log_refs.check_name(name)
-
-        def run() -> builtins.list[RefLogEntry]:
-            return [
-                RefLogEntry(
-                    name=r.name,
-                    old=_public(RefTarget(session=r.old_session, entry=r.old_entry)),
-                    new=_public(RefTarget(session=r.new_session, entry=r.new_entry)),
-                    time=r.at,
-                    reason=r.reason,
-                )
-                for r in RefLog.objects.using(self.using).filter(name=name).order_by("-id")
-            ]
-
-        return self._snapshot(run)
+        """Every successful update of ``name``, newest first: :meth:`RefStore.ref_log`."""
+        return self.refs.ref_log(name)
 
     # -- helpers built on the API (agentsession's Continue / SessionFor / …) -----
 

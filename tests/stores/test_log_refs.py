@@ -19,7 +19,7 @@ from django.db import connections
 from agentstore import exceptions
 from agentstore.models import Ref, RefLog
 from agentstore.models import Session as SessionRow
-from agentstore.stores import LogStore
+from agentstore.stores import LogStore, RefStore
 from agentstore.types import RefTarget
 from tests.stores.test_log_support import Harness, user
 
@@ -282,6 +282,30 @@ def test_second_store_and_read_only(h: Harness) -> None:
     with pytest.raises(exceptions.ReadOnly):
         reader.update_ref("s", T(b), T(a))
     assert first.resolve_ref("s") == T(b)
+
+
+def test_ref_store_owns_the_rows_log_store_delegates(h: Harness) -> None:
+    """``RefStore`` used on its own reads and writes what the log store's methods do."""
+    store = h.new()
+    a, b = sessions(store, 2)
+    fixed = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    refs = RefStore(clock=lambda: fixed)
+    refs.update_ref("own/x", None, T(a), reason="direct")
+    assert store.resolve_ref("own/x") == T(a)
+    store.update_ref("own/x", T(a), T(b), reason="through the log store")
+    assert refs.resolve_ref("own/x") == T(b)
+    assert [(r.old, r.new, r.reason) for r in refs.ref_log("own/x")] == [
+        (T(a), T(b), "through the log store"),
+        (None, T(a), "direct"),
+    ]
+    assert refs.ref_log("own/x")[1].time == fixed
+    assert [(r.name, r.target) for r in refs.list_refs("own/")] == [("own/x", T(b))]
+    assert isinstance(store.refs, RefStore) and store.refs.using == store.using
+    with pytest.raises(exceptions.ReadOnly):
+        RefStore(read_only=True).update_ref("own/x", T(b), None)
+    with pytest.raises(exceptions.NoSession):  # refs name log sessions only
+        refs.update_ref("own/y", None, T("not-a-session"))
+    assert Ref.objects.filter(name="own/x").values_list("session_id", flat=True).get() == b
 
 
 def test_session_for(h: Harness) -> None:

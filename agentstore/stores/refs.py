@@ -1,0 +1,271 @@
+"""RefStore: the one owner of ``Ref`` and ``RefLog`` rows (docs/log-store.md, "Refs").
+
+    from agentstore.stores.refs import RefStore
+    from agentstore.types import RefTarget
+
+    refs = RefStore()                                   # using="default", clock=None
+    refs.update_ref("team/main", None, RefTarget(session=sid))   # create if absent
+    refs.resolve_ref("team/main")                       # RefTarget(session=sid, entry="")
+
+A ref is a store-level, mutable name for a log session (and optionally a pinned
+entry). It is changed only by compare-and-swap, and every successful change
+appends a ``RefLog`` row in the same transaction. Refs outlive their session (no
+foreign key): the ref remembers the *incarnation* of the session it was set to,
+so a session deleted and created again under the same id reads as dangling.
+
+``LogStore`` keeps its public ref methods (``update_ref``, ``resolve_ref``,
+``list_refs``, ``ref_log``) as one-line delegations to the ``RefStore`` it holds
+on ``LogStore.refs``, so surfaces and users keep calling the log store; only this
+module writes the rows. The name rules live in :mod:`agentstore.stores.log_refs`.
+
+``update_ref`` is one write transaction (:func:`retrying_write`) split by
+concern: serialise ref writers, check the expected target, check the new
+target exists, then create or move the ref, then log the change.
+"""
+
+from __future__ import annotations
+
+import builtins
+from datetime import datetime
+
+from django.db import connections
+
+from agentstore import exceptions
+from agentstore.models import Entry, Ref, RefLog
+from agentstore.models import Session as SessionRow
+from agentstore.stores import log_refs, sql
+from agentstore.stores.base import Clock, StoreBase, retrying_write
+from agentstore.stores.log_rows import LOG
+from agentstore.types.log import NamedRef, RefLogEntry, RefTarget
+
+__all__ = ["RefStore"]
+
+
+def _zero(target: RefTarget | None) -> RefTarget:
+    return target if target is not None and target.session else RefTarget()
+
+
+def _public(target: RefTarget) -> RefTarget | None:
+    return target if target.session else None
+
+
+class RefStore(StoreBase):
+    """Refs and their log (see the module docstring)."""
+
+    def __init__(
+        self, *, using: str = "default", clock: Clock | None = None, read_only: bool = False
+    ) -> None:
+        super().__init__(using=using, clock=clock)
+        self.read_only = read_only
+
+    # -- writes -----------------------------------------------------------------
+
+    def update_ref(
+        self,
+        name: str,
+        expected: RefTarget | None,
+        next: RefTarget | None,  # noqa: A002
+        reason: str = "",
+    ) -> None:
+        """Compare-and-swap the ref ``name`` from ``expected`` to ``next`` (``None``: absent).
+
+        Raises ``RefNameError`` (bad name, or a clash with an existing name on
+        creation), ``ReadOnly``, ``RefMoved`` (carrying ``current``) when the ref
+        is not ``expected``, ``NoSession``/``NoEntry`` for a ``next`` that is not
+        there. A same-value update succeeds without a log row.
+        """
+        log_refs.check_name(name)
+        if self.read_only:
+            raise exceptions.ReadOnly("the log store is read-only")
+        want = _zero(expected)
+        target = _zero(next)
+        if not isinstance(reason, str):
+            raise exceptions.ValidationError("reason must be a string", field="reason")
+        self._update_ref(name, want, target, reason, self.now())
+
+    @retrying_write
+    def _update_ref(
+        self, name: str, want: RefTarget, target: RefTarget, reason: str, now: datetime
+    ) -> None:
+        """The body of :meth:`update_ref`: one write transaction, re-runnable as a whole."""
+        self._lock_refs()
+        current = self._expect_ref(name, want)
+        incarnation = self._target_incarnation(target)
+        if current == target:
+            return  # a same-value update succeeds without a log row
+        if not current.session:
+            self._create_ref(name, target, incarnation, now)
+        else:
+            self._move_ref(name, current, target, incarnation, now)
+        RefLog.objects.using(self.using).create(
+            name=name,
+            old_session=current.session,
+            old_entry=current.entry,
+            new_session=target.session,
+            new_entry=target.entry,
+            at=now,
+            reason=reason,
+        )
+
+    def _lock_refs(self) -> None:
+        connection = connections[self.using]
+        if connection.vendor == "postgresql":
+            # Serialise ref writers like SQLite's single writer does: the
+            # creation conflict rules read *every* name, which row locks
+            # cannot protect (docs/log-store.md, "Refs"). Readers are not blocked.
+            with connection.cursor() as cursor:
+                cursor.execute(f"LOCK TABLE {sql.REF} IN SHARE ROW EXCLUSIVE MODE")
+
+    def _expect_ref(self, name: str, want: RefTarget) -> RefTarget:
+        """The ref's current target; ``RefMoved`` unless it is ``want``."""
+        row = self._row(name)
+        current = RefTarget(session=row[0], entry=row[1]) if row is not None else RefTarget()
+        if current != want:
+            raise exceptions.RefMoved(
+                f"ref {name} names {current.session or 'nothing'}, not {want.session or 'nothing'}",
+                name=name,
+                current=_public(current),
+            )
+        return current
+
+    def _target_incarnation(self, target: RefTarget) -> str:
+        """The incarnation a ref to ``target`` records; ``NoSession``/``NoEntry`` if absent."""
+        if not target.session:
+            return ""
+        live = self._live(target.session)
+        if live is None or live[0] != LOG:
+            raise exceptions.NoSession(f"no such session: {target.session}")
+        if (
+            target.entry
+            and not Entry.objects.using(self.using)
+            .filter(session_id=target.session, entry_id=target.entry)
+            .exists()
+        ):
+            raise exceptions.NoEntry(f"entry {target.entry} is not in session {target.session}")
+        return live[1]
+
+    def _create_ref(self, name: str, target: RefTarget, incarnation: str, now: datetime) -> None:
+        refs = Ref.objects.using(self.using)
+        clash = log_refs.conflict(name, refs.values_list("name", flat=True))
+        if clash:
+            raise exceptions.RefNameError(
+                f"ref name {name!r} conflicts with existing ref {clash!r}",
+                field="name",
+                conflicts_with=clash,
+            )
+        refs.create(
+            name=name,
+            session_id=target.session,
+            entry_id=target.entry,
+            target_incarnation=incarnation,
+            updated_at=now,
+        )
+
+    def _move_ref(
+        self,
+        name: str,
+        current: RefTarget,
+        target: RefTarget,
+        incarnation: str,
+        now: datetime,
+    ) -> None:
+        """Point the ref at ``target`` (or delete it for the zero target), compare-and-set."""
+        matching = Ref.objects.using(self.using).filter(
+            name=name, session_id=current.session, entry_id=current.entry
+        )
+        if not target.session:
+            changed = matching.delete()[0]
+        else:
+            changed = matching.update(
+                session_id=target.session,
+                entry_id=target.entry,
+                target_incarnation=incarnation,
+                updated_at=now,
+            )
+        if changed != 1:
+            raise exceptions.RefMoved(f"ref {name} moved", name=name, current=None)
+
+    # -- reads ------------------------------------------------------------------
+
+    def _row(self, name: str) -> tuple[str, str, str] | None:
+        """The ref's ``(session, entry, incarnation)``, or ``None``."""
+        return (
+            Ref.objects.using(self.using)
+            .filter(name=name)
+            .values_list("session_id", "entry_id", "target_incarnation")
+            .first()
+        )
+
+    def _live(self, session_id: str) -> tuple[str, str] | None:
+        """The session row's ``(kind, incarnation)``, or ``None`` when there is none."""
+        row = (
+            SessionRow.objects.using(self.using)
+            .filter(id=session_id)
+            .values_list("kind", "incarnation")
+            .first()
+        )
+        return None if row is None else (row[0], str(row[1]))
+
+    def resolve_ref(self, name: str) -> RefTarget:
+        """The ref's target; ``NoRef`` if absent; ``NoSession`` (``.target`` set) if dangling.
+
+        Dangling: the session is gone, or was deleted and created again under
+        the same id (another incarnation than the one the ref was set to).
+        """
+        log_refs.check_name(name)
+
+        def run() -> tuple[RefTarget, str, tuple[str, str] | None] | None:
+            row = self._row(name)
+            if row is None:
+                return None
+            return RefTarget(session=row[0], entry=row[1]), row[2], self._live(row[0])
+
+        found = self.read(run)
+        if found is None:
+            raise exceptions.NoRef(f"no such ref: {name}")
+        target, incarnation, live = found
+        if live is None or live[0] != LOG or (incarnation and live[1] != incarnation):
+            raise exceptions.NoSession(
+                f"no such session: {target.session}, which ref {name} names", target=target
+            )
+        return target
+
+    def list_refs(self, prefix: str = "") -> builtins.list[NamedRef]:
+        """Refs whose name starts with ``prefix`` (plain string prefix), in name order.
+
+        Dangling refs are listed too (no existence check).
+        """
+        log_refs.check_prefix(prefix)
+
+        def run() -> builtins.list[tuple[str, str, str, datetime]]:
+            rows = Ref.objects.using(self.using)
+            if prefix:
+                rows = rows.filter(name__startswith=prefix)
+            return list(rows.values_list("name", "session_id", "entry_id", "updated_at"))
+
+        # Filter and sort in Python: LIKE is case-insensitive on SQLite and
+        # PostgreSQL collations need not be byte order.
+        rows = [r for r in self.read(run) if r[0].startswith(prefix)]
+        rows.sort(key=lambda r: r[0])
+        return [
+            NamedRef(name=n, target=RefTarget(session=s, entry=e), updated_at=u)
+            for n, s, e, u in rows
+        ]
+
+    def ref_log(self, name: str) -> builtins.list[RefLogEntry]:
+        """Every successful update of ``name``, newest first (kept after the ref is deleted)."""
+        log_refs.check_name(name)
+
+        def run() -> builtins.list[RefLogEntry]:
+            return [
+                RefLogEntry(
+                    name=r.name,
+                    old=_public(RefTarget(session=r.old_session, entry=r.old_entry)),
+                    new=_public(RefTarget(session=r.new_session, entry=r.new_entry)),
+                    time=r.at,
+                    reason=r.reason,
+                )
+                for r in RefLog.objects.using(self.using).filter(name=name).order_by("-id")
+            ]
+
+        return self.read(run)
