@@ -147,8 +147,19 @@ _CLAIM_PICKED = (
     f"UPDATE {TASK_TABLE} SET state = 'running', started_at = COALESCE(started_at, %s), "
     "finished_at = NULL, result = '', error_code = '', error_message = '', "
     "lease_owner = %s, lease_expires_at = %s, updated_at = %s, attempts = attempts + 1 "
-    "WHERE id IN ({pick}) AND state = 'queued' RETURNING {fields}"
+    "WHERE {picked} AND state = 'queued' RETURNING {fields}"
 )
+
+
+def _picked(pick: str, vendor: str) -> str:
+    """``id`` is one of the ids ``pick`` selects, the pick evaluated exactly once.
+
+    PostgreSQL may run an ``IN (subquery)`` once per outer row, and a LIMITed
+    ``FOR UPDATE SKIP LOCKED`` pick then returns a different row each time —
+    one claim took several tasks. ``ARRAY(subquery)`` is an init plan: one run.
+    SQLite evaluates an uncorrelated ``IN`` subquery once.
+    """
+    return f"id IN ({pick})" if vendor == "sqlite" else f"id = ANY(ARRAY({pick}))"
 _RENEW = (
     f"UPDATE {TASK_TABLE} SET lease_expires_at = %s, updated_at = %s "
     "WHERE id = %s AND state IN ('running', 'canceling') "
@@ -186,7 +197,7 @@ def _claim_ready_sql(queues: int, kinds: int, limit: int, vendor: str) -> str:
         "AND (run_after IS NULL OR run_after <= %s) "
         f"ORDER BY priority DESC, created_at, id LIMIT {limit}{_skip_locked(vendor)}"
     )
-    return _CLAIM_PICKED.format(pick=pick, fields=", ".join(TASK_FIELDS))
+    return _CLAIM_PICKED.format(picked=_picked(pick, vendor), fields=", ".join(TASK_FIELDS))
 
 
 @lru_cache(maxsize=64)
@@ -207,7 +218,7 @@ def _claim_next_sql(vendor: str) -> str:
         f"SELECT id FROM {TASK_TABLE} WHERE kind = %s AND state = 'queued' "
         f"ORDER BY created_at, id LIMIT 1{_skip_locked(vendor)}"
     )
-    return _CLAIM_PICKED.format(pick=pick, fields="id")
+    return _CLAIM_PICKED.format(picked=_picked(pick, vendor), fields="id")
 
 
 class SqlCursor(Protocol):
@@ -1207,6 +1218,8 @@ class TaskRepository(StoreBase):
             rows = [self._row_values(row) for row in cursor.fetchall()]
             if not rows:
                 return flags, []
+            if len(rows) > limit:  # never: the pick runs once (see _picked); roll back if so
+                raise AssertionError(f"claimed {len(rows)} tasks, asked for {limit}")
             # RETURNING keeps no order: put the batch back in claim order.
             rows.sort(key=lambda row: (-row["priority"], row["created_at"], row["id"]))
             cursor.executemany(
