@@ -160,6 +160,8 @@ def _picked(pick: str, vendor: str) -> str:
     SQLite evaluates an uncorrelated ``IN`` subquery once.
     """
     return f"id IN ({pick})" if vendor == "sqlite" else f"id = ANY(ARRAY({pick}))"
+
+
 _RENEW = (
     f"UPDATE {TASK_TABLE} SET lease_expires_at = %s, updated_at = %s "
     "WHERE id = %s AND state IN ('running', 'canceling') "

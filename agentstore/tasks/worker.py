@@ -217,7 +217,7 @@ class TaskWorker:
             if not claimed:
                 if self.once:
                     return
-                self.stop.wait(self.poll_interval)
+                self._idle_wait()
                 continue
             with self._held_lock:
                 self._held.update((task.id, task) for task in claimed)
@@ -227,6 +227,14 @@ class TaskWorker:
                 self._run_one(task)
                 if self.max_tasks and self.done >= self.max_tasks:
                     self.stop.set()
+
+    def _idle_wait(self) -> None:
+        """Nothing was ready: wait before the next look (or until stopped).
+
+        The one place the idle worker waits, so a wake-up on new work (e.g.
+        PostgreSQL LISTEN/NOTIFY) replaces just this body.
+        """
+        self.stop.wait(self.poll_interval)
 
     def _claim_size(self) -> int:
         if self.max_tasks:
