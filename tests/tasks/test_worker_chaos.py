@@ -124,11 +124,11 @@ def test_workers_survive_sigkill_chaos() -> None:
         "DJANGO_SETTINGS_MODULE": "project.settings",
     }
     supervisor = Supervisor(env)
-    assert supervisor.wait_ready(WORKERS, 120), "the workers never became ready"
     kills = 0
     rng = random.Random(20)
-    started = time.monotonic()
-    try:
+    try:  # every way out stops the workers (a failed wait must not leak them)
+        assert supervisor.wait_ready(WORKERS, 120), "the workers never became ready"
+        started = time.monotonic()
         while succeeded.count() < TASKS:
             assert time.monotonic() - started < DEADLINE, "tasks did not all finish"
             time.sleep(rng.uniform(0.2, 0.5))  # the chaos interval, not a barrier
