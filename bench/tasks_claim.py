@@ -1,7 +1,17 @@
-"""Task claim throughput on one SQLite file: agentstore vs raw sqlite3 vs django-tasks-db.
+"""Task claim throughput: agentstore vs raw sqlite3 (or psycopg) vs django-tasks-db.
 
     .venv/bin/python bench/tasks_claim.py                       # 10,000 tasks, W = 1, 2, 4
     .venv/bin/python bench/tasks_claim.py --tasks 2000 --workers 1 4 --skip-dtdb
+    .venv/bin/python bench/tasks_claim.py --tasks 2000 \
+        --postgres-url postgres://postgres@127.0.0.1:5432/agentstore_bench_claims
+
+Flags (stable; ``bench/run_all`` calls them): ``--tasks N`` queued tasks per round;
+``--workers W …`` worker process counts; ``--timeout S`` SQLite busy timeout;
+``--skip-dtdb``; ``--dtdb-python PATH`` (default: this interpreter when
+django-tasks-db is importable, from ``pip install --group bench``);
+``--postgres-url URL`` also run every round on that PostgreSQL database (its
+``public`` schema is dropped and re-created each round: give it a scratch database)
+and print a second table; ``--raw-cursor`` / ``--no-writer-queue`` diagnostics.
 
 Each round creates a fresh migrated database holding ``--tasks`` queued tasks,
 then starts W worker processes at the same moment. Every worker loops
@@ -13,12 +23,14 @@ of these strategies:
 
 * ``agentstore`` — ``TaskRepository.claim_next_queued`` / ``append_running_events``
   / ``finish`` (the lean SQL path through Django's connection, writer queue);
-* ``raw`` — the stdlib ``sqlite3`` module running the *same statements* in
-  ``BEGIN IMMEDIATE`` transactions, same busy timeout, no Django;
-* ``dtdb`` — django-tasks-db's ``DatabaseBackend`` (enqueue → claim → finish,
-  its own worker code), when it installs in a throwaway venv (``--dtdb-python``,
-  default ``/tmp/dtdb/bin/python``); it is never a dependency of this project.
+* ``raw`` — the stdlib ``sqlite3`` module (PostgreSQL: ``psycopg``) running the
+  *same statements* in ``BEGIN IMMEDIATE`` (plain) transactions, no Django;
+* ``dtdb`` — django-tasks-db's ``DatabaseBackend`` (its own worker code, one
+  task at a time), on the same database settings.
 
+Columns: tasks/s of each, agentstore's ratio to raw and its multiple of dtdb;
+``worst`` is the longest single claim cycle any agentstore worker saw (raw's in
+brackets), ``fair`` the fewest tasks any worker did over the most (1.00: even).
 After each round the database is checked: every task succeeded exactly once
 (one ``task_started``, one ``task_succeeded``), every event log is 1..5 and
 contiguous, and no worker saw an error ("database is locked" included). The
@@ -28,6 +40,7 @@ figures are for reading; nothing asserts timings.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sqlite3
@@ -103,10 +116,11 @@ def worker_agentstore(worker: int, start_file: str) -> dict[str, Any]:
     ]
     connection.ensure_connection()
     wait_for(start_file)
-    done, errors, fenced = 0, [], 0
+    done, errors, fenced, worst = 0, [], 0, 0.0
     t0 = time.monotonic()
     while True:
         try:
+            began = time.monotonic()
             expiry = datetime.now(UTC) + timedelta(seconds=30)
             task_id = tasks.claim_next_queued(KIND, owner, expiry)
             if task_id is None:
@@ -124,42 +138,61 @@ def worker_agentstore(worker: int, start_file: str) -> dict[str, Any]:
             )
             fenced += (not appended) + (not finished)
             done += 1
+            worst = max(worst, time.monotonic() - began)
         except Exception as exc:  # counted and reported, never hidden
             errors.append(f"{type(exc).__name__}: {exc}")
-    return {"done": done, "errors": errors, "fenced": fenced, "seconds": time.monotonic() - t0}
+    seconds = time.monotonic() - t0
+    return {"done": done, "errors": errors, "fenced": fenced, "seconds": seconds, "worst": worst}
 
 
 def worker_raw(worker: int, start_file: str, path: str, timeout: float) -> dict[str, Any]:
     django_setup()
+    from django.db import connection
+
     from agentstore.ids import new_id
     from agentstore.tasks import repository as r
 
-    def q(sql: str) -> str:
-        return sql.replace("%s", "?")
-
-    pick = (
-        f"SELECT id FROM {r.TASK_TABLE} WHERE kind = ? AND state = 'queued' "
-        "ORDER BY created_at, id LIMIT 1"
+    postgres = connection.vendor == "postgresql"
+    # The statements agentstore sends (repository.py), with the driver's placeholders.
+    q = (lambda sql: sql) if postgres else (lambda sql: sql.replace("%s", "?"))
+    claim = q(r._claim_next_sql(connection.vendor))
+    next_event, insert_event = q(r._INSERT_NEXT_EVENT), q(r._INSERT_EVENT)
+    fence = q(
+        f"SELECT (SELECT COALESCE(MAX(sequence), 0) FROM {r.EVENT_TABLE} WHERE task_id = %s) "
+        f"FROM {r.TASK_TABLE} WHERE id = %s AND state IN ('running', 'canceling') "
+        "AND lease_owner = %s AND lease_expires_at > %s" + (" FOR UPDATE" if postgres else "")
     )
-    claim, next_event, insert_event = q(r._CLAIM), q(r._INSERT_NEXT_EVENT), q(r._INSERT_EVENT)
-    fence = (
-        f"SELECT (SELECT COALESCE(MAX(sequence), 0) FROM {r.EVENT_TABLE} WHERE task_id = ?) "
-        f"FROM {r.TASK_TABLE} WHERE id = ? AND state IN ('running', 'canceling') "
-        "AND lease_owner = ? AND lease_expires_at > ?"
-    )
-    finish = (
-        f"UPDATE {r.TASK_TABLE} SET state = ?, result = ?, error_code = ?, "
-        "error_message = ?, finished_at = ?, lease_owner = NULL, "
-        "lease_expires_at = NULL, updated_at = ? "
-        "WHERE id = ? AND state IN (?, ?) AND lease_owner = ? AND lease_expires_at > ?"
-    )
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
+    finish = q(r._finish_sql(2, True))
     owner = f"worker-{worker}"
+    stamp: Any
+    if postgres:
+        import psycopg
+
+        settings = connection.settings_dict
+        # A cursor: it has execute (returning itself), fetchone, rowcount and executemany.
+        conn: Any = psycopg.connect(
+            dbname=settings["NAME"],
+            user=settings["USER"] or None,
+            password=settings["PASSWORD"] or None,
+            host=settings["HOST"] or None,
+            port=settings["PORT"] or None,
+            autocommit=True,
+        ).cursor()
+        begin = "BEGIN"
+
+        def stamp(value: datetime) -> Any:
+            return value
+
+    else:
+        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        begin = "BEGIN IMMEDIATE"
+        stamp = db_time
+    connection.close()
 
     def txn(fn: Any) -> Any:
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(begin)
         try:
             value = fn()
         except BaseException:
@@ -169,19 +202,18 @@ def worker_raw(worker: int, start_file: str, path: str, timeout: float) -> dict[
         return value
 
     wait_for(start_file)
-    done, errors, fenced = 0, [], 0
+    done, errors, fenced, worst = 0, [], 0, 0.0
     t0 = time.monotonic()
     while True:
         try:
-            now = db_time(datetime.now(UTC))
-            expiry = db_time(datetime.now(UTC) + timedelta(seconds=30))
+            began = time.monotonic()
+            now = stamp(datetime.now(UTC))
+            expiry = stamp(datetime.now(UTC) + timedelta(seconds=30))
             event_id = new_id()
 
-            def claim_one(now: str = now, expiry: str = expiry, event_id: str = event_id) -> Any:
-                row = conn.execute(pick, (KIND,)).fetchone()
+            def claim_one(now: Any = now, expiry: Any = expiry, event_id: str = event_id) -> Any:
+                row = conn.execute(claim, (now, owner, expiry, now, KIND)).fetchone()
                 if row is None:
-                    return None
-                if conn.execute(claim, (now, owner, expiry, now, row[0], "queued")).rowcount != 1:
                     return None
                 conn.execute(next_event, (row[0], event_id, "task_started", "{}", now, row[0]))
                 return row[0]
@@ -189,10 +221,10 @@ def worker_raw(worker: int, start_file: str, path: str, timeout: float) -> dict[
             task_id = txn(claim_one)
             if task_id is None:
                 break
-            now = db_time(datetime.now(UTC))
+            now = stamp(datetime.now(UTC))
             ids = [new_id(), new_id()]
 
-            def append(now: str = now, ids: list[str] = ids, task_id: str = task_id) -> bool:
+            def append(now: Any = now, ids: list[str] = ids, task_id: str = task_id) -> bool:
                 row = conn.execute(fence, (task_id, task_id, owner, now)).fetchone()
                 if row is None:
                     return False
@@ -206,9 +238,9 @@ def worker_raw(worker: int, start_file: str, path: str, timeout: float) -> dict[
                 return True
 
             appended = txn(append)
-            now, event_id = db_time(datetime.now(UTC)), new_id()
+            now, event_id = stamp(datetime.now(UTC)), new_id()
 
-            def settle(now: str = now, event_id: str = event_id, task_id: str = task_id) -> bool:
+            def settle(now: Any = now, event_id: str = event_id, task_id: str = task_id) -> bool:
                 params = ("succeeded", "", "", "", now, now, task_id, "running", "canceling")
                 if conn.execute(finish, (*params, owner, now)).rowcount != 1:
                     return False
@@ -218,11 +250,13 @@ def worker_raw(worker: int, start_file: str, path: str, timeout: float) -> dict[
             finished = txn(settle)
             fenced += (not appended) + (not finished)
             done += 1
+            worst = max(worst, time.monotonic() - began)
         except Exception as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
             if len(errors) > 50:
                 break
-    return {"done": done, "errors": errors, "fenced": fenced, "seconds": time.monotonic() - t0}
+    seconds = time.monotonic() - t0
+    return {"done": done, "errors": errors, "fenced": fenced, "seconds": seconds, "worst": worst}
 
 
 # -- django-tasks-db (runs under --dtdb-python) ----------------------------------
@@ -237,19 +271,37 @@ APPS = ["django_tasks_db"]
 if importlib.util.find_spec("django_tasks"):
     APPS.insert(0, "django_tasks")  # the backport, on Django < 6
 WAL = "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL"
+if path.startswith("postgres"):
+    from urllib.parse import urlsplit
+    url = urlsplit(path)
+    DATABASE = {"ENGINE": "django.db.backends.postgresql", "NAME": url.path.lstrip("/"),
+                "USER": url.username or "", "PASSWORD": url.password or "",
+                "HOST": url.hostname or "", "PORT": str(url.port or ""), "CONN_MAX_AGE": None}
+else:
+    DATABASE = {"ENGINE": "django.db.backends.sqlite3", "NAME": path,
+                "OPTIONS": {"timeout": 20, "init_command": WAL}}
 settings.configure(
     INSTALLED_APPS=APPS,
-    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": path,
-                           "OPTIONS": {"timeout": 20, "init_command": WAL}}},
+    DATABASES={"default": DATABASE},
     TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}},
     USE_TZ=True,
 )
 django.setup()
-sys.path.insert(0, os.path.dirname(path))
 if role == "migrate":
     from django.core.management import call_command
+    from django.db import connection
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
     call_command("migrate", verbosity=0)
     sys.exit(0)
+if role == "states":
+    from django_tasks_db.models import DBTaskResult
+    from django.db.models import Count
+    rows = DBTaskResult.objects.values_list("status").annotate(n=Count("id"))
+    print(json.dumps(dict(rows)))
+    sys.exit(0)
+sys.path.insert(0, os.environ["BENCH_NOOP_DIR"])
 import bench_noop
 if role == "enqueue":
     t0 = time.monotonic()
@@ -278,16 +330,16 @@ print(json.dumps({"seconds": time.monotonic() - t0, "errors": errors}))
 """
 
 
-def dtdb_round(python: str, count: int, workers: int) -> dict[str, Any]:
+def dtdb_round(python: str, count: int, workers: int, url: str = "") -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "dtdb.sqlite3")
+        path = url or str(Path(tmp) / "dtdb.sqlite3")
         script = Path(tmp) / "dtdb_bench.py"
         script.write_text(DTDB_SCRIPT)
         (Path(tmp) / "bench_noop.py").write_text(
             "try:\n    from django.tasks import task\nexcept ImportError:\n"
             "    from django_tasks import task\n\n@task()\ndef noop():\n    return None\n"
         )
-        env = {**os.environ, "PYTHONPATH": tmp}
+        env = {**os.environ, "PYTHONPATH": tmp, "BENCH_NOOP_DIR": tmp}
         env.pop("DJANGO_SETTINGS_MODULE", None)
         run = [python, str(script), path]
         subprocess.run([*run, "migrate", "0"], env=env, check=True)
@@ -317,14 +369,11 @@ def dtdb_round(python: str, count: int, workers: int) -> dict[str, Any]:
                 continue
             errors += json.loads(out.strip().splitlines()[-1])["errors"]
         elapsed = time.monotonic() - t0
-        conn = sqlite3.connect(path)
-        table = next(
-            name
-            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            if name.endswith("dbtaskresult")
+        states = json.loads(
+            subprocess.run(
+                [*run, "states", "0"], env=env, check=True, capture_output=True, text=True
+            ).stdout.strip()
         )
-        states = dict(conn.execute(f"SELECT status, COUNT(*) FROM {table} GROUP BY status"))
-        conn.close()
     per_task = enqueue_seconds / count + elapsed / count
     return {
         "tasks_per_s": count / elapsed,
@@ -338,16 +387,26 @@ def dtdb_round(python: str, count: int, workers: int) -> dict[str, Any]:
 
 
 def verify(path: str, count: int) -> dict[str, Any]:
-    conn = sqlite3.connect(path)
+    """Exactly once? Read by a driver connection (``path``: a SQLite file or a postgres URL)."""
+    if path.startswith("postgres"):
+        import psycopg
+
+        conn: Any = psycopg.connect(path, autocommit=True)
+        mark = "%s"
+    else:
+        conn = sqlite3.connect(path)
+        mark = "?"
     states = dict(
         conn.execute(
-            "SELECT state, COUNT(*) FROM agentstore_task WHERE kind = ? GROUP BY state", (KIND,)
-        )
+            f"SELECT state, COUNT(*) FROM agentstore_task WHERE kind = {mark} GROUP BY state",
+            (KIND,),
+        ).fetchall()
     )
     bad_logs = conn.execute(
         "SELECT COUNT(*) FROM (SELECT task_id, COUNT(*) AS n, MIN(sequence) AS lo, "
-        "MAX(sequence) AS hi, SUM(kind = 'task_started') AS s, SUM(kind = 'task_succeeded') AS f "
-        "FROM agentstore_taskevent GROUP BY task_id) "
+        "MAX(sequence) AS hi, SUM(CASE WHEN kind = 'task_started' THEN 1 ELSE 0 END) AS s, "
+        "SUM(CASE WHEN kind = 'task_succeeded' THEN 1 ELSE 0 END) AS f "
+        "FROM agentstore_taskevent GROUP BY task_id) AS logs "
         "WHERE n != 5 OR lo != 1 OR hi != 5 OR s != 1 OR f != 1"
     ).fetchone()[0]
     conn.close()
@@ -358,15 +417,27 @@ def verify(path: str, count: int) -> dict[str, Any]:
     }
 
 
-def run_round(strategy: str, count: int, workers: int, timeout: float) -> dict[str, Any]:
+def fresh_postgres(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+
+
+def run_round(
+    strategy: str, count: int, workers: int, timeout: float, url: str = ""
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp).resolve() / "bench.sqlite3")
+        path = url or str(Path(tmp).resolve() / "bench.sqlite3")
         env = {
             **os.environ,
-            "DATABASE_URL": f"sqlite:///{path}",
+            "DATABASE_URL": url or f"sqlite:///{path}",
             "DJANGO_SETTINGS_MODULE": "project.settings",
             "DJANGO_DEBUG": "0",
         }
+        if url:
+            fresh_postgres(url)
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
         )
@@ -413,8 +484,11 @@ def run_round(strategy: str, count: int, workers: int, timeout: float) -> dict[s
         elapsed = time.monotonic() - t0
         checked = verify(path, count)
     errors = [e for r in results for e in r["errors"]]
+    dones = [r["done"] for r in results]
     return {
         "tasks_per_s": sum(r["done"] for r in results) / elapsed,
+        "worst_ms": max(r["worst"] for r in results) * 1000,
+        "fair": min(dones) / max(max(dones), 1),
         "done": sum(r["done"] for r in results),
         "errors": errors,
         "locked": sum("locked" in e for e in errors),
@@ -429,7 +503,18 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--timeout", type=float, default=20.0, help="busy timeout (s)")
     parser.add_argument("--skip-dtdb", action="store_true")
-    parser.add_argument("--dtdb-python", default="/tmp/dtdb/bin/python")
+    parser.add_argument(
+        "--dtdb-python",
+        default=sys.executable
+        if importlib.util.find_spec("django_tasks_db")
+        else "/tmp/dtdb/bin/python",
+        help="an interpreter with django-tasks-db (default: this one, when it has it)",
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default="",
+        help="also run on this PostgreSQL database (its public schema is dropped each round)",
+    )
     parser.add_argument(
         "--no-writer-queue",
         action="store_true",
@@ -461,34 +546,52 @@ def main() -> int:
         os.environ["BENCH_NO_WRITER_QUEUE"] = "1"
     dtdb = not args.skip_dtdb and os.path.exists(args.dtdb_python)
     print(f"{args.tasks} queued tasks; each: claim -> 2 running events -> finish")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.no_writer_queue:
         print("(agentstore runs WITHOUT its SQLite writer queue: diagnostics)")
+    databases = [("SQLite (WAL)", "")]
+    if args.postgres_url:
+        databases.append(("PostgreSQL", args.postgres_url))
+    for label, url in databases:
+        print(f"\n{label}")
+        table(args, url, dtdb)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    common.emit("tasks_claim", args, engine_name="sqlite")
+    return 0
+
+
+def table(args: argparse.Namespace, url: str, dtdb: bool) -> None:
+    """One table: a row per worker count, every system on the same database."""
     header = (
         f"{'W':>2}  {'agentstore/s':>12}  "
-        + (f"{'bypass/s':>8}  {'ratio':>6}  " if args.raw_cursor else "")
+        + (f"{'bypass/s':>8}  {'ratio':>6}  " if args.raw_cursor and not url else "")
         + f"{'raw/s':>8}  {'ratio':>6}  "
-        f"{'dtdb/s':>8}  {'x dtdb':>7}  exactly-once  errors(locked)"
+        f"{'dtdb/s':>8}  {'x dtdb':>7}  {'worst ms (raw)':>15}  {'fair':>4}  "
+        "exactly-once  errors(locked)"
     )
     print(header)
     for workers in args.workers:
-        ours = run_round("agentstore", args.tasks, workers, args.timeout)
+        ours = run_round("agentstore", args.tasks, workers, args.timeout, url)
         bypass = ""
-        if args.raw_cursor:
+        if args.raw_cursor and not url:
             os.environ["BENCH_RAW_TASK_CURSOR"] = "1"
             fast = run_round("agentstore", args.tasks, workers, args.timeout)
             del os.environ["BENCH_RAW_TASK_CURSOR"]
             rate = fast["tasks_per_s"]
             bypass = f"{rate:8.0f}  {rate / ours['tasks_per_s']:6.2f}  "
-        raw = run_round("raw", args.tasks, workers, args.timeout)
-        theirs = dtdb_round(args.dtdb_python, args.tasks, workers) if dtdb else None
+        raw = run_round("raw", args.tasks, workers, args.timeout, url)
+        theirs = dtdb_round(args.dtdb_python, args.tasks, workers, url) if dtdb else None
         their_rate = f"{theirs['tasks_per_s']:8.0f}" if theirs else f"{'-':>8}"
         times = f"{ours['tasks_per_s'] / theirs['tasks_per_s']:7.1f}" if theirs else f"{'-':>7}"
+        worst = f"{ours['worst_ms']:.0f} ({raw['worst_ms']:.0f})"
         print(
             f"{workers:>2}  {ours['tasks_per_s']:12.0f}  {bypass}{raw['tasks_per_s']:8.0f}  "
             f"{ours['tasks_per_s'] / raw['tasks_per_s']:6.2f}  {their_rate}  {times}  "
+            f"{worst:>15}  {ours['fair']:4.2f}  "
             f"{str(ours['exactly_once']):>5}/{str(raw['exactly_once']):<6}  "
             f"{len(ours['errors'])}({ours['locked']}) / raw {len(raw['errors'])}({raw['locked']})"
-            + (f" / dtdb {len(theirs['errors'])}" if theirs else "")
+            + (f" / dtdb {len(theirs['errors'])}" if theirs else ""),
+            flush=True,
         )
         for label, result in (("agentstore", ours), ("raw", raw)):
             if not result["exactly_once"] or result["errors"]:
@@ -497,12 +600,14 @@ def main() -> int:
         if theirs and (theirs["errors"] or set(theirs["states"]) != {"SUCCESSFUL"}):
             print(f"    dtdb: {theirs['states']} errors {sorted(set(theirs['errors']))[:3]}")
         cycle = f"tasks: claim -> 2 events -> finish, {workers} worker" + "s" * (workers > 1)
-        common.record(cycle, "raw sqlite3", raw["tasks_per_s"], role="raw")
+        if url:
+            cycle += " (PostgreSQL)"
+        common.record(
+            cycle, "raw sqlite3" if not url else "raw psycopg", raw["tasks_per_s"], role="raw"
+        )
         common.record(cycle, "TaskRepository", ours["tasks_per_s"])
         if theirs:
             common.record(cycle, "django-tasks-db", theirs["tasks_per_s"], role="peer")
-    common.emit("tasks_claim", args, engine_name="sqlite")
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,15 @@
     .venv/bin/python bench/worker_throughput.py --tasks 2000 --workers 1 2
     .venv/bin/python bench/worker_throughput.py \\
         --database-url postgres://postgres@127.0.0.1:5432/agentstore_bench_worker
+    .venv/bin/python bench/worker_throughput.py --tasks 2000 \\
+        --postgres-url postgres://postgres@127.0.0.1:5432/agentstore_bench_worker
+
+Flags (stable; ``bench/run_all`` calls them): ``--database-url URL`` run on that
+database only (default: a fresh SQLite file); ``--postgres-url URL`` run on SQLite,
+then the same on PostgreSQL, one table each (the PostgreSQL database's ``public``
+schema is dropped and re-created: give it a scratch database); ``--tasks N``;
+``--workers W …``; ``--batch B …`` agentstore ``--batch`` values; ``--samples N``
+latency samples; ``--interval S`` idle poll of both workers; ``--skip-raw``.
 
 **Throughput**: ``--tasks`` no-op ``@task`` functions are enqueued through each
 backend into a parked queue; the workers (``manage.py agentstore worker
@@ -292,20 +301,39 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.02, help="idle poll (both workers)")
     parser.add_argument("--skip-raw", action="store_true")
     parser.add_argument(
+        "--postgres-url",
+        default="",
+        help="after SQLite, run the same on this PostgreSQL database (schema dropped)",
+    )
+    parser.add_argument(
         "--batch", type=int, nargs="+", default=[1, 16], help="agentstore --batch values to run"
     )
     common.add_json_flag(parser)
     args = parser.parse_args()
+    if args.postgres_url and not args.database_url:
+        # One database per process (Django is set up once): PostgreSQL in a second run.
+        forwarded = [a for a in sys.argv[1:] if not a.startswith("--postgres-url")]
+        if args.postgres_url in forwarded:
+            forwarded.remove(args.postgres_url)
+        subprocess.run([sys.executable, __file__, *forwarded], check=True)
+        print(flush=True)
+        subprocess.run(
+            [sys.executable, __file__, *forwarded, "--database-url", args.postgres_url],
+            check=True,
+        )
+        return
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-")
     url = args.database_url or f"sqlite:///{tmp}/bench.sqlite3"
     setup_django(url)
     from django.db import connection
 
-    print(f"database: {connection.vendor}  tasks: {args.tasks}  load: {os.getloadavg()}")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"database: {connection.vendor}  tasks: {args.tasks}  load average: {load}")
     header = ("workers", "system", "tasks/s", "enqueue/s", "vs db_worker", "vs raw")
     print("{:>7}  {:<22} {:>9} {:>10} {:>12} {:>7}".format(*header))
     for processes in args.workers:
-        raw = None if args.skip_raw else raw_sqlite(args.tasks, processes)
+        sqlite = connection.vendor == "sqlite"
+        raw = None if args.skip_raw or not sqlite else raw_sqlite(args.tasks, processes)
         theirs = throughput("db_worker", url, args.tasks, processes, args.interval)
         rows = [
             (
@@ -348,6 +376,7 @@ def main() -> None:
             role=role,
             unit="ms",
         )
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     common.emit("worker_throughput", args, engine_name=common.engine(url))
 
 

@@ -74,14 +74,22 @@ def _make(ctx: Context, stop: threading.Event | None = None, n: int = 0) -> Any:
     )
 
 
-def _child(options: dict[str, Any], n: int) -> None:
-    """A process of ``--processes``: its own connections, its own signal handling."""
+def _child(options: dict[str, Any], n: int, stopping: threading.Event) -> None:
+    """A process of ``--processes``: its own connections, its own signal handling.
+
+    ``stopping`` is the fork's copy of the supervisor's flag: a SIGTERM that
+    arrives before this child installed its own handlers runs the inherited
+    supervisor handler, which sets it — the child then stops at once instead
+    of missing the signal (and being killed after the grace period).
+    """
     ctx = Context(stdout=sys.stdout, stderr=sys.stderr, style=None, options=options)  # type: ignore[arg-type]
     # The parent forwards SIGTERM; a terminal's Ctrl-C reaches the parent only once.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker = _make(ctx, None, n)
     worker.install_signal_handlers()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if stopping.is_set():
+        worker.stop.set()
     worker.run()
     connections.close_all()
 
@@ -125,7 +133,7 @@ def _supervise(ctx: Context) -> None:
 
     def start(n: int) -> Any:
         connections.close_all()
-        process = fork.Process(target=_child, args=(options, n), daemon=False)
+        process = fork.Process(target=_child, args=(options, n, stopping), daemon=False)
         process.start()
         return process
 
@@ -138,7 +146,7 @@ def _supervise(ctx: Context) -> None:
                 continue
             if exiting and child.exitcode == 0:
                 del children[n]
-            else:
+            elif not stopping.is_set():  # never start a child after the stop signal
                 ctx.note(f"worker process {child.pid} exited ({child.exitcode}); restarting")
                 children[n] = start(n)
         if not children:

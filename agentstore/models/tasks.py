@@ -85,6 +85,8 @@ class Task(models.Model):
         null=True,
         blank=True,
         related_name="child_tasks",
+        # agentstore_task_parent covers lookups by parent (docs/tasks.md, "Performance").
+        db_index=False,
     )
     # NULL for work no agent session owns: django.tasks functions enqueued
     # through AgentStoreBackend (docs/tasks.md "Running tasks").
@@ -95,6 +97,8 @@ class Task(models.Model):
         null=True,
         blank=True,
         related_name="owned_tasks",
+        # agentstore_task_owner covers lookups by owner (docs/tasks.md, "Performance").
+        db_index=False,
     )
     concurrency_key = models.CharField(_("concurrency key"), max_length=255, default="", blank=True)
     result = models.TextField(_("result"), default="", blank=True)
@@ -124,19 +128,29 @@ class Task(models.Model):
     class Meta:
         verbose_name = _("task")
         verbose_name_plural = _("tasks")
+        # Every claim, renewal and finish rewrites the entries of the indexes that
+        # hold a column it changes (state, updated_at, lease_*): an index is here
+        # only because a query uses it, and the owner/parent listings index only
+        # rows that have an owner/parent, so ownerless work (django.tasks
+        # functions) does not pay for them (docs/tasks.md, "Performance").
         indexes = [
             models.Index(
                 fields=["kind", "state", "created_at", "id"], name="agentstore_task_queue"
             ),
             models.Index(
-                fields=["owner_session", "-updated_at", "-id"], name="agentstore_task_owner"
+                fields=["owner_session", "-updated_at", "-id"],
+                name="agentstore_task_owner",
+                condition=Q(owner_session__isnull=False),
             ),
             models.Index(
                 fields=["owner_session", "state", "-updated_at", "-id"],
                 name="agentstore_task_owner_state",
+                condition=Q(owner_session__isnull=False),
             ),
             models.Index(
-                fields=["parent_task", "-updated_at", "-id"], name="agentstore_task_parent"
+                fields=["parent_task", "-updated_at", "-id"],
+                name="agentstore_task_parent",
+                condition=Q(parent_task__isnull=False),
             ),
             models.Index(
                 fields=["kind", "state", "lease_expires_at", "id"],
@@ -181,8 +195,13 @@ class Task(models.Model):
 class TaskEvent(models.Model):
     """One event of a task's log; ``sequence`` is task-local and contiguous from 1."""
 
+    # No index of its own: UNIQUE(task, sequence) serves every lookup by task.
     task = models.ForeignKey(
-        Task, verbose_name=_("task"), on_delete=models.CASCADE, related_name="events"
+        Task,
+        verbose_name=_("task"),
+        on_delete=models.CASCADE,
+        related_name="events",
+        db_index=False,
     )
     sequence = models.PositiveIntegerField(_("sequence"))
     event_id = models.CharField(_("event id"), max_length=36, unique=True)

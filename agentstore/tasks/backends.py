@@ -27,6 +27,7 @@ events, ``errors`` from its failure events, the return value from ``result``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import traceback
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from agentstore.models import FunctionTask
@@ -45,7 +47,13 @@ from agentstore.types.tasks import TaskEntity
 if TYPE_CHECKING:
     from agentstore.tasks.handlers import Job
 
-__all__ = ["AgentStoreBackend", "AgentStoreTask", "exception_payload", "run_function"]
+__all__ = [
+    "AgentStoreBackend",
+    "AgentStoreTask",
+    "exception_payload",
+    "run_function",
+    "send_finished",
+]
 
 if framework is None:  # pragma: no cover - exercised only without either framework
     raise ImproperlyConfigured(
@@ -231,8 +239,66 @@ def exception_payload(error: BaseException, worker_id: str) -> dict[str, Any]:
     }
 
 
+def _started_result(job: Job, task: Any, row: dict[str, Any], arguments: dict[str, Any]) -> Any:
+    """The ``TaskResult`` of the attempt that is starting (status RUNNING).
+
+    A first attempt is built from what the claim returned; a later one reads
+    the task's events for the earlier workers and errors (as ``get_result``).
+    """
+    entity = job.task
+    if task.takes_context or entity.attempts > 1:
+        return function_result(entity.id, job.tasks.using, row["backend"])
+    return _F.TaskResult(
+        task=task,
+        id=entity.id,
+        status=_F.TaskResultStatus.RUNNING,
+        enqueued_at=entity.created_at,
+        started_at=entity.started_at,
+        finished_at=None,
+        last_attempted_at=entity.updated_at,
+        args=arguments.get("args", []),
+        kwargs=arguments.get("kwargs", {}),
+        backend=row["backend"],
+        errors=[],
+        worker_ids=[job.worker_id],
+    )
+
+
+def send_finished(
+    started: Any, *, return_json: str | None = None, error: BaseException | None = None
+) -> None:
+    """Send ``task_finished`` for a function task whose finish was stored.
+
+    ``started`` is the attempt's :attr:`Job.task_result`; success passes the
+    stored ``return_json``, failure the exception. (A failed attempt that will
+    be retried is not finished: the task is READY again, and nothing is sent.)
+    """
+    errors = list(started.errors)
+    if error is not None:
+        payload = exception_payload(error, "")
+        errors.append(
+            _F.TaskError(
+                exception_class_path=payload["exception_class_path"],
+                traceback=payload["traceback"],
+            )
+        )
+    finished = dataclasses.replace(
+        started,
+        status=_F.TaskResultStatus.FAILED if error is not None else _F.TaskResultStatus.SUCCESSFUL,
+        finished_at=timezone.now(),
+        errors=errors,
+    )
+    if error is None and return_json is not None:
+        object.__setattr__(finished, "_return_value", json.loads(return_json))
+    _F.task_finished.send(type(started.task.get_backend()), task_result=finished)
+
+
 def run_function(job: Job) -> str:
-    """The built-in handler of kind ``function``: call the ``@task`` function; JSON result."""
+    """The built-in handler of kind ``function``: call the ``@task`` function; JSON result.
+
+    Sends the framework's ``task_started`` before the call; the worker sends
+    ``task_finished`` (:func:`send_finished`) once the outcome is stored.
+    """
     # Hand-written: this read is on every task's path, and the ORM costs more than it.
     with connections[job.tasks.using].cursor() as cursor:
         cursor.execute(_SELECT_FUNCTION, [job.task.id])
@@ -243,9 +309,10 @@ def run_function(job: Job) -> str:
     task = _task_object(row["function"], job.task)
     arguments = json.loads(row["arguments_json"] or "{}")
     args, kwargs = arguments.get("args", []), arguments.get("kwargs", {})
+    job.task_result = _started_result(job, task, row, arguments)
+    _F.task_started.send(type(task.get_backend()), task_result=job.task_result)
     if task.takes_context:
-        context_result = function_result(job.task.id, job.tasks.using, row["backend"])
-        value = task.call(_F.TaskContext(task_result=context_result), *args, **kwargs)
+        value = task.call(_F.TaskContext(task_result=job.task_result), *args, **kwargs)
     else:
         value = task.call(*args, **kwargs)
     try:

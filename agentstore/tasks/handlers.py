@@ -89,6 +89,9 @@ class Job:
     task: TaskEntity
     worker_id: str
     tasks: TaskRepository
+    #: The framework's ``TaskResult`` of a ``function`` task as it started (set by
+    #: its handler; the worker sends ``task_finished`` from it once the finish is stored).
+    task_result: Any = None
     _details: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -140,11 +140,87 @@ _CLAIM = (
     "lease_owner = %s, lease_expires_at = %s, updated_at = %s, attempts = attempts + 1 "
     "WHERE id = %s AND state = %s"
 )
+# The claim of the pick: one statement. The subquery picks, the outer guard
+# (state = 'queued') still decides (on PostgreSQL the pick skips locked rows),
+# and RETURNING hands back the claimed rows as they are now, so no re-read.
+_CLAIM_PICKED = (
+    f"UPDATE {TASK_TABLE} SET state = 'running', started_at = COALESCE(started_at, %s), "
+    "finished_at = NULL, result = '', error_code = '', error_message = '', "
+    "lease_owner = %s, lease_expires_at = %s, updated_at = %s, attempts = attempts + 1 "
+    "WHERE {picked} AND state = 'queued' RETURNING {fields}"
+)
+
+
+def _picked(pick: str, vendor: str) -> str:
+    """``id`` is one of the ids ``pick`` selects, the pick evaluated exactly once.
+
+    PostgreSQL may run an ``IN (subquery)`` once per outer row, and a LIMITed
+    ``FOR UPDATE SKIP LOCKED`` pick then returns a different row each time —
+    one claim took several tasks. ``ARRAY(subquery)`` is an init plan: one run.
+    SQLite evaluates an uncorrelated ``IN`` subquery once.
+    """
+    return f"id IN ({pick})" if vendor == "sqlite" else f"id = ANY(ARRAY({pick}))"
+
+
 _RENEW = (
     f"UPDATE {TASK_TABLE} SET lease_expires_at = %s, updated_at = %s "
     "WHERE id = %s AND state IN ('running', 'canceling') "
     "AND lease_owner = %s AND lease_expires_at > %s"
 )
+
+
+@lru_cache(maxsize=32)
+def _finish_sql(states: int, owned: bool) -> str:
+    """The guarded terminal UPDATE of :meth:`TaskRepository.finish_row`, built once per shape."""
+    fence = " AND lease_owner IS NULL"
+    if owned:
+        fence = " AND lease_owner = %s AND lease_expires_at > %s"
+    return (
+        f"UPDATE {TASK_TABLE} SET state = %s, result = %s, error_code = %s, "
+        "error_message = %s, finished_at = %s, lease_owner = NULL, "
+        "lease_expires_at = NULL, updated_at = %s "
+        f"WHERE id = %s AND state IN ({_in(['%s'] * states)}){fence}"
+    )
+
+
+def _skip_locked(vendor: str) -> str:
+    # SQLite has no row locks (BEGIN IMMEDIATE serialises writers); PostgreSQL
+    # claimers skip rows another claimer holds instead of queueing behind it.
+    return "" if vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
+
+
+@lru_cache(maxsize=64)
+def _claim_ready_sql(queues: int, kinds: int, limit: int, vendor: str) -> str:
+    """``finish_and_claim``'s pick-and-claim, built once per shape (params: see the caller)."""
+    kind_filter = f" AND kind IN ({_in(['%s'] * kinds)})" if kinds else ""
+    pick = (
+        f"SELECT id FROM {TASK_TABLE} WHERE state = 'queued' "
+        f"AND queue_name IN ({_in(['%s'] * queues)}){kind_filter} "
+        "AND (run_after IS NULL OR run_after <= %s) "
+        f"ORDER BY priority DESC, created_at, id LIMIT {limit}{_skip_locked(vendor)}"
+    )
+    return _CLAIM_PICKED.format(picked=_picked(pick, vendor), fields=", ".join(TASK_FIELDS))
+
+
+@lru_cache(maxsize=64)
+def _ready_sql(queues: int, kinds: int) -> str:
+    """The lock-free "is anything ready?" look of an idle worker."""
+    kind_filter = f" AND kind IN ({_in(['%s'] * kinds)})" if kinds else ""
+    return (
+        f"SELECT 1 FROM {TASK_TABLE} WHERE state = 'queued' "
+        f"AND queue_name IN ({_in(['%s'] * queues)}){kind_filter} "
+        "AND (run_after IS NULL OR run_after <= %s) LIMIT 1"
+    )
+
+
+@lru_cache(maxsize=4)
+def _claim_next_sql(vendor: str) -> str:
+    """``claim_next_queued``: the oldest queued task of a kind, picked and claimed at once."""
+    pick = (
+        f"SELECT id FROM {TASK_TABLE} WHERE kind = %s AND state = 'queued' "
+        f"ORDER BY created_at, id LIMIT 1{_skip_locked(vendor)}"
+    )
+    return _CLAIM_PICKED.format(picked=_picked(pick, vendor), fields="id")
 
 
 class SqlCursor(Protocol):
@@ -386,12 +462,7 @@ class TaskRepository(StoreBase):
         """
         states = list(finish.from_states)
         at = self._db_time(now)
-        sql = (
-            f"UPDATE {TASK_TABLE} SET state = %s, result = %s, error_code = %s, "
-            "error_message = %s, finished_at = %s, lease_owner = NULL, "
-            "lease_expires_at = NULL, updated_at = %s "
-            f"WHERE id = %s AND state IN ({_in(states)})"
-        )
+        sql = _finish_sql(len(states), bool(finish.lease_owner))
         params: list[Any] = [
             finish.target_state,
             finish.result,
@@ -403,10 +474,7 @@ class TaskRepository(StoreBase):
             *states,
         ]
         if finish.lease_owner:
-            sql += " AND lease_owner = %s AND lease_expires_at > %s"
             params += [finish.lease_owner, at]
-        else:
-            sql += " AND lease_owner IS NULL"
         cursor.execute(sql, params)
         if cursor.rowcount != 1:
             return False
@@ -737,23 +805,16 @@ class TaskRepository(StoreBase):
         require_text(event_kind, "event.kind")
         expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
         event_id, at = new_id(), self._db_time(self.now())
-        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
-        pick = (
-            f"SELECT id FROM {TASK_TABLE} WHERE kind = %s AND state = 'queued' "
-            f"ORDER BY created_at, id LIMIT 1{lock}"
-        )
+        claim = _claim_next_sql(self.vendor)
 
         def claim_it() -> str | None:
             cursor = self.cursor()
-            cursor.execute(pick, [kind])
+            # Pick and claim in one statement; the guard in it still decides.
+            cursor.execute(claim, [at, lease_owner, expires, at, kind])
             row = cursor.fetchone()
             if row is None:
                 return None
             task_id = str(row[0])
-            # Still the guarded UPDATE: the pick alone proves nothing.
-            cursor.execute(_CLAIM, [at, lease_owner, expires, at, task_id, QUEUED])
-            if cursor.rowcount != 1:
-                return None
             self._append_next_event(cursor, task_id, event_id, event_kind, "{}", at)
             return task_id
 
@@ -1145,14 +1206,7 @@ class TaskRepository(StoreBase):
         now = self.now()
         at = self._db_time(now)
         event_ids = [new_id() for _ in range(limit)]
-        kind_filter = f" AND kind IN ({_in(kinds)})" if kinds else ""
-        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
-        pick = (
-            f"SELECT id FROM {TASK_TABLE} WHERE state = 'queued' "
-            f"AND queue_name IN ({_in(queues)}){kind_filter} "
-            "AND (run_after IS NULL OR run_after <= %s) "
-            f"ORDER BY priority DESC, created_at, id LIMIT {limit}{lock}"
-        )
+        claim = _claim_ready_sql(len(queues), len(kinds), limit, self.vendor)
         owner_json = json.dumps(lease_owner)
 
         def claim_them() -> tuple[list[bool], list[TaskEntity]]:
@@ -1161,36 +1215,36 @@ class TaskRepository(StoreBase):
                 self.finish_row(cursor, finish, finish_id, now)
                 for finish, finish_id in zip(clean, finish_ids, strict=True)
             ]
-            cursor.execute(pick, [*queues, *kinds, at])
-            picked = [str(row[0]) for row in cursor.fetchall()]
-            claimed: list[str] = []
-            for task_id in picked:
-                cursor.execute(_CLAIM, [at, lease_owner, expires, at, task_id, QUEUED])
-                if cursor.rowcount == 1:
-                    claimed.append(task_id)
-            if not claimed:
+            # Pick and claim in one statement (docs/tasks.md, "Performance").
+            cursor.execute(claim, [at, lease_owner, expires, at, *queues, *kinds, at])
+            rows = [self._row_values(row) for row in cursor.fetchall()]
+            if not rows:
                 return flags, []
-            # The claimed rows as they are now, read in the same transaction.
-            cursor.execute(
-                f"SELECT {', '.join(TASK_FIELDS)} FROM {TASK_TABLE} WHERE id IN ({_in(claimed)})",
-                claimed,
+            if len(rows) > limit:  # never: the pick runs once (see _picked); roll back if so
+                raise AssertionError(f"claimed {len(rows)} tasks, asked for {limit}")
+            # RETURNING keeps no order: put the batch back in claim order.
+            rows.sort(key=lambda row: (-row["priority"], row["created_at"], row["id"]))
+            cursor.executemany(
+                _INSERT_NEXT_EVENT,
+                [
+                    (
+                        row["id"],
+                        event_id,
+                        event_kind,
+                        f'{{"worker_id": {owner_json}, "attempt": {row["attempts"]}}}',
+                        at,
+                        row["id"],
+                    )
+                    for row, event_id in zip(rows, event_ids, strict=False)
+                ],
             )
-            rows = {str(row[0]): self._row_values(row) for row in cursor.fetchall()}
-            for task_id, event_id in zip(claimed, event_ids, strict=False):
-                payload = f'{{"worker_id": {owner_json}, "attempt": {rows[task_id]["attempts"]}}}'
-                self._append_next_event(cursor, task_id, event_id, event_kind, payload, at)
-            return flags, [task_from_values(rows[task_id]) for task_id in claimed]
+            return flags, [task_from_values(row) for row in rows]
 
         # An idle worker polls often: look without the write lock first (hand-written,
         # like the claim: the ORM would cost more than the query).
-        ready = (
-            f"SELECT 1 FROM {TASK_TABLE} WHERE state = 'queued' "
-            f"AND queue_name IN ({_in(queues)}){kind_filter} "
-            "AND (run_after IS NULL OR run_after <= %s) LIMIT 1"
-        )
         if look_first:
             cursor = self.cursor()
-            cursor.execute(ready, [*queues, *kinds, at])
+            cursor.execute(_ready_sql(len(queues), len(kinds)), [*queues, *kinds, at])
             if cursor.fetchone() is None:
                 return (self.finish_many(clean) if clean else []), []
         return self.write(claim_them)

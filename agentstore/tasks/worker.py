@@ -54,7 +54,7 @@ from agentstore.ids import new_id
 from agentstore.models import Task, Worker
 from agentstore.models.tasks import LEASED_STATES
 from agentstore.stores.base import utc_now
-from agentstore.tasks.backends import exception_payload, run_function
+from agentstore.tasks.backends import exception_payload, run_function, send_finished
 from agentstore.tasks.handlers import (
     FUNCTION_KIND,
     Handler,
@@ -172,6 +172,8 @@ class TaskWorker:
         self._held: dict[str, TaskEntity] = {}
         self._held_lock = threading.Lock()
         self._pending: list[tuple[TaskEntity, TaskFinish, str, float]] = []
+        # django.tasks' task_finished of function tasks, sent once their finish is stored.
+        self._on_stored: dict[str, Callable[[], None]] = {}
         self._running = False
         self._last_sweep = 0.0
 
@@ -215,7 +217,7 @@ class TaskWorker:
             if not claimed:
                 if self.once:
                     return
-                self.stop.wait(self.poll_interval)
+                self._idle_wait()
                 continue
             with self._held_lock:
                 self._held.update((task.id, task) for task in claimed)
@@ -225,6 +227,14 @@ class TaskWorker:
                 self._run_one(task)
                 if self.max_tasks and self.done >= self.max_tasks:
                     self.stop.set()
+
+    def _idle_wait(self) -> None:
+        """Nothing was ready: wait before the next look (or until stopped).
+
+        The one place the idle worker waits, so a wake-up on new work (e.g.
+        PostgreSQL LISTEN/NOTIFY) replaces just this body.
+        """
+        self.stop.wait(self.poll_interval)
 
     def _claim_size(self) -> int:
         if self.max_tasks:
@@ -239,11 +249,12 @@ class TaskWorker:
     def _run_one(self, task: TaskEntity) -> None:
         started = time.monotonic()
         handler = self.registry.get(task.kind)
+        job = Job(task=task, worker_id=self.worker_id, tasks=self.tasks)
         self._running = True
         try:
             if handler is None:  # pragma: no cover - claims filter on registered kinds
                 raise LookupError(f"no handler for task kind {task.kind!r}")
-            value = handler(Job(task=task, worker_id=self.worker_id, tasks=self.tasks))
+            value = handler(job)
         except KeyboardInterrupt:
             # The grace period ran out (or a second signal): give the task back.
             self._running = False
@@ -254,9 +265,11 @@ class TaskWorker:
             return
         except Exception as error:
             self._running = False
-            self._failed(task, error, started)
+            self._failed(task, error, started, job)
         else:
             self._running = False
+            if job.task_result is not None:
+                self._on_stored[task.id] = lambda: send_finished(job.task_result, return_json=value)
             finish = TaskFinish(
                 task_id=task.id,
                 lease_owner=self.worker_id,
@@ -283,7 +296,7 @@ class TaskWorker:
             return
         stored = settle(self.tasks, task.kind, finish, value)
         self._log(task, outcome, stored, started)
-        self._drop(task.id)
+        self._drop(task.id, stored)
 
     def _flush(self) -> None:
         """Settle the batch's finished tasks in one write transaction."""
@@ -297,7 +310,7 @@ class TaskWorker:
     ) -> None:
         for (task, _, outcome, started), ok in zip(pending, stored, strict=True):
             self._log(task, outcome, ok, started)
-            self._drop(task.id)
+            self._drop(task.id, ok)
 
     def _log(self, task: TaskEntity, outcome: str, stored: bool, started: float) -> None:
         if not stored:
@@ -313,7 +326,7 @@ class TaskWorker:
             (time.monotonic() - started) * 1000,
         )
 
-    def _failed(self, task: TaskEntity, error: Exception, started: float) -> None:
+    def _failed(self, task: TaskEntity, error: Exception, started: float, job: Job) -> None:
         payload = exception_payload(error, self.worker_id)
         code = payload["exception_class_path"][:255]
         message = str(error) or type(error).__name__
@@ -336,6 +349,8 @@ class TaskWorker:
             self._log(task, f"retry in {delay:.1f}s ({code})", stored, started)
             self._drop(task.id)
             return
+        if job.task_result is not None:
+            self._on_stored[task.id] = lambda: send_finished(job.task_result, error=error)
         finish = TaskFinish(
             task_id=task.id,
             lease_owner=self.worker_id,
@@ -348,9 +363,16 @@ class TaskWorker:
         )
         self._settle(task, finish, None, f"failed ({code})", started)
 
-    def _drop(self, task_id: str) -> None:
+    def _drop(self, task_id: str, stored: bool = False) -> None:
+        """The task is no longer ours; its finish was ``stored`` (or refused, or retried)."""
         with self._held_lock:
             self._held.pop(task_id, None)
+        notify = self._on_stored.pop(task_id, None)
+        if stored and notify is not None:
+            try:
+                notify()
+            except Exception:  # a receiver's bug must not stop the worker
+                logger.exception("worker %s: task_finished receiver failed", self.worker_id)
 
     def _release_unstarted(self) -> None:
         with self._held_lock:
