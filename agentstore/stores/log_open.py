@@ -64,9 +64,7 @@ _LOOKUP = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND entry_id = %
 # (No seq bound or MIN() here: with either, SQLite's planner prefers the seq index.)
 _CALL = f"SELECT seq FROM {ENTRY} WHERE session_id = %s AND call_id = %s AND NOT (call_id = '')"
 _HEAD = f"SELECT kind, header, log_head FROM {SESSION} WHERE id = %s"
-_NEWEST = (
-    f"SELECT seq, entry_id, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq DESC LIMIT 1"
-)
+_NEWEST = f"SELECT seq, entry_id, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq DESC LIMIT 1"
 _PATH = (
     f"SELECT seq, entry_id, parent_id, type, line FROM {ENTRY} "
     "WHERE session_id = %s AND seq <= %s ORDER BY seq DESC LIMIT %s"

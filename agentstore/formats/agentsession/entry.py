@@ -78,7 +78,7 @@ def check_ts(value: Any, field_name: str = "entry.ts") -> str:
         raise exceptions.ValidationError(
             f"{field_name} {value!r} is not a real date", field=field_name
         ) from exc
-    return value
+    return m.string
 
 
 def format_ts(value: datetime | str, nanos: int | None = None) -> str:
