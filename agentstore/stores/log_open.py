@@ -307,20 +307,13 @@ class StoredSession(Session):
     # -- reading the branch --------------------------------------------------------
 
     def tail(self, limit: int | None, wanted: Collection[str] | None) -> list[Entry]:
-        """The last ``limit`` entries (``wanted`` types) on the path to the leaf, newest first."""
-        if self._full:
-            out: list[Entry] = []
-            current = self._leaf or None
-            while current is not None and (limit is None or len(out) < limit):
-                entry = self.entry(current)
-                if entry is None:
-                    break
-                if wanted is None or entry.type in wanted:
-                    out.append(entry)
-                current = entry.parent
-            return out
+        """The last ``limit`` entries (``wanted`` types) on the path to the leaf, newest first.
+
+        Read from the rows (this session's lines are all committed when the
+        store asks), so the entries are decoded afresh: the caller owns them.
+        """
         with connections[self._using].cursor() as cursor:
-            return walk_path(cursor, self.id, self._leaf, self._count, limit, wanted)
+            return walk_path(cursor, self.id, self._leaf, len(self), limit, wanted)
 
 
 def walk_path(
@@ -337,12 +330,15 @@ def walk_path(
     ``parent`` links through them (a parent always comes earlier); when the
     path leaves a batch (an abandoned branch in between), it jumps straight to
     the parent's line. O(limit) for a linear conversation, whatever its length.
+    The entries are decoded from the rows: fresh objects the caller owns.
     """
     out: list[Entry] = []
     want: str | None = leaf or None
     high = lines
     while want is not None and (limit is None or len(out) < limit) and high > 0:
-        size = 1000 if limit is None else max(16, 2 * (limit - len(out)))
+        # The path of a conversation is mostly its newest lines: ask for a few
+        # more than still wanted (labels and infos in between), no more.
+        size = 1000 if limit is None else limit - len(out) + 8
         cursor.execute(_PATH, [session_id, high, size])
         rows = cursor.fetchall()
         if not rows:
