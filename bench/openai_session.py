@@ -115,6 +115,7 @@ def bench_raw(path: Path, items: int, ops: int) -> dict[str, Any]:
     conn.executemany(INSERT, ((json.dumps(make_item(n)),) for n in range(items)))
     conn.execute("COMMIT")
     adds: list[float] = []
+    cpu = time.process_time()
     for n in range(items, items + ops):
         data = json.dumps(make_item(n))
         start = time.perf_counter()
@@ -124,7 +125,9 @@ def bench_raw(path: Path, items: int, ops: int) -> dict[str, Any]:
         )
         conn.execute("COMMIT")
         adds.append(time.perf_counter() - start)
+    cpu_add = (time.process_time() - cpu) / ops
     gets: list[float] = []
+    cpu = time.process_time()
     for _ in range(ops):
         start = time.perf_counter()
         rows = conn.execute(
@@ -135,7 +138,8 @@ def bench_raw(path: Path, items: int, ops: int) -> dict[str, Any]:
         gets.append(time.perf_counter() - start)
     assert len(got) == 50
     conn.close()
-    return {"add": timed(adds), "get": timed(gets)}
+    cpu_get = (time.process_time() - cpu) / ops
+    return {"add": timed(adds), "get": timed(gets), "cpu": (cpu_add, cpu_get)}
 
 
 # -- the SDK's SQLiteSession -------------------------------------------------------
@@ -155,19 +159,23 @@ async def bench_sqlite_session(path: Path, items: int, ops: int) -> dict[str, An
     for start in range(0, items, 10_000):
         await session.add_items([make_item(n) for n in range(start, min(items, start + 10_000))])
     adds: list[float] = []
+    cpu = time.process_time()
     for n in range(items, items + ops):
         item = make_item(n)
         begin = time.perf_counter()
         await session.add_items([item])
         adds.append(time.perf_counter() - begin)
+    cpu_add = (time.process_time() - cpu) / ops
     gets: list[float] = []
+    cpu = time.process_time()
     for _ in range(ops):
         begin = time.perf_counter()
         got = await session.get_items(limit=50)
         gets.append(time.perf_counter() - begin)
     assert len(got) == 50
     session.close()
-    return {"add": timed(adds), "get": timed(gets)}
+    cpu_get = (time.process_time() - cpu) / ops
+    return {"add": timed(adds), "get": timed(gets), "cpu": (cpu_add, cpu_get)}
 
 
 # -- AgentStoreSession ---------------------------------------------------------------
@@ -204,19 +212,29 @@ async def bench_agentstore(items: int, ops: int) -> dict[str, Any]:
     await session.get_items(limit=1)
     await session.add_items([make_item(items + 1)])
     adds: list[float] = []
+    cpu = time.process_time()
     for n in range(items + 2, items + 2 + ops):
         item = make_item(n)
         begin = time.perf_counter()
         await session.add_items([item])
         adds.append(time.perf_counter() - begin)
+    cpu_add = (time.process_time() - cpu) / ops
     gets: list[float] = []
+    cpu = time.process_time()
     for _ in range(ops):
         begin = time.perf_counter()
         got = await session.get_items(limit=50)
         gets.append(time.perf_counter() - begin)
     assert len(got) == 50 and got[-1] == make_item(items + 1 + ops)
     await session.aclose()
-    return {"add": timed(adds), "get": timed(gets), "cold_get": cold_get, "cold_add": cold_add}
+    cpu_get = (time.process_time() - cpu) / ops
+    return {
+        "add": timed(adds),
+        "get": timed(gets),
+        "cpu": (cpu_add, cpu_get),
+        "cold_get": cold_get,
+        "cold_add": cold_add,
+    }
 
 
 def main() -> None:
@@ -246,6 +264,14 @@ def main() -> None:
         print(
             f"  {name:<11} p50 {p50:7.3f} ms   p99 {p99:7.3f} ms   "
             f"{p50 / raw['get'][1]:.2f}x raw latency   {p50 / sdk['get'][1]:.2f}x SQLiteSession"
+        )
+    print("\nCPU per operation (this process, all threads: less sensitive to a busy machine)")
+    for name, result in (("raw", raw), ("sqlite", sdk), ("agentstore", ours)):
+        add_cpu, get_cpu = result["cpu"]
+        print(
+            f"  {name:<11} add {add_cpu * 1e6:6.0f} µs ({add_cpu / sdk['cpu'][0]:.2f}x "
+            f"SQLiteSession)   get(50) {get_cpu * 1e6:6.0f} µs "
+            f"({get_cpu / sdk['cpu'][1]:.2f}x SQLiteSession)"
         )
     print(
         f"\ncold (a fresh AgentStoreSession, as in a new process): "

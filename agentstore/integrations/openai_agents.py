@@ -101,13 +101,9 @@ def item_entry(item: Any, *, index: int = 0) -> dict[str, Any]:
     return {"type": "item", "item": {"type": "message", **item}, MARK: {"typeless": True}}
 
 
-def entry_item(entry: Entry, *, copy: bool = True) -> TResponseInputItem:
-    """The SDK item a stored ``item`` entry holds (a fresh copy, equal to what was added).
-
-    ``copy=False`` hands over the entry's own item: for entries nobody else
-    holds, such as ``LogStore.tail``'s (decoded afresh on every call).
-    """
-    item = _copy_json(entry.data["item"]) if copy else dict(entry.data["item"])
+def entry_item(entry: Entry) -> TResponseInputItem:
+    """The SDK item a stored ``item`` entry holds (a fresh copy, equal to what was added)."""
+    item = _copy_json(entry.data["item"])
     mark = entry.data.get(MARK)
     if isinstance(mark, dict) and mark.get("typeless") is True:
         item.pop("type", None)
@@ -188,8 +184,7 @@ class AgentStoreSession(SessionABC):
             return []
         with self.log.lock:
             entries = self.log.read(wanted, types=_ITEM_TYPES)
-        # tail decodes its entries afresh on each call: no copy needed.
-        return [entry_item(e, copy=False) for e in entries]
+        return [entry_item(e) for e in entries]
 
     def add_items_sync(self, items: Sequence[TResponseInputItem]) -> None:
         """Append the items, in order, in one transaction (creating the session if new).
@@ -219,7 +214,7 @@ class AgentStoreSession(SessionABC):
             else:
                 moves = self.log.empty_root("pop_item", MARK)  # it was a root
             self.log.write(moves, create=False)
-        return entry_item(popped, copy=False)
+        return entry_item(popped)
 
     def clear_session_sync(self) -> None:
         """Start an empty branch: no items are seen any more, none is deleted.

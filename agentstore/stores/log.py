@@ -576,8 +576,7 @@ class LogStore(StoreBase):
         (no hold; the same cost), in one read snapshot; a session without a
         trusted head is read whole first (as :meth:`read`). ``types`` keeps only entries of those
         types (``{"item"}``: the conversation); ``limit=None`` walks the whole
-        path. The entries are decoded from the rows on every call (the caller
-        owns them). Raises ``NoSession``.
+        path. The entries may be the store's own (read-only). Raises ``NoSession``.
         """
         if limit is not None and (isinstance(limit, bool) or limit < 0):
             raise exceptions.ValidationError("limit must not be negative", field="limit")

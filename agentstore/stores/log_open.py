@@ -309,9 +309,29 @@ class StoredSession(Session):
     def tail(self, limit: int | None, wanted: Collection[str] | None) -> list[Entry]:
         """The last ``limit`` entries (``wanted`` types) on the path to the leaf, newest first.
 
-        Read from the rows (this session's lines are all committed when the
-        store asks), so the entries are decoded afresh: the caller owns them.
+        From the entries in memory when they reach that far, else from the rows
+        (this session's lines are all committed when the store asks). The
+        entries may be shared: treat them as read-only.
         """
+        # The entries this object holds (all of them once read whole; else its
+        # own appends and lookups) usually cover a conversation's newest turns.
+        out: list[Entry] = []
+        current = self._leaf or None
+        while current is not None and (limit is None or len(out) < limit):
+            if self._full:
+                entry = self.entry(current)
+            else:
+                known = self._known.get(current)
+                entry = known[1] if known is not None else None
+            if entry is None:
+                break
+            if wanted is None or entry.type in wanted:
+                out.append(entry)
+            current = entry.parent
+        else:
+            return out
+        if self._full:
+            return out
         with connections[self._using].cursor() as cursor:
             return walk_path(cursor, self.id, self._leaf, len(self), limit, wanted)
 

@@ -136,11 +136,15 @@ def test_tail_is_the_newest_entries_on_the_branch(h: Harness) -> None:
 
 
 def test_tail_walks_only_what_it_returns(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
-    # O(limit) on an open session: one query for a few more lines than wanted,
-    # and only the kept ones decoded.
+    # O(limit): a session opened from its head reads a few more lines than
+    # wanted in one query and decodes only the kept ones; the entries a store
+    # appended itself are walked in memory.
     store = h.new()
     sid = store.create({"id": "walk"}).id
     store.append_many(sid, [user(f"m{i}") for i in range(300)])
+    store.close()
+    store = h.new()
+    store.open(sid)
     decoded: list[str] = []
     original = log_open._entry
 
@@ -152,6 +156,12 @@ def test_tail_walks_only_what_it_returns(h: Harness, monkeypatch: pytest.MonkeyP
     with CaptureQueriesContext(connections["default"]) as queries:
         assert len(store.tail(sid, 5).entries) == 5
     assert len(decoded) == 5 and len(queries) == 1
+    store.append_many(sid, [user(f"n{i}") for i in range(5)])
+    with CaptureQueriesContext(connections["default"]) as queries:
+        assert [e.data["item"]["content"][0]["text"] for e in store.tail(sid, 5).entries] == [
+            f"n{i}" for i in range(5)
+        ]
+    assert len(queries) == 0
 
 
 def test_session_truncate_undoes_commits() -> None:
