@@ -87,6 +87,9 @@ class Entry(models.Model):
     # How many MessagePart rows the entry has: readers skip the parts query for
     # the (usual) plain-text messages, which matters on long branches.
     part_count = models.PositiveSmallIntegerField(_("message parts"), default=0)
+    # An agentsession ``function_call`` item's call_id: the format refuses a
+    # repeated one, and an append asks this index rather than every line.
+    call_id = models.CharField(_("call id"), max_length=255, default="", db_default="", blank=True)
 
     objects = EntryQuerySet.as_manager()
 
@@ -102,6 +105,11 @@ class Entry(models.Model):
                 fields=["session", "tool_name"],
                 condition=~Q(tool_name=""),
                 name="agentstore_entry_tool_name",
+            ),
+            models.Index(
+                fields=["session", "call_id"],
+                condition=~Q(call_id=""),
+                name="agentstore_entry_call_id",
             ),
         ]
         constraints = [

@@ -101,6 +101,10 @@ class Session(models.Model):
     # agentsession header and continuation.
     header = models.TextField(_("header line"), default="", blank=True)
     superseded_by = models.CharField(_("superseded by"), max_length=255, default="", blank=True)
+    # The log's line count and resume state as its last append left them
+    # (JSON; "" = unknown): opening a log for append reads this row, not every
+    # line (docs/log-store.md, "Opening a session").
+    log_head = models.TextField(_("log head"), default="", db_default="", blank=True)
 
     objects = SessionQuerySet.as_manager()
 

@@ -77,6 +77,7 @@ from agentstore.models import Entry, Holder
 from agentstore.models import Session as SessionRow
 from agentstore.stores import log_follow, log_holds, log_refs
 from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.log_open import StoredSession, encode_head, open_stored
 from agentstore.stores.log_rows import (
     HOLDER_TABLE,
     LOG,
@@ -106,6 +107,7 @@ from agentstore.validation import parse_json as parse_strict_json
 __all__ = ["LogStore"]
 
 T = TypeVar("T")
+S = TypeVar("S", bound=Session)
 
 logger = logging.getLogger("agentstore.stores.log")
 
@@ -147,7 +149,7 @@ class LogStore(StoreBase):
         self.pid = os.getpid()
         self.host = socket.gethostname()
         self._lock = threading.RLock()
-        self._open: dict[str, Session] = {}
+        self._open: dict[str, StoredSession] = {}
         self._refused: dict[str, exceptions.AgentStoreError] = {}
         self._stale: set[str] = set()
         #: Ids whose hold this store has, tracked apart from the cache: a failed
@@ -175,7 +177,7 @@ class LogStore(StoreBase):
             if self.stale_lock_report is not None:
                 self.stale_lock_report(info)
 
-    def _adopt(self, session: Session) -> Session:
+    def _adopt(self, session: S) -> S:
         if self._explicit_clock:
             session.clock = lambda: format_ts(self.now())
         return session
@@ -224,8 +226,7 @@ class LogStore(StoreBase):
                         dead.append(taken)
 
             self.write(tx)
-            self._created(session, dead)
-            return session
+            return self._created(session, dead)
 
     def _creation(self, session: Session, owner: Any = None) -> Callable[[Any], LockInfo | None]:
         """Check a new session's header; return the statements that insert and hold it.
@@ -255,15 +256,20 @@ class LogStore(StoreBase):
 
         return statements
 
-    def _created(self, session: Session, dead: builtins.list[LockInfo]) -> None:
+    def _created(self, session: Session, dead: builtins.list[LockInfo]) -> StoredSession:
         """Record a session this store created (and holds) once its transaction committed."""
         sid = session.id
         self._report(dead)
         self._held.add(sid)
         self._refused.pop(sid, None)
-        self._open[sid] = self._adopt(session)
+        stored = self._open[sid] = self._stored(session)
         if _stale_format(session.header):
             self._stale.add(sid)
+        return stored
+
+    def _stored(self, session: Session) -> StoredSession:
+        """``session`` (held whole in memory) as the store's shared session object."""
+        return self._adopt(StoredSession.from_session(session, using=self.using))
 
     def _find_origin(self, base: str, parent_session: str) -> Session:
         def candidates() -> builtins.list[str]:
@@ -307,6 +313,10 @@ class LogStore(StoreBase):
         refusal recorded for it (``ConcurrentWriter``, ``SessionLocked``) until
         :meth:`release`.
         """
+        return self._held_session(session_id)
+
+    def _held_session(self, session_id: str) -> StoredSession:
+        """:meth:`open`, typed as the store's own session class."""
         with self._lock:
             refused = self._refused.get(session_id)
             if refused is not None:
@@ -315,6 +325,7 @@ class LogStore(StoreBase):
             if cached is not None:
                 return cached
             claimed = False
+            found: builtins.list[StoredSession | None] = [None]
             if not self.read_only:
                 now = self.now()
                 dead: builtins.list[LockInfo] = []
@@ -322,11 +333,10 @@ class LogStore(StoreBase):
                 def tx() -> None:
                     dead.clear()
                     with connections[self.using].cursor() as cursor:
-                        cursor.execute(
-                            f"SELECT kind FROM {SESSION_TABLE} WHERE id = %s", [session_id]
-                        )
-                        row = cursor.fetchone()
-                        require_log(session_id, row[0] if row else None)
+                        # The head row, read under the write lock: O(1) in the
+                        # session's length (stores/log_open.py).
+                        kind, found[0] = open_stored(cursor, session_id, using=self.using)
+                        require_log(session_id, kind)
                         taken = log_holds.claim(
                             cursor,
                             session_id,
@@ -342,8 +352,11 @@ class LogStore(StoreBase):
                 self._report(dead)
                 claimed = True
                 self._held.add(session_id)
+            else:
+                found[0] = self._snapshot(lambda: self._open_stored(session_id))
             try:
-                session = self._load(session_id)
+                # No trusted head (or a read-only store's unknown one): read it whole.
+                session = found[0] or self._stored(self._load(session_id))
             except BaseException:
                 if claimed:
                     self._release_hold(session_id)
@@ -352,6 +365,13 @@ class LogStore(StoreBase):
             if _stale_format(session.header):
                 self._stale.add(session_id)
             return session
+
+    def _open_stored(self, session_id: str) -> StoredSession | None:
+        """The session from its head row (``NoSession`` if absent); ``None``: read it whole."""
+        with connections[self.using].cursor() as cursor:
+            kind, stored = open_stored(cursor, session_id, using=self.using)
+        require_log(session_id, kind)
+        return stored
 
     # The Go ``Read(id)`` takes the name StoreBase gives its snapshot helper
     # ``read(fn)``; the store uses :meth:`_snapshot` for that instead.
@@ -375,9 +395,9 @@ class LogStore(StoreBase):
         """
         self._writable()
         with self._lock:
-            session = self.open(session_id)
+            session = self._held_session(session_id)
             try:
-                return self._append_open(session_id, session, entry)
+                return self._append_many_open(session_id, session, [entry])[0]
             finally:
                 # Same-store followers look now, whatever the outcome.
                 self._hub.ring()
@@ -409,7 +429,7 @@ class LogStore(StoreBase):
         if not entries:
             return []
         with self._lock:
-            session = self.open(session_id)
+            session = self._held_session(session_id)
             if expected_leaf is not None and session.leaf != expected_leaf:
                 raise exceptions.ConcurrentWriter(
                     f"the leaf of {session_id} moved since it was read: "
@@ -422,7 +442,7 @@ class LogStore(StoreBase):
                 self._hub.ring()
 
     def _append_many_open(
-        self, session_id: str, session: Session, entries: Sequence[dict[str, Any]]
+        self, session_id: str, session: StoredSession, entries: Sequence[dict[str, Any]]
     ) -> builtins.list[str]:
         # Entries are applied to the session as they are prepared (each one's
         # parent may be the previous one's id); if anything fails before the
@@ -443,20 +463,12 @@ class LogStore(StoreBase):
             raise
         if not written:
             return ids
-        now = self.now()
         raise_header = session_id in self._stale
-        # Each entry's statements as a single append runs them (heartbeat fence,
-        # insert, session update; a later name or link wins), the header raised
-        # once — all in one transaction.
-        steps = [
-            self._append_statements(session_id, p, now, raise_header and i == 0)
-            for i, p in enumerate(written)
-        ]
+        statements = self._append_statements(session_id, session, written, self.now(), raise_header)
 
         def tx() -> None:
             with connections[self.using].cursor() as cursor:
-                for step in steps:
-                    step(cursor)
+                statements(cursor)
 
         try:
             self._write_append(session_id, written[0], tx)
@@ -468,46 +480,43 @@ class LogStore(StoreBase):
             self._stale.discard(session_id)
         return ids
 
-    def _append_open(self, session_id: str, session: Session, entry: dict[str, Any]) -> str:
-        pending = session.prepare(entry)
-        if pending.outcome is Outcome.HELD:
-            return pending.entry.id
-        now = self.now()
-        raise_header = session_id in self._stale
-        statements = self._append_statements(session_id, pending, now, raise_header)
-
-        def tx() -> None:
-            with connections[self.using].cursor() as cursor:
-                statements(cursor)
-
-        self._write_append(session_id, pending, tx)
-        session.commit(pending)
-        if raise_header:
-            session.raise_format()
-            self._stale.discard(session_id)
-        return pending.entry.id
-
     def _append_statements(
-        self, session_id: str, pending: PendingAppend, now: datetime, raise_header: bool
+        self,
+        session_id: str,
+        session: StoredSession,
+        written: Sequence[PendingAppend],
+        now: datetime,
+        raise_header: bool,
     ) -> Callable[[Any], None]:
-        """The statements of one append, to run on a cursor inside a write transaction."""
-        new = pending.entry
-        columns: dict[str, Any] = {"updated_at": now}
-        if new.type == "info":
-            name = new.data.get("name")
-            if isinstance(name, str) and name:
-                columns["name"] = name[:_MAX_NAME]
-        elif new.type == "link" and new.data.get("rel") == "continued_in":
-            successor = new.data.get("session")
-            if isinstance(successor, str) and successor:
-                columns["superseded_by"] = successor[:_MAX_ID]
+        """The statements (on a cursor, in a write transaction) of appends already in ``session``.
+
+        The heartbeat (the fence), the header raised if stale, every row in one
+        statement, and one session update: ``updated_at``, the head that the
+        next open trusts (stores/log_open.py), and the name or successor the
+        last ``info``/``link`` among them sets.
+        """
+        columns: dict[str, Any] = {
+            "updated_at": now,
+            "log_head": encode_head(len(session), session.state),
+        }
+        for new in (p.entry for p in written):
+            if new.type == "info":
+                name = new.data.get("name")
+                if isinstance(name, str) and name:
+                    columns["name"] = name[:_MAX_NAME]
+            elif new.type == "link" and new.data.get("rel") == "continued_in":
+                successor = new.data.get("session")
+                if isinstance(successor, str) and successor:
+                    columns["superseded_by"] = successor[:_MAX_ID]
+        first_seq = written[0].seq
+        rows = [p.entry for p in written]
 
         def statements(cursor: Any) -> None:
             # The fence: zero rows means another store broke or took our hold.
             log_holds.heartbeat(cursor, session_id, self.token, now)
             if raise_header:
                 self._raise_header(cursor, session_id)
-            insert_entries(cursor, session_id, pending.seq, [new], now)
+            insert_entries(cursor, session_id, first_seq, rows, now)
             self.sessions.update(cursor, session_id, **columns)
 
         return statements
@@ -557,28 +566,33 @@ class LogStore(StoreBase):
         the store's own view — the leaf the next append hangs from — and the
         walk goes up ``parent`` links from the leaf, stopping after ``limit``
         kept entries: O(limit) plus the skipped entries, not O(session length).
-        Otherwise the session is read afresh (as :meth:`read`: no hold, O(session
-        length)) and walked the same way. ``types`` keeps only entries of those
+        Otherwise the walk starts from the leaf the session's head row names
+        (no hold; the same cost), in one read snapshot; a session without a
+        trusted head is read whole first (as :meth:`read`). ``types`` keeps only entries of those
         types (``{"item"}``: the conversation); ``limit=None`` walks the whole
-        path. Raises ``NoSession``.
+        path. The entries may be the store's own (read-only). Raises ``NoSession``.
         """
         if limit is not None and (isinstance(limit, bool) or limit < 0):
             raise exceptions.ValidationError("limit must not be negative", field="limit")
         wanted = frozenset(types) if types is not None else None
         with self._lock:
-            session = self._open.get(session_id) or self._load(session_id)
-            out: builtins.list[LogEntry] = []
-            current = session.leaf or None
-            while current is not None and (limit is None or len(out) < limit):
-                entry = session.entry(current)
-                if entry is None:
-                    break
-                if wanted is None or entry.type in wanted:
-                    out.append(entry)
-                current = entry.parent
-            leaf = session.leaf
+            session = self._open.get(session_id)
+            if session is not None:
+                out, leaf = session.tail(limit, wanted), session.leaf
+            else:
+                out, leaf = self._snapshot(lambda: self._tail_stored(session_id, limit, wanted))
         out.reverse()
         return Tail(entries=out, leaf=leaf)
+
+    def _tail_stored(
+        self, session_id: str, limit: int | None, wanted: frozenset[str] | None
+    ) -> tuple[builtins.list[LogEntry], str]:
+        """:meth:`tail` of a session this store does not have open (inside one snapshot)."""
+        stored = self._open_stored(session_id)
+        if stored is None:
+            # No trusted head: read it whole, as :meth:`read` does.
+            stored = self._stored(self._load(session_id))
+        return stored.tail(limit, wanted), stored.leaf
 
     def _raise_header(self, cursor: Any, session_id: str) -> None:
         cursor.execute(f"SELECT header FROM {SESSION_TABLE} WHERE id = %s", [session_id])
@@ -912,6 +926,7 @@ class LogStore(StoreBase):
             name=session.name()[:_MAX_NAME],
             superseded_by=session.superseded_by()[:_MAX_ID],
             owner_id=getattr(owner, "pk", owner),
+            log_head=encode_head(len(session), session.resume_state()),
         )
         insert_entries(cursor, sid, 1, session.entries, now)
 
@@ -965,7 +980,7 @@ class LogStore(StoreBase):
                 self._hub.ring()
 
     def _continue(self, session_id: str, summary_item: dict[str, Any] | None) -> Session:
-        old = self.open(session_id)
+        old = self._held_session(session_id)
         settings = old.context().settings if old.leaf else {}
         header: dict[str, Any] = {"parent_session": session_id}
         for member in ("harness", "records", "cwd", "media"):
@@ -980,9 +995,11 @@ class LogStore(StoreBase):
         if old.name():
             successor.append({"type": "info", "name": old.name()})
         insert = self._creation(successor)
+        base_len, base_leaf = len(old), old.leaf
         link = old.prepare({"type": "link", "rel": "continued_in", "session": successor.id})
+        old.commit(link)
         raise_header = session_id in self._stale
-        append = self._append_statements(session_id, link, self.now(), raise_header)
+        append = self._append_statements(session_id, old, [link], self.now(), raise_header)
         dead: builtins.list[LockInfo] = []
 
         def tx() -> None:
@@ -993,13 +1010,16 @@ class LogStore(StoreBase):
                     dead.append(taken)
                 append(cursor)
 
-        self._write_append(session_id, link, tx)
-        self._created(successor, dead)
-        old.commit(link)
+        try:
+            self._write_append(session_id, link, tx)
+        except BaseException:
+            old.truncate(base_len, base_leaf)
+            raise
+        stored = self._created(successor, dead)
         if raise_header:
             old.raise_format()
             self._stale.discard(session_id)
-        return successor
+        return stored
 
     def session_for(self, name: str, header: dict[str, Any] | None = None) -> Session:
         """The session ref ``name`` names, opened; created (with ``header``) and named if none.

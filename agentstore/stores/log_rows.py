@@ -14,6 +14,7 @@ name every NOT NULL column: Django's defaults live in Python, not in the table.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -142,7 +143,25 @@ def entry_params(
         summary=summary,
         tool_name=tool_name,
         model_facing=False,
+        call_id=call_id_of(entry),
     )
+
+
+def call_id_of(entry: LogEntry) -> str:
+    """The ``call_id`` column of a line: its ``function_call``'s :func:`call_id_key`, or ``""``."""
+    item = entry.data.get("item") if entry.type == "item" else None
+    if isinstance(item, dict) and item.get("type") == "function_call":
+        call_id = item.get("call_id")
+        if isinstance(call_id, str) and call_id:
+            return call_id_key(call_id)
+    return ""
+
+
+def call_id_key(call_id: str) -> str:
+    """How a ``call_id`` is stored and looked up: itself, or a hash when a column cannot hold it."""
+    if len(call_id) <= 128 and "\x00" not in call_id:
+        return call_id
+    return "sha256:" + hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def insert_entries(

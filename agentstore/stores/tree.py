@@ -77,7 +77,8 @@ TREE = SessionKind.TREE.value
 
 # Every entry column but session_id, the primary key first: the order
 # _entry_from_row unpacks (tests/stores/test_sql.py checks it against _meta).
-_E_COLUMNS = "e.id, " + sql.columns(Entry, exclude=("session",), prefix="e.")
+# call_id is the log store's (agentsession function calls); tree rows keep "".
+_E_COLUMNS = "e.id, " + sql.columns(Entry, exclude=("session", "call_id"), prefix="e.")
 # On SQLite, read created_at as plain text (the fast path in stores/sql.py):
 # on 10,000-entry branches Django's per-row converter is most of the cost.
 _E_COLUMNS_SQLITE = _E_COLUMNS.replace(

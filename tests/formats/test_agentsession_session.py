@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import random
 
 import pytest
 
@@ -531,3 +532,29 @@ def test_rebuild_from_rows_and_extend(ticking):
         Session.from_lines(s.header_line, [s.lines[0], tampered])
     with pytest.raises(exceptions.NoEntry):
         Session.from_lines(s.header_line, s.lines[1:2])
+
+
+def test_resume_state_follows_the_resume_rule_line_by_line() -> None:
+    """``advance_resume`` (what a store keeps per append) agrees with ``resume_leaf``."""
+    rng = random.Random(7)
+    for _trial in range(120):
+        s = Session.new({})
+        ids: list[str] = []
+        for n in range(rng.randint(1, 30)):
+            r = rng.random()
+            if r < 0.5 or not ids:
+                e: dict[str, object] = {"type": "info", "n": n}
+                if ids and rng.random() < 0.3:
+                    e["parent"] = rng.choice([*ids, None])
+            else:
+                value = "leaf" if r < 0.8 else (None if r < 0.9 else "bookmark")
+                e = {"type": "label", "target": rng.choice(ids), "label": value}
+            ids.append(s.append(e).id)
+            assert s.resume_state().leaf == s.resume_leaf()
+        if len(ids) > 2:
+            base = rng.choice(ids)
+            if not s.entry(base).is_leaf_label:  # type: ignore[union-attr]
+                fork = Session.fork(s, {"base": base})
+                for n in range(rng.randint(0, 5)):
+                    fork.append({"type": "info", "f": n})
+                    assert fork.resume_state().leaf == fork.resume_leaf()

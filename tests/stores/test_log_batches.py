@@ -8,11 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import Session
 from agentstore.models import Entry
-from agentstore.stores import LogStore
+from agentstore.stores import LogStore, log_open
 from tests.stores.test_log_support import Harness, assistant, user
 
 pytestmark = pytest.mark.django_db
@@ -134,20 +136,32 @@ def test_tail_is_the_newest_entries_on_the_branch(h: Harness) -> None:
 
 
 def test_tail_walks_only_what_it_returns(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
-    # O(limit) on an open session: count the entries the walk looks at.
+    # O(limit): a session opened from its head reads a few more lines than
+    # wanted in one query and decodes only the kept ones; the entries a store
+    # appended itself are walked in memory.
     store = h.new()
     sid = store.create({"id": "walk"}).id
     store.append_many(sid, [user(f"m{i}") for i in range(300)])
-    looked: list[str] = []
-    original = Session.entry
+    store.close()
+    store = h.new()
+    store.open(sid)
+    decoded: list[str] = []
+    original = log_open._entry
 
-    def spy(self: Session, entry_id: str) -> Any:
-        looked.append(entry_id)
-        return original(self, entry_id)
+    def spy(line: str) -> Any:
+        decoded.append(line)
+        return original(line)
 
-    monkeypatch.setattr(Session, "entry", spy)
-    assert len(store.tail(sid, 5).entries) == 5
-    assert len(looked) == 5
+    monkeypatch.setattr(log_open, "_entry", spy)
+    with CaptureQueriesContext(connections["default"]) as queries:
+        assert len(store.tail(sid, 5).entries) == 5
+    assert len(decoded) == 5 and len(queries) == 1
+    store.append_many(sid, [user(f"n{i}") for i in range(5)])
+    with CaptureQueriesContext(connections["default"]) as queries:
+        assert [e.data["item"]["content"][0]["text"] for e in store.tail(sid, 5).entries] == [
+            f"n{i}" for i in range(5)
+        ]
+    assert len(queries) == 0
 
 
 def test_session_truncate_undoes_commits() -> None:

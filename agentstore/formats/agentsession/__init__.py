@@ -87,6 +87,7 @@ from agentstore.formats.agentsession.session import (
     AppendResult,
     Outcome,
     PendingAppend,
+    ResumeState,
     Session,
 )
 
@@ -104,6 +105,7 @@ __all__ = [
     "Outcome",
     "PathSource",
     "PendingAppend",
+    "ResumeState",
     "Session",
     "apply_config",
     "build_context",

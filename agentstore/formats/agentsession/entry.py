@@ -62,19 +62,23 @@ def check_ts(value: Any, field_name: str = "entry.ts") -> str:
     UTC, uppercase ``T``/``Z``, seconds 00–59, a fraction only when non-zero,
     without trailing zeros and at most 9 digits: ``2026-09-17T12:00:02.5Z``.
     """
-    if not isinstance(value, str) or not _TS.match(value):
+    m = _TS.match(value) if isinstance(value, str) else None
+    if m is None:
         raise exceptions.ValidationError(
             f"{field_name} {value!r} is not in the format's ts spelling "
             "(UTC, T/Z, fraction without trailing zeros)",
             field=field_name,
         )
     try:
-        datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
+        # The constructor checks what strptime did (a real date and time), at a
+        # tenth of its cost: it runs once per line when a session is read.
+        year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+        datetime(year, month, day, hour, minute, second)  # noqa: DTZ001 (only validated)
     except ValueError as exc:
         raise exceptions.ValidationError(
             f"{field_name} {value!r} is not a real date", field=field_name
         ) from exc
-    return value
+    return m.string
 
 
 def format_ts(value: datetime | str, nanos: int | None = None) -> str:

@@ -59,7 +59,7 @@ from agentstore.formats.agentsession.header import (
 )
 from agentstore.formats.agentsession.legacy import migrate_legacy
 
-__all__ = ["AppendResult", "Outcome", "PendingAppend", "Session"]
+__all__ = ["AppendResult", "Outcome", "PendingAppend", "ResumeState", "Session"]
 
 #: Verdicts a ``decision`` entry may carry.
 VERDICTS = frozenset({"proceed", "reject", "hold", "answer"})
@@ -88,6 +88,22 @@ class PendingAppend:
     seq: int
     #: ``len(session)`` when prepared; commit refuses if the session moved.
     base_len: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeState:
+    """What the resume (read) rule needs to place the leaf after one more line.
+
+    ``leaf`` is the resume rule's leaf; ``mark`` the target of the ``leaf``
+    label in force (``""``: none), ``mark_at`` that label's line (1-based,
+    header excluded) and ``newest`` the newest line after it descending from
+    the target (the target itself when none). See :meth:`Session.advance_resume`.
+    """
+
+    leaf: str = ""
+    mark: str = ""
+    mark_at: int = 0
+    newest: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -328,7 +344,17 @@ class Session:
         return iter(list(self._entries))
 
     def __contains__(self, entry_id: object) -> bool:
+        return isinstance(entry_id, str) and self._has(entry_id)
+
+    def _has(self, entry_id: str) -> bool:
+        # The rules ask through _has, entry, seq_of, is_prefix and
+        # _call_id_used, so a store can answer them without holding every
+        # entry (agentstore.stores.log_open.StoredSession).
         return entry_id in self._index
+
+    def _call_id_used(self, call_id: str) -> bool:
+        """True when a ``function_call`` item of the session already has ``call_id``."""
+        return call_id in self._call_ids
 
     def entry(self, entry_id: str) -> Entry | None:
         """The entry with that id, or ``None``."""
@@ -432,18 +458,72 @@ class Session:
         e = self.entry(target)
         if e is None or e.is_leaf_label:
             return False
-        return not (self.base and target in self._prefix and target != self.base)
+        return not (self.base and target != self.base and self.is_prefix(target))
 
-    def _settle(self, leaf: str) -> str:
-        """Walk up past leaf labels; in a fork never rest above the base."""
+    def _settle(self, leaf: str, new: Entry | None = None) -> str:
+        """Walk up past leaf labels; in a fork never rest above the base.
+
+        ``new`` is an entry about to be added, looked up by its id too.
+        """
         while leaf:
-            e = self.entry(leaf)
+            e = new if new is not None and leaf == new.id else self.entry(leaf)
             if e is None or not e.is_leaf_label:
                 break
             leaf = e.parent or ""
-        if self.base and (not leaf or (leaf in self._prefix and leaf != self.base)):
+        if self.base and (not leaf or (leaf != self.base and self.is_prefix(leaf))):
             return self.base
         return leaf
+
+    def resume_state(self) -> ResumeState:
+        """The resume rule's state for the entries as stored (``.leaf`` is :meth:`resume_leaf`).
+
+        A store keeps it beside the rows so that opening a session for append
+        needs neither every line nor a replay (:meth:`advance_resume`).
+        """
+        state = ResumeState(leaf=self.base)
+        for seq, e in enumerate(self._entries, start=1):
+            state = self.advance_resume(state, e, seq)
+        return state
+
+    def advance_resume(self, state: ResumeState, entry: Entry, seq: int) -> ResumeState:
+        """The resume state once ``entry`` is line ``seq`` (the next one, or a held line).
+
+        The incremental form of :meth:`resume_leaf` (the same rules, line by
+        line): a ``leaf`` label naming an allowed target sets the mark in force
+        (and the newest descendant to the target itself), a null label on the
+        marked target clears it; with a mark, a later line that descends from
+        the target is the newest; the leaf is the newest (no mark: this line)
+        settled past leaf labels. Costs O(1) unless a line hangs off the
+        branch under a mark (then a walk up to the target).
+        """
+        mark, mark_at, newest = state.mark, state.mark_at, state.newest
+        if entry.type == "label":
+            named, value = entry.data.get("target"), entry.data.get("label")
+            if value == "leaf" and self._leaf_target_allowed(named):
+                mark, mark_at, newest = str(named), seq, str(named)
+            elif value is None and mark and named == mark:
+                mark, mark_at, newest = "", 0, ""
+        if mark and seq > mark_at and self._descends(entry.parent, mark, newest):
+            newest = entry.id
+        leaf = self._settle(newest if mark else entry.id, entry)
+        return ResumeState(leaf=leaf, mark=mark, mark_at=mark_at, newest=newest)
+
+    def _descends(self, entry_id: str | None, target: str, known: str) -> bool:
+        """True when ``entry_id`` is ``target`` or hangs below it (``known`` does)."""
+        if entry_id is None:
+            return False
+        if entry_id in (target, known):
+            return True
+        floor = self.seq_of(target)
+        current: str | None = entry_id
+        while current is not None:
+            if current == target:
+                return True
+            if self.seq_of(current) <= floor:
+                return False  # parents come earlier in the file: passed the target
+            e = self.entry(current)
+            current = e.parent if e is not None else None
+        return False
 
     def resume_leaf(self) -> str:
         """The leaf the resume (read) rule gives for the entries as stored."""
@@ -477,9 +557,9 @@ class Session:
 
     def branch(self, entry_id: str) -> None:
         """Move the in-memory leaf to ``entry_id`` (not stored); ``NoEntry`` if unknown."""
-        if entry_id not in self._index:
+        if not self._has(entry_id):
             raise exceptions.NoEntry(f"no such entry: {entry_id}")
-        if self.base and entry_id in self._prefix and entry_id != self.base:
+        if self.base and entry_id != self.base and self.is_prefix(entry_id):
             raise exceptions.BaseRule(f"entry {entry_id} is above the base {self.base}")
         self._leaf = entry_id
 
@@ -522,7 +602,7 @@ class Session:
             if not session:
                 if ref["entry"] == parent:
                     raise exceptions.BadConvergence(f"{where}: parents must not name the parent")
-                if ref["entry"] not in self._index:
+                if not self._has(ref["entry"]):
                     raise exceptions.BadConvergence(
                         f"{where}: parents names {ref['entry']}, "
                         "which is not earlier in the session"
@@ -531,7 +611,7 @@ class Session:
     def _check_base_rule(self, parent: Any, where: str) -> None:
         if parent is None:
             raise exceptions.BaseRule(f"{where}: a fork cannot have a second root")
-        if parent in self._prefix and parent != self.base:
+        if parent != self.base and self.is_prefix(parent):
             raise exceptions.BaseRule(
                 f"{where}: parent {parent} is above the session's base {self.base}"
             )
@@ -562,9 +642,7 @@ class Session:
             # (the reference store accepts it); only a target that names no
             # entry of the session is refused.
             target = obj.get("target")
-            if target not in (None, "") and (
-                not isinstance(target, str) or target not in self._index
-            ):
+            if target not in (None, "") and (not isinstance(target, str) or not self._has(target)):
                 raise exceptions.NoEntry(f"label target {target!r} is not in the session")
             value = obj.get("label")
             if value is not None and not isinstance(value, str):
@@ -585,7 +663,7 @@ class Session:
                 call_id = item.get("call_id")
                 if not isinstance(call_id, str) or not call_id:
                     raise exceptions.CallIDEmpty("function_call call_id is empty")
-                if call_id in self._call_ids:
+                if self._call_id_used(call_id):
                     raise exceptions.CallIDRepeated(f"call_id {call_id} is already used")
             return
         if etype not in ("decision", "dispatch"):
@@ -661,7 +739,7 @@ class Session:
         given_id = obj.pop("id", None)
         if "parent" in obj:
             parent = obj["parent"]
-            if parent is not None and (not isinstance(parent, str) or parent not in self._index):
+            if parent is not None and (not isinstance(parent, str) or not self._has(parent)):
                 raise exceptions.NoEntry(f"parent {parent!r} is not in the session")
         else:
             parent = self._leaf or None
@@ -717,7 +795,7 @@ class Session:
                 outcome=Outcome.HELD,
                 leaf=self._leaf,
                 seq=self.seq_of(new_id),
-                base_len=len(self._entries),
+                base_len=len(self),
             )
         self._check_calls(obj, parent)
         obj["id"] = new_id
@@ -739,14 +817,14 @@ class Session:
             entry=new_entry,
             outcome=outcome,
             leaf=leaf,
-            seq=len(self._entries) + 1,
-            base_len=len(self._entries),
+            seq=len(self) + 1,
+            base_len=len(self),
         )
 
     def commit(self, pending: PendingAppend) -> AppendResult:
         """Apply a :class:`PendingAppend` made by :meth:`prepare` on this session."""
         if pending.outcome is not Outcome.HELD:
-            if pending.base_len != len(self._entries) or pending.entry.id in self._index:
+            if pending.base_len != len(self) or self._has(pending.entry.id):
                 raise exceptions.ConcurrentWriter(
                     "the session changed between prepare and commit; prepare again"
                 )

@@ -1,0 +1,426 @@
+"""Open a log session for append in O(1): trust what the database verified at write time.
+
+Private to :mod:`agentstore.stores.log`. Reading a session with
+``Session.from_lines`` parses and re-hashes every line (seconds at 100k lines);
+an append needs almost none of that. What it needs:
+
+* the line count (the next ``seq``) and the *resume state* — the leaf a reader
+  would find, the ``leaf`` label in force (:class:`~agentstore.formats.
+  agentsession.ResumeState`). Every append's transaction stores them on the
+  session row (``Session.log_head``, JSON), beside the lines they describe, so
+  open reads one row, and the newest line (one index probe) whose ``seq`` must
+  be that count — a head that disagrees is not trusted and the session is
+  read whole — and whose id is recomputed (the head of the hash chain:
+  ``BadID`` if that line was altered);
+* the answers the append rules ask of the tree — is this parent here, is this
+  a fork's prefix line, is this ``call_id`` taken — which
+  :class:`StoredSession` answers with one indexed lookup each (``UNIQUE(session,
+  entry_id)``, ``(session, call_id)``), or from the entries it already knows.
+
+The lines were verified (every id recomputed) when they were written; a
+lookup trusts them. :meth:`~agentstore.formats.agentsession.Session.verify` on
+a session read whole (``LogStore.read``) still checks the whole chain.
+
+Anything else — ``entries``, ``path``, ``context``, a ``compaction`` or a
+``decision`` whose rules walk the branch — *materialises* the session: it is
+read whole (ids verified) up to the lines it knew at open, its own appends
+added, and from then on it is an ordinary in-memory ``Session``. Same answers,
+the old cost, only when asked.
+
+Lines appended by another writer after open are invisible to the lookups
+(``seq`` beyond the count), exactly as they were to a session read whole: the
+next insert collides on ``UNIQUE(session, seq)`` and the store refuses with
+``ConcurrentWriter``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any
+
+from django.db import connections
+from django.db.backends.utils import CursorWrapper
+
+from agentstore import exceptions
+from agentstore.db import read_only
+from agentstore.formats.agentsession import (
+    Entry,
+    ResumeState,
+    Session,
+    canonical_json,
+    entry_id,
+    format_version,
+)
+from agentstore.formats.agentsession.canonical import parse as parse_canonical
+from agentstore.stores.log_rows import call_id_key, read_rows
+from agentstore.stores.sql import ENTRY, SESSION
+
+__all__ = ["StoredSession", "encode_head", "open_stored", "walk_path"]
+
+_LOOKUP = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND entry_id = %s"
+# The partial index's own condition, written out: a planner uses the index
+# only when the query implies it (a bound parameter could be "").
+# (No seq bound or MIN() here: with either, SQLite's planner prefers the seq index.)
+_CALL = f"SELECT seq FROM {ENTRY} WHERE session_id = %s AND call_id = %s AND NOT (call_id = '')"
+_HEAD = f"SELECT kind, header, log_head FROM {SESSION} WHERE id = %s"
+_NEWEST = f"SELECT seq, entry_id, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq DESC LIMIT 1"
+_PATH = (
+    f"SELECT seq, entry_id, parent_id, type, line FROM {ENTRY} "
+    "WHERE session_id = %s AND seq <= %s ORDER BY seq DESC LIMIT %s"
+)
+
+
+def _entry(line: str) -> Entry:
+    # A stored line is the format's own canonical output, verified when it
+    # was written: the plain decoder is enough.
+    return Entry.from_object(json.loads(line), line)
+
+
+def encode_head(lines: int, state: ResumeState) -> str:
+    """The ``Session.log_head`` text for a log of ``lines`` lines in ``state``."""
+    head: dict[str, Any] = {"lines": lines, "leaf": state.leaf}
+    if state.mark:
+        head.update(mark=state.mark, mark_at=state.mark_at, newest=state.newest)
+    return canonical_json(head).decode("utf-8")
+
+
+def _decode_head(text: str) -> tuple[int, ResumeState] | None:
+    try:
+        head = json.loads(text) if text else None
+        if not isinstance(head, dict):
+            return None
+        state = ResumeState(
+            leaf=str(head.get("leaf", "")),
+            mark=str(head.get("mark", "")),
+            mark_at=int(head.get("mark_at", 0)),
+            newest=str(head.get("newest", "")),
+        )
+        return int(head["lines"]), state
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _filled(name: str) -> Any:
+    """A property for one of ``Session``'s in-memory structures: materialise on first read."""
+    backing = "_m" + name
+
+    def get(self: StoredSession) -> Any:
+        if not self._full:
+            self._materialize()
+        return getattr(self, backing)
+
+    def put(self: StoredSession, value: Any) -> None:
+        setattr(self, backing, value)
+
+    return property(get, put)
+
+
+class StoredSession(Session):
+    """A log session opened from its head; lines looked up on demand (module docstring).
+
+    Behaves as :class:`Session` in every respect. :attr:`state` is the resume
+    state after its lines, kept as entries are added, for the store to write.
+    """
+
+    _full: bool
+
+    def __init__(
+        self,
+        header: dict[str, Any],
+        *,
+        header_line: str,
+        using: str,
+        lines: int,
+        state: ResumeState,
+    ) -> None:
+        self._full = False
+        super().__init__(header, header_line=header_line)
+        self._using = using
+        #: Lines at open (those after are this object's own appends).
+        self._opened = lines
+        self._count = lines
+        self._opened_state = state
+        self._state = state
+        self._leaf = state.leaf
+        #: Entries looked up or appended: id -> (seq, entry).
+        self._known: dict[str, tuple[int, Entry]] = {}
+        #: Ids looked up and not found (an append asks twice: prepare, commit).
+        self._absent: set[str] = set()
+        #: This object's appends in order, with the resume state after each.
+        self._appended: list[tuple[Entry, ResumeState]] = []
+        self._new_calls: set[str] = set()
+        self._base_seq = -1
+
+    @classmethod
+    def from_session(cls, session: Session, *, using: str) -> StoredSession:
+        """A stored session holding all of ``session`` (a new or imported one) in memory."""
+        stored = cls(
+            session.header,
+            header_line=session.header_line,
+            using=using,
+            lines=len(session),
+            state=session.resume_state(),
+        )
+        stored._become(session)
+        stored.clock = session.clock
+        return stored
+
+    # -- the in-memory structures of Session, filled on first use --------------
+
+    def _become(self, full: Session) -> None:
+        for name in ("_entries", "_index", "_children", "_call_ids", "_prefix"):
+            setattr(self, "_m" + name, getattr(full, name))
+        self.duplicates, self.truncated, self.truncated_at = full.duplicates, "", 0
+        self._full = True
+
+    def _materialize(self) -> None:
+        """Read the session whole (ids verified) up to its lines at open, then add its own."""
+        _header, _incarnation, rows = read_only(
+            lambda: read_rows(self._using, self.id, up_to=self._opened), using=self._using
+        )
+        full = Session.from_lines(
+            self.header_line, [line for _seq, line in rows], tolerate_truncated=False
+        )
+        if len(full) != self._opened:
+            raise exceptions.ConcurrentWriter(
+                f"session {self.id} has {len(full)} lines, not the {self._opened} it had at open"
+            )
+        for entry, _state in self._appended:
+            full._add(entry)
+        self._become(full)
+
+    _entries = _filled("_entries")
+    _index = _filled("_index")
+    _children = _filled("_children")
+    _call_ids = _filled("_call_ids")
+    _prefix = _filled("_prefix")
+
+    # -- lookups ---------------------------------------------------------------
+
+    def _lookup(self, entry_id: str) -> tuple[int, Entry] | None:
+        known = self._known.get(entry_id)
+        if known is not None or not isinstance(entry_id, str) or entry_id in self._absent:
+            return known
+        with connections[self._using].cursor() as cursor:
+            cursor.execute(_LOOKUP, [self.id, entry_id])
+            row = cursor.fetchone()
+        # A line beyond the count is another writer's: not in this session.
+        if row is None or int(row[0]) > self._opened:
+            if len(self._absent) > 64:
+                self._absent.clear()
+            self._absent.add(entry_id)
+            return None
+        found = self._known[entry_id] = (int(row[0]), _entry(str(row[1])))
+        return found
+
+    def __len__(self) -> int:
+        return len(self._entries) if self._full else self._count
+
+    def _has(self, entry_id: str) -> bool:
+        return super()._has(entry_id) if self._full else self._lookup(entry_id) is not None
+
+    def entry(self, entry_id: str) -> Entry | None:
+        if self._full:
+            return super().entry(entry_id)
+        found = self._lookup(entry_id)
+        return None if found is None else found[1]
+
+    def seq_of(self, entry_id: str) -> int:
+        if self._full:
+            return super().seq_of(entry_id)
+        found = self._lookup(entry_id)
+        return 0 if found is None else found[0]
+
+    def is_prefix(self, entry_id: str) -> bool:
+        if self._full:
+            return super().is_prefix(entry_id)
+        if not self.base:
+            return False
+        if self._base_seq < 0:
+            self._base_seq = self.seq_of(self.base)
+        # A fork's prefix is its first lines, the base the last of them.
+        seq = self.seq_of(entry_id)
+        return 0 < seq <= self._base_seq
+
+    def _call_id_used(self, call_id: str) -> bool:
+        if self._full:
+            return super()._call_id_used(call_id)
+        if call_id in self._new_calls:
+            return True
+        with connections[self._using].cursor() as cursor:
+            cursor.execute(_CALL, [self.id, call_id_key(call_id)])
+            # A line beyond the count is another writer's: not in this session.
+            return any(int(seq) <= self._opened for (seq,) in cursor.fetchall())
+
+    def path(self, entry_id: str) -> list[Entry]:
+        if not self._full:
+            self._materialize()
+        return super().path(entry_id)
+
+    # -- keeping the resume state ------------------------------------------------
+
+    @property
+    def state(self) -> ResumeState:
+        """The resume state after the session's lines (what the store writes)."""
+        return self._state
+
+    def _add(self, entry: Entry) -> None:
+        seq = len(self) + 1
+        self._state = self.advance_resume(self._state, entry, seq)
+        self._appended.append((entry, self._state))
+        if self._full:
+            super()._add(entry)
+            return
+        self._known[entry.id] = (seq, entry)
+        self._absent.discard(entry.id)
+        self._count = seq
+        item = entry.data.get("item") if entry.type == "item" else None
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            call_id = item.get("call_id")
+            if isinstance(call_id, str) and call_id:
+                self._new_calls.add(call_id)
+
+    def truncate(self, length: int, leaf: str) -> None:
+        kept = length - self._opened
+        if isinstance(length, bool) or not 0 <= kept <= len(self._appended):
+            if not self._full:
+                self._materialize()
+            super().truncate(length, leaf)
+            self._state = self.resume_state()
+            return
+        if self._full:
+            super().truncate(length, leaf)
+        else:
+            if leaf and not self._has(leaf):
+                raise exceptions.NoEntry(f"no such entry: {leaf}")
+            for entry, _state in self._appended[kept:]:
+                self._known.pop(entry.id, None)
+                item = entry.data.get("item") if entry.type == "item" else None
+                if isinstance(item, dict) and item.get("type") == "function_call":
+                    self._new_calls.discard(str(item.get("call_id")))
+            self._count = length
+            self._leaf = leaf
+        del self._appended[kept:]
+        self._state = self._appended[-1][1] if self._appended else self._opened_state
+
+    # -- reading the branch --------------------------------------------------------
+
+    def tail(self, limit: int | None, wanted: Collection[str] | None) -> list[Entry]:
+        """The last ``limit`` entries (``wanted`` types) on the path to the leaf, newest first.
+
+        From the entries in memory when they reach that far, else from the rows
+        (this session's lines are all committed when the store asks). The
+        entries may be shared: treat them as read-only.
+        """
+        # The entries this object holds (all of them once read whole; else its
+        # own appends and lookups) usually cover a conversation's newest turns.
+        out: list[Entry] = []
+        current = self._leaf or None
+        while current is not None and (limit is None or len(out) < limit):
+            if self._full:
+                entry = self.entry(current)
+            else:
+                known = self._known.get(current)
+                entry = known[1] if known is not None else None
+            if entry is None:
+                break
+            if wanted is None or entry.type in wanted:
+                out.append(entry)
+            current = entry.parent
+        else:
+            return out
+        if self._full:
+            return out
+        with connections[self._using].cursor() as cursor:
+            return walk_path(cursor, self.id, self._leaf, len(self), limit, wanted)
+
+
+def walk_path(
+    cursor: CursorWrapper,
+    session_id: str,
+    leaf: str,
+    lines: int,
+    limit: int | None,
+    wanted: Collection[str] | None,
+) -> list[Entry]:
+    """The last ``limit`` entries of ``wanted`` types on the path to ``leaf``, newest first.
+
+    Reads lines newest first from the ``seq`` index in batches and follows
+    ``parent`` links through them (a parent always comes earlier); when the
+    path leaves a batch (an abandoned branch in between), it jumps straight to
+    the parent's line. O(limit) for a linear conversation, whatever its length.
+    The entries are decoded from the rows: fresh objects the caller owns.
+    """
+    out: list[Entry] = []
+    want: str | None = leaf or None
+    high = lines
+    while want is not None and (limit is None or len(out) < limit) and high > 0:
+        # The path of a conversation is mostly its newest lines: ask for a few
+        # more than still wanted (labels and infos in between), no more.
+        size = 1000 if limit is None else limit - len(out) + 8
+        cursor.execute(_PATH, [session_id, high, size])
+        rows = cursor.fetchall()
+        if not rows:
+            break
+        for _seq, row_id, parent_id, kind, line in rows:
+            if row_id != want:
+                continue
+            if wanted is None or kind in wanted:
+                out.append(_entry(str(line)))
+                if limit is not None and len(out) >= limit:
+                    return out
+            want = parent_id
+            if want is None:
+                return out
+        high = int(rows[-1][0]) - 1
+        if want is not None and len(rows) == size:
+            # Jump over lines that are not on the path (one index probe).
+            cursor.execute(_LOOKUP, [session_id, want])
+            row = cursor.fetchone()
+            if row is None:
+                break
+            high = min(high, int(row[0]))
+    return out
+
+
+def _check_line(session_id: str, seq: int, given: str, line: str) -> None:
+    """Re-hash one stored line (the newest: the head of the chain); ``BadID`` if it was altered."""
+    try:
+        obj = parse_canonical(line)
+    except exceptions.ValidationError as exc:
+        raise exceptions.BadID(f"session {session_id}: line {seq} does not parse") from exc
+    if not isinstance(obj, dict) or obj.get("id") != given or entry_id(obj) != given:
+        raise exceptions.BadID(f"session {session_id}: line {seq} does not match its id {given}")
+
+
+def open_stored(
+    cursor: CursorWrapper, session_id: str, *, using: str
+) -> tuple[str | None, StoredSession | None]:
+    """The kind of the row under ``session_id`` and, for a log with a trusted head, its session.
+
+    ``(None, None)``: no row. A log whose head is unknown or disagrees with its
+    lines (or a pre-0.5 header, which reading migrates) gives ``(kind, None)``:
+    read it whole.
+    """
+    cursor.execute(_HEAD, [session_id])
+    row = cursor.fetchone()
+    if row is None:
+        return None, None
+    kind, header_line, head_text = str(row[0]), str(row[1]), str(row[2] or "")
+    decoded = _decode_head(head_text)
+    if kind != "log" or decoded is None:
+        return kind, None
+    lines, state = decoded
+    cursor.execute(_NEWEST, [session_id])
+    newest = cursor.fetchone()
+    if (int(newest[0]) if newest else 0) != lines:
+        return kind, None
+    if newest is not None:
+        _check_line(session_id, int(newest[0]), str(newest[1]), str(newest[2]))
+    header = parse_canonical(header_line)
+    if not isinstance(header, dict) or format_version(header.get("format"))[1] < 5:
+        return kind, None
+    return kind, StoredSession(
+        header, header_line=header_line, using=using, lines=lines, state=state
+    )
