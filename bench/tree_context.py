@@ -8,7 +8,9 @@
 One session of ``--entries`` chained 1 KB messages (inserted set-based), every 1,000th
 entry (seq 500, 1500, …) a compaction keeping the 20 entries before it, and a model
 change and a thinking-level change at ``--settings-at`` (settings outlive every
-compaction, so the context must find them above it). Timed: ``build_context`` at the
+compaction; each compaction records those in force at its parent, as
+``append_compaction`` does — ``--unrecorded`` leaves them out, as in rows written
+before that, and the context must climb to find them). Timed: ``build_context`` at the
 leaf — what an agent loop calls every turn — and raw ``sqlite3`` reading the same rows
 (the leaf's branch up to the latest compaction's first-kept entry, plus the two
 settings) in one recursive query on the same file. Printed: median and p90 over the
@@ -56,6 +58,11 @@ def main() -> None:
         "--settings-at", type=int, default=2, help="seq of the model and thinking-level changes"
     )
     parser.add_argument("--code", default=str(Path(__file__).resolve().parent.parent))
+    parser.add_argument(
+        "--unrecorded",
+        action="store_true",
+        help="compactions without recorded settings (rows written before they were)",
+    )
     args = parser.parse_args()
     sys.path.insert(0, args.code)
     path = Path(tempfile.mkdtemp()) / "bench.sqlite3"
@@ -98,6 +105,17 @@ def main() -> None:
             " WHERE session_id = %s AND seq = %s",
             [sid, args.settings_at + 1],
         )
+        cursor.execute("SELECT name FROM pragma_table_info('agentstore_entry')")
+        if not args.unrecorded and ("compaction_settings",) in cursor.fetchall():
+            # What TreeStore.append_compaction records: the settings in force
+            # at the compaction's parent (docs/decisions.md, "context: settings
+            # on the compaction").
+            cursor.execute(
+                "UPDATE agentstore_entry SET compaction_settings = CASE WHEN seq > %s"
+                ' THEN \'["prov", "mod", "high"]\' ELSE \'["", "", ""]\' END'
+                " WHERE session_id = %s AND type = 'compaction'",
+                [args.settings_at + 1, sid],
+            )
     print(f"seeded {args.entries:,} entries in {time.perf_counter() - start:.1f} s")
     leaf = f"e{args.entries}"
     compaction = args.entries - (args.entries - OFFSET) % EVERY

@@ -87,6 +87,13 @@ class Entry(models.Model):
     # How many MessagePart rows the entry has: readers skip the parts query for
     # the (usual) plain-text messages, which matters on long branches.
     part_count = models.PositiveSmallIntegerField(_("message parts"), default=0)
+    # On a tree compaction: the provider, model and thinking level in force at
+    # its parent, as a JSON array written by TreeStore, so build_context needs
+    # nothing above the kept context (docs/decisions.md, "context: settings on
+    # the compaction"). NULL when not recorded (other rows, log entries).
+    compaction_settings = models.TextField(  # noqa: DJ001
+        _("settings at compaction"), null=True, blank=True, default=None
+    )
 
     objects = EntryQuerySet.as_manager()
 
