@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/store_appends.py                        # 1 and 8 processes
     .venv/bin/python bench/store_appends.py --processes 1 8 --ops 10000 --rounds 2
+    .venv/bin/python bench/store_appends.py --code ../main        # another checkout ("before")
 
 Every strategy appends ``--ops`` records of a 1 KB JSON payload in total, split
 over N OS processes writing to one SQLite file (WAL, synchronous=NORMAL — the
@@ -174,10 +175,16 @@ def worker(args: argparse.Namespace) -> None:
         except Exception as exc:  # counted: an escaped error is a result here
             errors += 1
             print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-    print(json.dumps({"ops": ops - errors, "errors": errors, "seconds": time.perf_counter() - started}))
+    print(
+        json.dumps(
+            {"ops": ops - errors, "errors": errors, "seconds": time.perf_counter() - started}
+        )
+    )
 
 
-def run(strategy: str, processes: int, ops: int, template: str, tmp: Path) -> dict[str, float]:
+def run(
+    strategy: str, processes: int, ops: int, template: str, tmp: Path, code: str
+) -> dict[str, float]:
     """Start ``processes`` workers of ``strategy`` on a fresh copy of the database."""
     work = tmp / f"{strategy}-{processes}"
     if work.exists():
@@ -195,9 +202,24 @@ def run(strategy: str, processes: int, ops: int, template: str, tmp: Path) -> di
     per = ops // processes
     procs = [
         subprocess.Popen(
-            [sys.executable, __file__, "--worker", "--strategy", strategy, "--db", str(db),
-             "--session", f"s{n}", "--ops", str(per), "--start-file", str(start)],
-            cwd=ROOT,
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                "--strategy",
+                strategy,
+                "--db",
+                str(db),
+                "--session",
+                f"s{n}",
+                "--ops",
+                str(per),
+                "--start-file",
+                str(start),
+                "--code",
+                code,
+            ],
+            cwd=code,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -225,16 +247,20 @@ def run(strategy: str, processes: int, ops: int, template: str, tmp: Path) -> di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--ops", type=int, default=10_000, help="per strategy (default: %(default)r)")
+    parser.add_argument(
+        "--ops", type=int, default=10_000, help="per strategy (default: %(default)r)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="(default: %(default)r)")
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
+    parser.add_argument("--code", default=str(ROOT), help="the checkout whose agentstore runs")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--strategy", default="", help=argparse.SUPPRESS)
     parser.add_argument("--db", default="", help=argparse.SUPPRESS)
     parser.add_argument("--session", default="", help=argparse.SUPPRESS)
     parser.add_argument("--start-file", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
+    code = str(Path(args.code).resolve())
+    sys.path.insert(0, code)
     if args.worker:
         worker(args)
         return
@@ -246,12 +272,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name).resolve()
         template = tmp / "template.sqlite3"
-        env = {**os.environ, "DATABASE_URL": f"sqlite:///{template}", "DJANGO_DEBUG": "0",
-               "DJANGO_SETTINGS_MODULE": "project.settings"}
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{template}",
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SETTINGS_MODULE": "project.settings",
+        }
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=code, env=env, check=True
+        )
         con = sqlite3.connect(template)
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         con.close()
+        print(f"agentstore from {code}")
         print(f"appends of a 1 KB JSON payload, {args.ops} per strategy, {args.rounds} rounds")
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for processes in args.processes:
@@ -259,7 +292,7 @@ def main() -> None:
             errors = dict.fromkeys(strategies, 0.0)
             for _ in range(args.rounds):
                 for strategy in strategies:
-                    result = run(strategy, processes, args.ops, str(template), tmp)
+                    result = run(strategy, processes, args.ops, str(template), tmp, code)
                     rates[strategy].append(result["rate"])
                     errors[strategy] += result["errors"]
             median = {s: statistics.median(r) for s, r in rates.items()}

@@ -58,6 +58,7 @@ def main() -> None:
         "--settings-at", type=int, default=2, help="seq of the model and thinking-level changes"
     )
     parser.add_argument("--code", default=str(Path(__file__).resolve().parent.parent))
+    parser.add_argument("--last", type=int, default=50, help="entries of the last-N read")
     parser.add_argument(
         "--unrecorded",
         action="store_true",
@@ -149,7 +150,55 @@ def main() -> None:
     )
     raw_median = show("raw sqlite3", timed(raw_read, args.repeats), None)
     show("build_context", timed(lambda: store.build_context(sid, leaf), args.repeats), raw_median)
+    last_n(store, raw, sid, leaf, args)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def last_n(store, raw: sqlite3.Connection, sid: str, leaf: str, args) -> None:  # type: ignore[no-untyped-def]
+    """The last ``--last`` entries on the branch ending at the leaf, against raw sqlite3.
+
+    Raw reads them from the narrowest sensible schema (id, session, seq, entry id,
+    parent, timestamp and the entry as one JSON text; unique on (session, entry id)),
+    a copy of the session made here, with one recursive query — and decodes each
+    JSON text, as a caller must; ``TreeStore.branch(sid, leaf, limit=N)`` returns
+    hydrated ``EntryEntity`` values.
+    """
+    import json
+
+    raw.executescript(
+        "CREATE TABLE narrow (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL,"
+        " seq INTEGER NOT NULL, entry_id TEXT NOT NULL, parent_id TEXT,"
+        " created_at TEXT NOT NULL, data TEXT NOT NULL,"
+        " UNIQUE (session_id, seq), UNIQUE (session_id, entry_id));"
+    )
+    raw.execute(
+        "INSERT INTO narrow SELECT id, session_id, seq, entry_id, parent_id, created_at,"
+        " json_object('type', type, 'role', role, 'content', content, 'summary', summary)"
+        " FROM agentstore_entry"
+    )
+    raw.commit()
+    n = args.last
+    narrow_sql = (
+        "WITH RECURSIVE chain(id, parent_id, depth) AS ("
+        " SELECT id, parent_id, 0 FROM narrow WHERE session_id = ? AND entry_id = ?"
+        " UNION ALL SELECT e.id, e.parent_id, chain.depth + 1 FROM chain"
+        " JOIN narrow e ON e.session_id = ? AND e.entry_id = chain.parent_id"
+        " WHERE chain.depth < ?)"
+        " SELECT e.entry_id, e.parent_id, e.created_at, e.data FROM chain"
+        " JOIN narrow e ON e.id = chain.id ORDER BY chain.depth DESC"
+    )
+
+    def raw_read() -> None:
+        rows = raw.execute(narrow_sql, [sid, leaf, sid, n - 1]).fetchall()
+        entries = [(e, p, c, json.loads(d)) for e, p, c, d in rows]
+        assert len(entries) == n
+
+    def store_read() -> None:
+        assert len(store.branch(sid, leaf, limit=n)) == n
+
+    print(f"last {n} entries on the branch at {leaf}:")
+    raw_median = show("raw sqlite3", timed(raw_read, args.repeats * 5), None)
+    show("branch(limit)", timed(store_read, args.repeats * 5), raw_median)
 
 
 if __name__ == "__main__":

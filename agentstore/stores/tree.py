@@ -84,9 +84,7 @@ TREE = SessionKind.TREE.value
 # Every entry column but session_id (and the settings a compaction records,
 # which only build_context reads), the primary key first: the order
 # _entry_from_row unpacks (tests/stores/test_sql.py checks it against _meta).
-_E_COLUMNS = "e.id, " + sql.columns(
-    Entry, exclude=("session", "compaction_settings"), prefix="e."
-)
+_E_COLUMNS = "e.id, " + sql.columns(Entry, exclude=("session", "compaction_settings"), prefix="e.")
 # On SQLite, read created_at as plain text (the fast path in stores/sql.py):
 # on 10,000-entry branches Django's per-row converter is most of the cost.
 _E_COLUMNS_SQLITE = _E_COLUMNS.replace(
@@ -642,8 +640,10 @@ class TreeStore(StoreBase):
                     # What build_context would otherwise climb above the kept
                     # context for (docs/decisions.md, "context: settings on the
                     # compaction"); the parent's ancestry never changes.
-                    found = NO_SETTINGS if parent_id is None else self._settings_at(
-                        cursor, session_id, parent_id
+                    found = (
+                        NO_SETTINGS
+                        if parent_id is None
+                        else self._settings_at(cursor, session_id, parent_id)
                     )
                     draft.settings = _encode_settings(found)
                 try:
@@ -907,6 +907,13 @@ class TreeStore(StoreBase):
         root-first), reading no more than that: the page of a long branch that
         ends at ``entry_id``; the page above it ends at the first one's parent.
         Raises ``NoEntry`` when an explicit ``entry_id`` is not in the session.
+
+        With an explicit ``entry_id`` this is the "last N entries on the branch"
+        read an agent loop makes every turn: one recursive SELECT, which is its
+        own snapshot, so no read transaction is opened around it unless some of
+        the entries have message parts to load by a second statement (then the
+        whole read runs again in one snapshot; docs/decisions.md, "reads: one
+        statement needs no transaction").
         """
         limit = _require_count(limit, "limit")
 
@@ -914,6 +921,11 @@ class TreeStore(StoreBase):
             rows = self._branch_rows(cursor, session_id, entry_id, _select_list(cursor), limit)
             return self._build_entries(cursor, rows, True)
 
+        if entry_id:
+            with connections[self.using].cursor() as cursor:
+                rows = self._branch_rows(cursor, session_id, entry_id, _select_list(cursor), limit)
+                if not any(row[_PART_COUNT] for row in rows):
+                    return self._build_entries(cursor, rows, True)  # no statement: no parts
         return list(self._cursor_read(query))
 
     def branch_length(self, session_id: str, entry_id: str = "", at_most: int = 0) -> int:
@@ -1334,20 +1346,17 @@ class TreeStore(StoreBase):
         """
         if stop is None:
             params: list[Any] = []
-            recorded = "({a}type = 'compaction' AND {a}compaction_settings IS NOT NULL)"
             flags = (
-                f"CASE WHEN {{a}}type = 'model_change' OR {recorded} THEN 1 ELSE 0 END, "
-                f"CASE WHEN {{a}}type = 'thinking_level_change' OR {recorded} THEN 1 ELSE 0 END"
+                f"{_passed('', 'model_change', 'm')}, {_passed('', 'thinking_level_change', 't')}"
             )
             step_flags = (
-                f"CASE WHEN chain.m = 1 OR e.type = 'model_change' OR {recorded} THEN 1 ELSE 0 END, "
-                "CASE WHEN chain.t = 1 OR e.type = 'thinking_level_change' OR "
-                f"{recorded} THEN 1 ELSE 0 END"
-            ).format(a="e.")
+                f"{_passed('e.', 'model_change', 'm')}, "
+                f"{_passed('e.', 'thinking_level_change', 't')}"
+            )
             go_on = "NOT (chain.m = 1 AND chain.t = 1)"
             where = (
                 " WHERE e.type IN ('model_change', 'thinking_level_change') OR "
-                + recorded.format(a="e.")
+                + _RECORDED.format(a="e.")
             )
         else:
             column, value = stop
@@ -1361,8 +1370,8 @@ class TreeStore(StoreBase):
             step = (
                 f" SELECT e.id, e.parent_id, chain.depth + 1, {step_flags} FROM chain"
                 " CROSS JOIN LATERAL (SELECT x.id, x.parent_id, x.type, x.entry_id,"
-                f" x.compaction_settings FROM {_ENTRY} x WHERE x.session_id = %s AND x.entry_id = chain.parent_id"
-                " LIMIT 1) e"
+                f" x.compaction_settings FROM {_ENTRY} x WHERE x.session_id = %s"
+                " AND x.entry_id = chain.parent_id LIMIT 1) e"
             )
         else:
             step = (
@@ -1655,6 +1664,21 @@ class _ContextEntry:
             parts=self.parts,
             timestamp=_to_datetime(row[_C_CREATED]),
         )
+
+
+# A compaction that recorded the settings in force above it: a settings climb stops there.
+_RECORDED = "({a}type = 'compaction' AND {a}compaction_settings IS NOT NULL)"
+
+
+def _passed(alias: str, kind: str, flag: str) -> str:
+    """``1`` once a settings climb has passed a ``kind`` change (or a recorded compaction).
+
+    ``alias`` is ``""`` for the climb's first row and ``"e."`` for a step, which
+    carries the flag ``chain.<flag>`` up from the row below.
+    """
+    carried = f"chain.{flag} = 1 OR " if alias else ""
+    recorded = _RECORDED.format(a=alias)
+    return f"CASE WHEN {carried}{alias}type = '{kind}' OR {recorded} THEN 1 ELSE 0 END"
 
 
 def _encode_settings(settings: Settings) -> str:
