@@ -52,7 +52,7 @@ _HAS_TEXT = "{row}.content != '' OR {row}.summary != ''"
 _SQLITE_DDL = [
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
     f"content, summary, content='{ENTRY_TABLE}', content_rowid='id', "
-    "tokenize='unicode61 remove_diacritics 2')",
+    "tokenize='unicode61 remove_diacritics 2', columnsize=0)",
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {ENTRY_TABLE} "
     f"WHEN {_HAS_TEXT.format(row='new')} BEGIN "
     f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "

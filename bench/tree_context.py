@@ -8,7 +8,9 @@
 One session of ``--entries`` chained 1 KB messages (inserted set-based), every 1,000th
 entry (seq 500, 1500, …) a compaction keeping the 20 entries before it, and a model
 change and a thinking-level change at ``--settings-at`` (settings outlive every
-compaction, so the context must find them above it). Timed: ``build_context`` at the
+compaction; each compaction records those in force at its parent, as
+``append_compaction`` does — ``--unrecorded`` leaves them out, as in rows written
+before that, and the context must climb to find them). Timed: ``build_context`` at the
 leaf — what an agent loop calls every turn — and raw ``sqlite3`` reading the same rows
 (the leaf's branch up to the latest compaction's first-kept entry, plus the two
 settings) in one recursive query on the same file. Printed: median and p90 over the
@@ -58,6 +60,12 @@ def main() -> None:
     )
     parser.add_argument("--code", default=str(Path(__file__).resolve().parent.parent))
     parser.add_argument("--json", action="store_true", help="print the results as a JSON line")
+    parser.add_argument("--last", type=int, default=50, help="entries of the last-N read")
+    parser.add_argument(
+        "--unrecorded",
+        action="store_true",
+        help="compactions without recorded settings (rows written before they were)",
+    )
     args = parser.parse_args()
     sys.path.insert(0, args.code)
     # This checkout's bench/common.py, whichever checkout --code names.
@@ -106,6 +114,17 @@ def main() -> None:
             " WHERE session_id = %s AND seq = %s",
             [sid, args.settings_at + 1],
         )
+        cursor.execute("SELECT name FROM pragma_table_info('agentstore_entry')")
+        if not args.unrecorded and ("compaction_settings",) in cursor.fetchall():
+            # What TreeStore.append_compaction records: the settings in force
+            # at the compaction's parent (docs/decisions.md, "context: settings
+            # on the compaction").
+            cursor.execute(
+                "UPDATE agentstore_entry SET compaction_settings = CASE WHEN seq > %s"
+                ' THEN \'["prov", "mod", "high"]\' ELSE \'["", "", ""]\' END'
+                " WHERE session_id = %s AND type = 'compaction'",
+                [args.settings_at + 1, sid],
+            )
     print(f"seeded {args.entries:,} entries in {time.perf_counter() - start:.1f} s")
     leaf = f"e{args.entries}"
     compaction = args.entries - (args.entries - OFFSET) % EVERY
@@ -146,8 +165,57 @@ def main() -> None:
         "build_context", timed(lambda: store.build_context(sid, leaf), args.repeats), raw_median
     )
     common.record(workload, "TreeStore", ours * 1000, unit="ms")
+    if connection.vendor == "sqlite":
+        last_n(store, raw, sid, leaf, args)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     common.emit("tree_context", args)
+
+
+def last_n(store, raw: sqlite3.Connection, sid: str, leaf: str, args) -> None:  # type: ignore[no-untyped-def]
+    """The last ``--last`` entries on the branch ending at the leaf, against raw sqlite3.
+
+    Raw reads them from the narrowest sensible schema (id, session, seq, entry id,
+    parent, timestamp and the entry as one JSON text; unique on (session, entry id)),
+    a copy of the session made here, with one recursive query — and decodes each
+    JSON text, as a caller must; ``TreeStore.branch(sid, leaf, limit=N)`` returns
+    hydrated ``EntryEntity`` values.
+    """
+    import json
+
+    raw.executescript(
+        "CREATE TABLE narrow (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL,"
+        " seq INTEGER NOT NULL, entry_id TEXT NOT NULL, parent_id TEXT,"
+        " created_at TEXT NOT NULL, data TEXT NOT NULL,"
+        " UNIQUE (session_id, seq), UNIQUE (session_id, entry_id));"
+    )
+    raw.execute(
+        "INSERT INTO narrow SELECT id, session_id, seq, entry_id, parent_id, created_at,"
+        " json_object('type', type, 'role', role, 'content', content, 'summary', summary)"
+        " FROM agentstore_entry"
+    )
+    raw.commit()
+    n = args.last
+    narrow_sql = (
+        "WITH RECURSIVE chain(id, parent_id, depth) AS ("
+        " SELECT id, parent_id, 0 FROM narrow WHERE session_id = ? AND entry_id = ?"
+        " UNION ALL SELECT e.id, e.parent_id, chain.depth + 1 FROM chain"
+        " JOIN narrow e ON e.session_id = ? AND e.entry_id = chain.parent_id"
+        " WHERE chain.depth < ?)"
+        " SELECT e.entry_id, e.parent_id, e.created_at, e.data FROM chain"
+        " JOIN narrow e ON e.id = chain.id ORDER BY chain.depth DESC"
+    )
+
+    def raw_read() -> None:
+        rows = raw.execute(narrow_sql, [sid, leaf, sid, n - 1]).fetchall()
+        entries = [(e, p, c, json.loads(d)) for e, p, c, d in rows]
+        assert len(entries) == n
+
+    def store_read() -> None:
+        assert len(store.branch(sid, leaf, limit=n)) == n
+
+    print(f"last {n} entries on the branch at {leaf}:")
+    raw_median = show("raw sqlite3", timed(raw_read, args.repeats * 5), None)
+    show("branch(limit)", timed(store_read, args.repeats * 5), raw_median)
 
 
 if __name__ == "__main__":

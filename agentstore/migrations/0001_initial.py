@@ -8,6 +8,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     initial = True
 
     dependencies = [
@@ -16,1424 +17,630 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name="Task",
+            name='Task',
             fields=[
-                (
-                    "id",
-                    models.CharField(
-                        max_length=36, primary_key=True, serialize=False, verbose_name="id"
-                    ),
-                ),
-                ("kind", models.CharField(max_length=64, verbose_name="kind")),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("queued", "queued"),
-                            ("running", "running"),
-                            ("canceling", "canceling"),
-                            ("succeeded", "succeeded"),
-                            ("failed", "failed"),
-                            ("canceled", "canceled"),
-                            ("interrupted", "interrupted"),
-                        ],
-                        max_length=16,
-                        verbose_name="state",
-                    ),
-                ),
-                (
-                    "concurrency_key",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="concurrency key"
-                    ),
-                ),
-                ("result", models.TextField(blank=True, default="", verbose_name="result")),
-                (
-                    "error_code",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="error code"
-                    ),
-                ),
-                (
-                    "error_message",
-                    models.TextField(blank=True, default="", verbose_name="error message"),
-                ),
-                ("created_at", models.DateTimeField(verbose_name="created at")),
-                (
-                    "started_at",
-                    models.DateTimeField(blank=True, null=True, verbose_name="started at"),
-                ),
-                (
-                    "finished_at",
-                    models.DateTimeField(blank=True, null=True, verbose_name="finished at"),
-                ),
-                ("updated_at", models.DateTimeField(verbose_name="updated at")),
-                (
-                    "lease_owner",
-                    models.CharField(
-                        blank=True, max_length=255, null=True, verbose_name="lease owner"
-                    ),
-                ),
-                (
-                    "lease_expires_at",
-                    models.DateTimeField(blank=True, null=True, verbose_name="lease expires at"),
-                ),
-                (
-                    "queue_name",
-                    models.CharField(default="default", max_length=64, verbose_name="queue"),
-                ),
-                ("priority", models.SmallIntegerField(default=0, verbose_name="priority")),
-                (
-                    "run_after",
-                    models.DateTimeField(blank=True, null=True, verbose_name="run after"),
-                ),
-                ("attempts", models.PositiveIntegerField(default=0, verbose_name="attempts")),
-                (
-                    "max_attempts",
-                    models.PositiveIntegerField(default=1, verbose_name="max attempts"),
-                ),
-                (
-                    "parent_task",
-                    models.ForeignKey(
-                        blank=True,
-                        db_index=False,
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="child_tasks",
-                        to="agentstore.task",
-                        verbose_name="parent task",
-                    ),
-                ),
+                ('id', models.CharField(max_length=36, primary_key=True, serialize=False, verbose_name='id')),
+                ('kind', models.CharField(max_length=64, verbose_name='kind')),
+                ('state', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('canceling', 'canceling'), ('succeeded', 'succeeded'), ('failed', 'failed'), ('canceled', 'canceled'), ('interrupted', 'interrupted')], max_length=16, verbose_name='state')),
+                ('concurrency_key', models.CharField(blank=True, default='', max_length=255, verbose_name='concurrency key')),
+                ('result', models.TextField(blank=True, default='', verbose_name='result')),
+                ('error_code', models.CharField(blank=True, default='', max_length=255, verbose_name='error code')),
+                ('error_message', models.TextField(blank=True, default='', verbose_name='error message')),
+                ('created_at', models.DateTimeField(verbose_name='created at')),
+                ('started_at', models.DateTimeField(blank=True, null=True, verbose_name='started at')),
+                ('finished_at', models.DateTimeField(blank=True, null=True, verbose_name='finished at')),
+                ('updated_at', models.DateTimeField(verbose_name='updated at')),
+                ('lease_owner', models.CharField(blank=True, max_length=255, null=True, verbose_name='lease owner')),
+                ('lease_expires_at', models.DateTimeField(blank=True, null=True, verbose_name='lease expires at')),
+                ('queue_name', models.CharField(default='default', max_length=64, verbose_name='queue')),
+                ('priority', models.SmallIntegerField(default=0, verbose_name='priority')),
+                ('run_after', models.DateTimeField(blank=True, null=True, verbose_name='run after')),
+                ('attempts', models.PositiveIntegerField(default=0, verbose_name='attempts')),
+                ('max_attempts', models.PositiveIntegerField(default=1, verbose_name='max attempts')),
+                ('parent_task', models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='child_tasks', to='agentstore.task', verbose_name='parent task')),
             ],
             options={
-                "verbose_name": "task",
-                "verbose_name_plural": "tasks",
+                'verbose_name': 'task',
+                'verbose_name_plural': 'tasks',
             },
         ),
         migrations.CreateModel(
-            name="Session",
+            name='Session',
             fields=[
-                (
-                    "id",
-                    models.CharField(
-                        max_length=255, primary_key=True, serialize=False, verbose_name="id"
-                    ),
-                ),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[
-                            ("tree", "tree (entries)"),
-                            ("loop", "loop (steps)"),
-                            ("log", "log (agentsession)"),
-                            ("graph", "graph (LangGraph thread)"),
-                        ],
-                        default="tree",
-                        max_length=8,
-                        verbose_name="kind",
-                    ),
-                ),
-                ("cwd", models.TextField(blank=True, default="", verbose_name="working directory")),
-                (
-                    "name",
-                    models.CharField(blank=True, default="", max_length=500, verbose_name="name"),
-                ),
-                (
-                    "parent_session",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="parent session"
-                    ),
-                ),
-                ("created_at", models.DateTimeField(verbose_name="created at")),
-                ("updated_at", models.DateTimeField(verbose_name="updated at")),
-                (
-                    "incarnation",
-                    models.CharField(
-                        default=agentstore.ids.new_token, max_length=32, verbose_name="incarnation"
-                    ),
-                ),
-                (
-                    "model",
-                    models.CharField(blank=True, default="", max_length=255, verbose_name="model"),
-                ),
-                (
-                    "system_prompt",
-                    models.TextField(blank=True, default="", verbose_name="system prompt"),
-                ),
-                (
-                    "data",
-                    models.BinaryField(
-                        blank=True, null=True, verbose_name="working-memory snapshot"
-                    ),
-                ),
-                (
-                    "message_id",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="message id"
-                    ),
-                ),
-                (
-                    "status",
-                    models.CharField(blank=True, default="", max_length=64, verbose_name="status"),
-                ),
-                ("prompt_tokens", models.BigIntegerField(default=0, verbose_name="prompt tokens")),
-                (
-                    "completion_tokens",
-                    models.BigIntegerField(default=0, verbose_name="completion tokens"),
-                ),
-                ("step_count", models.BigIntegerField(default=0, verbose_name="step count")),
-                ("duration_ms", models.BigIntegerField(default=0, verbose_name="duration (ms)")),
-                (
-                    "data_bytes_carried",
-                    models.BigIntegerField(default=0, verbose_name="data bytes carried"),
-                ),
-                ("header", models.TextField(blank=True, default="", verbose_name="header line")),
-                (
-                    "superseded_by",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="superseded by"
-                    ),
-                ),
-                (
-                    "log_head",
-                    models.TextField(
-                        blank=True, db_default="", default="", verbose_name="log head"
-                    ),
-                ),
-                (
-                    "owner",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="agentstore_sessions",
-                        to=settings.AUTH_USER_MODEL,
-                        verbose_name="owner",
-                    ),
-                ),
+                ('id', models.CharField(max_length=255, primary_key=True, serialize=False, verbose_name='id')),
+                ('kind', models.CharField(choices=[('tree', 'tree (entries)'), ('loop', 'loop (steps)'), ('log', 'log (agentsession)'), ('graph', 'graph (LangGraph thread)')], default='tree', max_length=8, verbose_name='kind')),
+                ('cwd', models.TextField(blank=True, default='', verbose_name='working directory')),
+                ('name', models.CharField(blank=True, default='', max_length=500, verbose_name='name')),
+                ('parent_session', models.CharField(blank=True, default='', max_length=255, verbose_name='parent session')),
+                ('created_at', models.DateTimeField(verbose_name='created at')),
+                ('updated_at', models.DateTimeField(verbose_name='updated at')),
+                ('incarnation', models.CharField(default=agentstore.ids.new_token, max_length=32, verbose_name='incarnation')),
+                ('model', models.CharField(blank=True, default='', max_length=255, verbose_name='model')),
+                ('system_prompt', models.TextField(blank=True, default='', verbose_name='system prompt')),
+                ('data', models.BinaryField(blank=True, null=True, verbose_name='working-memory snapshot')),
+                ('message_id', models.CharField(blank=True, default='', max_length=255, verbose_name='message id')),
+                ('status', models.CharField(blank=True, default='', max_length=64, verbose_name='status')),
+                ('prompt_tokens', models.BigIntegerField(default=0, verbose_name='prompt tokens')),
+                ('completion_tokens', models.BigIntegerField(default=0, verbose_name='completion tokens')),
+                ('step_count', models.BigIntegerField(default=0, verbose_name='step count')),
+                ('duration_ms', models.BigIntegerField(default=0, verbose_name='duration (ms)')),
+                ('data_bytes_carried', models.BigIntegerField(default=0, verbose_name='data bytes carried')),
+                ('header', models.TextField(blank=True, default='', verbose_name='header line')),
+                ('superseded_by', models.CharField(blank=True, default='', max_length=255, verbose_name='superseded by')),
+                ('log_head', models.TextField(blank=True, db_default='', default='', verbose_name='log head')),
+                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='agentstore_sessions', to=settings.AUTH_USER_MODEL, verbose_name='owner')),
             ],
             options={
-                "verbose_name": "session",
-                "verbose_name_plural": "sessions",
+                'verbose_name': 'session',
+                'verbose_name_plural': 'sessions',
             },
         ),
         migrations.CreateModel(
-            name="Worker",
+            name='Worker',
             fields=[
-                (
-                    "id",
-                    models.CharField(
-                        max_length=128, primary_key=True, serialize=False, verbose_name="id"
-                    ),
-                ),
-                ("host", models.CharField(max_length=255, verbose_name="host")),
-                ("pid", models.PositiveIntegerField(verbose_name="pid")),
-                (
-                    "queues",
-                    models.CharField(
-                        blank=True, default="", max_length=1024, verbose_name="queues"
-                    ),
-                ),
-                ("started_at", models.DateTimeField(verbose_name="started at")),
-                ("heartbeat_at", models.DateTimeField(verbose_name="heartbeat at")),
-                ("expires_at", models.DateTimeField(verbose_name="expires at")),
-                ("tasks_done", models.PositiveIntegerField(default=0, verbose_name="tasks done")),
+                ('id', models.CharField(max_length=128, primary_key=True, serialize=False, verbose_name='id')),
+                ('host', models.CharField(max_length=255, verbose_name='host')),
+                ('pid', models.PositiveIntegerField(verbose_name='pid')),
+                ('queues', models.CharField(blank=True, default='', max_length=1024, verbose_name='queues')),
+                ('started_at', models.DateTimeField(verbose_name='started at')),
+                ('heartbeat_at', models.DateTimeField(verbose_name='heartbeat at')),
+                ('expires_at', models.DateTimeField(verbose_name='expires at')),
+                ('tasks_done', models.PositiveIntegerField(default=0, verbose_name='tasks done')),
             ],
             options={
-                "verbose_name": "worker",
-                "verbose_name_plural": "workers",
-                "ordering": ["host", "pid", "id"],
+                'verbose_name': 'worker',
+                'verbose_name_plural': 'workers',
+                'ordering': ['host', 'pid', 'id'],
             },
         ),
         migrations.CreateModel(
-            name="AgentTask",
+            name='AgentTask',
             fields=[
-                (
-                    "task",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="agent",
-                        serialize=False,
-                        to="agentstore.task",
-                        verbose_name="task",
-                    ),
-                ),
-                ("agent_name", models.CharField(max_length=255, verbose_name="agent name")),
-                ("prompt", models.TextField(verbose_name="prompt")),
-                (
-                    "model",
-                    models.CharField(blank=True, default="", max_length=255, verbose_name="model"),
-                ),
-                (
-                    "provider",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="provider"
-                    ),
-                ),
-                ("policy_json", models.TextField(default="{}", verbose_name="policy (JSON)")),
-                ("usage_json", models.TextField(default="{}", verbose_name="usage (JSON)")),
-                ("depth", models.PositiveIntegerField(verbose_name="depth")),
-                (
-                    "child_session",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="agent_task",
-                        to="agentstore.session",
-                        verbose_name="child session",
-                    ),
-                ),
+                ('task', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='agent', serialize=False, to='agentstore.task', verbose_name='task')),
+                ('agent_name', models.CharField(max_length=255, verbose_name='agent name')),
+                ('prompt', models.TextField(verbose_name='prompt')),
+                ('model', models.CharField(blank=True, default='', max_length=255, verbose_name='model')),
+                ('provider', models.CharField(blank=True, default='', max_length=255, verbose_name='provider')),
+                ('policy_json', models.TextField(default='{}', verbose_name='policy (JSON)')),
+                ('usage_json', models.TextField(default='{}', verbose_name='usage (JSON)')),
+                ('depth', models.PositiveIntegerField(verbose_name='depth')),
+                ('child_session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='agent_task', to='agentstore.session', verbose_name='child session')),
             ],
             options={
-                "verbose_name": "agent task",
-                "verbose_name_plural": "agent tasks",
+                'verbose_name': 'agent task',
+                'verbose_name_plural': 'agent tasks',
             },
         ),
         migrations.CreateModel(
-            name="Document",
+            name='Document',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("namespace", models.CharField(max_length=255, verbose_name="namespace")),
-                (
-                    "key",
-                    models.CharField(db_column="document_key", max_length=255, verbose_name="key"),
-                ),
-                ("value_json", models.TextField(default="{}", verbose_name="value (JSON)")),
-                ("updated_at", models.DateTimeField(verbose_name="updated at")),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('namespace', models.CharField(max_length=255, verbose_name='namespace')),
+                ('key', models.CharField(db_column='document_key', max_length=255, verbose_name='key')),
+                ('value_json', models.TextField(default='{}', verbose_name='value (JSON)')),
+                ('updated_at', models.DateTimeField(verbose_name='updated at')),
             ],
             options={
-                "verbose_name": "document",
-                "verbose_name_plural": "documents",
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("namespace", "key"), name="agentstore_document_uniq"
-                    ),
-                    models.CheckConstraint(
-                        condition=models.Q(
-                            models.Q(("namespace", ""), _negated=True),
-                            models.Q(("key", ""), _negated=True),
-                        ),
-                        name="agentstore_document_key_not_empty",
-                    ),
-                ],
+                'verbose_name': 'document',
+                'verbose_name_plural': 'documents',
+                'constraints': [models.UniqueConstraint(fields=('namespace', 'key'), name='agentstore_document_uniq'), models.CheckConstraint(condition=models.Q(models.Q(('namespace', ''), _negated=True), models.Q(('key', ''), _negated=True)), name='agentstore_document_key_not_empty')],
             },
         ),
         migrations.CreateModel(
-            name="Grant",
+            name='Grant',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("session_id", models.CharField(max_length=255, verbose_name="session id")),
-                ("prompt", models.TextField(verbose_name="prompt")),
-                ("prompt_digest", models.CharField(max_length=64, verbose_name="prompt SHA-256")),
-                ("granted_at", models.DateTimeField(verbose_name="granted at")),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('session_id', models.CharField(max_length=255, verbose_name='session id')),
+                ('prompt', models.TextField(verbose_name='prompt')),
+                ('prompt_digest', models.CharField(max_length=64, verbose_name='prompt SHA-256')),
+                ('granted_at', models.DateTimeField(verbose_name='granted at')),
             ],
             options={
-                "verbose_name": "grant",
-                "verbose_name_plural": "grants",
-                "indexes": [
-                    models.Index(
-                        fields=["session_id", "granted_at"], name="agentstore_grant_session"
-                    )
-                ],
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("session_id", "prompt_digest"), name="agentstore_grant_prompt_uniq"
-                    ),
-                    models.CheckConstraint(
-                        condition=models.Q(("session_id", ""), _negated=True),
-                        name="agentstore_grant_session_not_empty",
-                    ),
-                ],
+                'verbose_name': 'grant',
+                'verbose_name_plural': 'grants',
+                'indexes': [models.Index(fields=['session_id', 'granted_at'], name='agentstore_grant_session')],
+                'constraints': [models.UniqueConstraint(fields=('session_id', 'prompt_digest'), name='agentstore_grant_prompt_uniq'), models.CheckConstraint(condition=models.Q(('session_id', ''), _negated=True), name='agentstore_grant_session_not_empty')],
             },
         ),
         migrations.CreateModel(
-            name="Holder",
+            name='Holder',
             fields=[
-                (
-                    "session",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="holder",
-                        serialize=False,
-                        to="agentstore.session",
-                        verbose_name="session",
-                    ),
-                ),
-                ("pid", models.IntegerField(verbose_name="process id")),
-                ("host", models.CharField(max_length=255, verbose_name="host")),
-                ("token", models.CharField(max_length=64, verbose_name="store token")),
-                ("since", models.DateTimeField(verbose_name="held since")),
-                ("heartbeat", models.DateTimeField(verbose_name="last append")),
+                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='holder', serialize=False, to='agentstore.session', verbose_name='session')),
+                ('pid', models.IntegerField(verbose_name='process id')),
+                ('host', models.CharField(max_length=255, verbose_name='host')),
+                ('token', models.CharField(max_length=64, verbose_name='store token')),
+                ('since', models.DateTimeField(verbose_name='held since')),
+                ('heartbeat', models.DateTimeField(verbose_name='last append')),
             ],
             options={
-                "verbose_name": "hold",
-                "verbose_name_plural": "holds",
+                'verbose_name': 'hold',
+                'verbose_name_plural': 'holds',
             },
         ),
         migrations.AddField(
-            model_name="task",
-            name="owner_session",
-            field=models.ForeignKey(
-                blank=True,
-                db_index=False,
-                null=True,
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="owned_tasks",
-                to="agentstore.session",
-                verbose_name="owner session",
-            ),
+            model_name='task',
+            name='owner_session',
+            field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='owned_tasks', to='agentstore.session', verbose_name='owner session'),
         ),
         migrations.CreateModel(
-            name="Entry",
+            name='Entry',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("seq", models.BigIntegerField(verbose_name="sequence")),
-                ("entry_id", models.CharField(max_length=128, verbose_name="entry id")),
-                (
-                    "parent_id",
-                    models.CharField(
-                        blank=True, max_length=128, null=True, verbose_name="parent entry id"
-                    ),
-                ),
-                ("type", models.CharField(max_length=64, verbose_name="type")),
-                ("line", models.TextField(default="{}", verbose_name="JSON")),
-                ("created_at", models.DateTimeField(verbose_name="created at")),
-                (
-                    "role",
-                    models.CharField(blank=True, default="", max_length=64, verbose_name="role"),
-                ),
-                ("content", models.TextField(blank=True, default="", verbose_name="content")),
-                (
-                    "provider",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="provider"
-                    ),
-                ),
-                (
-                    "model",
-                    models.CharField(blank=True, default="", max_length=255, verbose_name="model"),
-                ),
-                (
-                    "custom_type",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="custom type"
-                    ),
-                ),
-                ("summary", models.TextField(blank=True, default="", verbose_name="summary")),
-                (
-                    "tool_name",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="tool name"
-                    ),
-                ),
-                (
-                    "tool_status",
-                    models.CharField(
-                        blank=True, default="", max_length=16, verbose_name="tool status"
-                    ),
-                ),
-                (
-                    "tool_args_json",
-                    models.TextField(blank=True, default="", verbose_name="tool arguments"),
-                ),
-                (
-                    "token_estimate",
-                    models.BigIntegerField(default=0, verbose_name="token estimate"),
-                ),
-                ("model_facing", models.BooleanField(default=False, verbose_name="model facing")),
-                ("display", models.BooleanField(default=True, verbose_name="displayed")),
-                (
-                    "compaction_first_kept_entry_id",
-                    models.CharField(
-                        blank=True, default="", max_length=128, verbose_name="first kept entry"
-                    ),
-                ),
-                (
-                    "compaction_tokens_before",
-                    models.BigIntegerField(default=0, verbose_name="tokens before compaction"),
-                ),
-                (
-                    "branch_from_entry_id",
-                    models.CharField(
-                        blank=True, default="", max_length=128, verbose_name="branched from entry"
-                    ),
-                ),
-                (
-                    "operation_id",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="operation id"
-                    ),
-                ),
-                (
-                    "part_count",
-                    models.PositiveSmallIntegerField(default=0, verbose_name="message parts"),
-                ),
-                (
-                    "call_id",
-                    models.CharField(
-                        blank=True,
-                        db_default="",
-                        default="",
-                        max_length=255,
-                        verbose_name="call id",
-                    ),
-                ),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="entries",
-                        to="agentstore.session",
-                        verbose_name="session",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('seq', models.BigIntegerField(verbose_name='sequence')),
+                ('entry_id', models.CharField(max_length=128, verbose_name='entry id')),
+                ('parent_id', models.CharField(blank=True, max_length=128, null=True, verbose_name='parent entry id')),
+                ('type', models.CharField(max_length=64, verbose_name='type')),
+                ('line', models.TextField(default='{}', verbose_name='JSON')),
+                ('created_at', models.DateTimeField(verbose_name='created at')),
+                ('role', models.CharField(blank=True, default='', max_length=64, verbose_name='role')),
+                ('content', models.TextField(blank=True, default='', verbose_name='content')),
+                ('provider', models.CharField(blank=True, default='', max_length=255, verbose_name='provider')),
+                ('model', models.CharField(blank=True, default='', max_length=255, verbose_name='model')),
+                ('custom_type', models.CharField(blank=True, default='', max_length=255, verbose_name='custom type')),
+                ('summary', models.TextField(blank=True, default='', verbose_name='summary')),
+                ('tool_name', models.CharField(blank=True, default='', max_length=255, verbose_name='tool name')),
+                ('tool_status', models.CharField(blank=True, default='', max_length=16, verbose_name='tool status')),
+                ('tool_args_json', models.TextField(blank=True, default='', verbose_name='tool arguments')),
+                ('token_estimate', models.BigIntegerField(default=0, verbose_name='token estimate')),
+                ('model_facing', models.BooleanField(default=False, verbose_name='model facing')),
+                ('display', models.BooleanField(default=True, verbose_name='displayed')),
+                ('compaction_first_kept_entry_id', models.CharField(blank=True, default='', max_length=128, verbose_name='first kept entry')),
+                ('compaction_tokens_before', models.BigIntegerField(default=0, verbose_name='tokens before compaction')),
+                ('branch_from_entry_id', models.CharField(blank=True, default='', max_length=128, verbose_name='branched from entry')),
+                ('operation_id', models.CharField(blank=True, default='', max_length=255, verbose_name='operation id')),
+                ('part_count', models.PositiveSmallIntegerField(default=0, verbose_name='message parts')),
+                ('call_id', models.CharField(blank=True, db_default='', default='', max_length=255, verbose_name='call id')),
+                ('compaction_settings', models.TextField(blank=True, default=None, null=True, verbose_name='settings at compaction')),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='agentstore.session', verbose_name='session')),
             ],
             options={
-                "verbose_name": "entry",
-                "verbose_name_plural": "entries",
+                'verbose_name': 'entry',
+                'verbose_name_plural': 'entries',
             },
         ),
         migrations.CreateModel(
-            name="CheckpointWrite",
+            name='CheckpointWrite',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "checkpoint_ns",
-                    models.TextField(blank=True, default="", verbose_name="checkpoint namespace"),
-                ),
-                ("checkpoint_id", models.CharField(max_length=64, verbose_name="checkpoint id")),
-                ("task_id", models.CharField(max_length=255, verbose_name="task id")),
-                ("task_path", models.TextField(blank=True, default="", verbose_name="task path")),
-                ("idx", models.IntegerField(verbose_name="index")),
-                ("channel", models.TextField(verbose_name="channel")),
-                ("type", models.CharField(max_length=64, verbose_name="serializer type")),
-                ("blob", models.BinaryField(verbose_name="value")),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="checkpoint_writes",
-                        to="agentstore.session",
-                        verbose_name="thread",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('checkpoint_ns', models.TextField(blank=True, default='', verbose_name='checkpoint namespace')),
+                ('checkpoint_id', models.CharField(max_length=64, verbose_name='checkpoint id')),
+                ('task_id', models.CharField(max_length=255, verbose_name='task id')),
+                ('task_path', models.TextField(blank=True, default='', verbose_name='task path')),
+                ('idx', models.IntegerField(verbose_name='index')),
+                ('channel', models.TextField(verbose_name='channel')),
+                ('type', models.CharField(max_length=64, verbose_name='serializer type')),
+                ('blob', models.BinaryField(verbose_name='value')),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_writes', to='agentstore.session', verbose_name='thread')),
             ],
             options={
-                "verbose_name": "checkpoint write",
-                "verbose_name_plural": "checkpoint writes",
+                'verbose_name': 'checkpoint write',
+                'verbose_name_plural': 'checkpoint writes',
             },
         ),
         migrations.CreateModel(
-            name="CheckpointBlob",
+            name='CheckpointBlob',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "checkpoint_ns",
-                    models.TextField(blank=True, default="", verbose_name="checkpoint namespace"),
-                ),
-                ("channel", models.TextField(verbose_name="channel")),
-                ("version", models.CharField(max_length=255, verbose_name="version")),
-                ("type", models.CharField(max_length=64, verbose_name="serializer type")),
-                ("blob", models.BinaryField(blank=True, null=True, verbose_name="value")),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="checkpoint_blobs",
-                        to="agentstore.session",
-                        verbose_name="thread",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('checkpoint_ns', models.TextField(blank=True, default='', verbose_name='checkpoint namespace')),
+                ('channel', models.TextField(verbose_name='channel')),
+                ('version', models.CharField(max_length=255, verbose_name='version')),
+                ('type', models.CharField(max_length=64, verbose_name='serializer type')),
+                ('blob', models.BinaryField(blank=True, null=True, verbose_name='value')),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_blobs', to='agentstore.session', verbose_name='thread')),
             ],
             options={
-                "verbose_name": "checkpoint blob",
-                "verbose_name_plural": "checkpoint blobs",
+                'verbose_name': 'checkpoint blob',
+                'verbose_name_plural': 'checkpoint blobs',
             },
         ),
         migrations.CreateModel(
-            name="Checkpoint",
+            name='Checkpoint',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "checkpoint_ns",
-                    models.TextField(blank=True, default="", verbose_name="checkpoint namespace"),
-                ),
-                ("checkpoint_id", models.CharField(max_length=64, verbose_name="checkpoint id")),
-                (
-                    "parent_checkpoint_id",
-                    models.CharField(
-                        blank=True, max_length=64, null=True, verbose_name="parent checkpoint id"
-                    ),
-                ),
-                ("type", models.CharField(max_length=64, verbose_name="serializer type")),
-                (
-                    "checkpoint",
-                    models.BinaryField(verbose_name="checkpoint (without channel values)"),
-                ),
-                ("metadata", models.JSONField(default=dict, verbose_name="metadata")),
-                (
-                    "channel_versions",
-                    models.JSONField(default=dict, verbose_name="channel versions"),
-                ),
-                (
-                    "run_id",
-                    models.CharField(blank=True, default="", max_length=255, verbose_name="run id"),
-                ),
-                ("created_at", models.DateTimeField(verbose_name="stored at")),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="checkpoints",
-                        to="agentstore.session",
-                        verbose_name="thread",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('checkpoint_ns', models.TextField(blank=True, default='', verbose_name='checkpoint namespace')),
+                ('checkpoint_id', models.CharField(max_length=64, verbose_name='checkpoint id')),
+                ('parent_checkpoint_id', models.CharField(blank=True, max_length=64, null=True, verbose_name='parent checkpoint id')),
+                ('type', models.CharField(max_length=64, verbose_name='serializer type')),
+                ('checkpoint', models.BinaryField(verbose_name='checkpoint (without channel values)')),
+                ('metadata', models.JSONField(default=dict, verbose_name='metadata')),
+                ('channel_versions', models.JSONField(default=dict, verbose_name='channel versions')),
+                ('run_id', models.CharField(blank=True, default='', max_length=255, verbose_name='run id')),
+                ('created_at', models.DateTimeField(verbose_name='stored at')),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoints', to='agentstore.session', verbose_name='thread')),
             ],
             options={
-                "verbose_name": "checkpoint",
-                "verbose_name_plural": "checkpoints",
+                'verbose_name': 'checkpoint',
+                'verbose_name_plural': 'checkpoints',
             },
         ),
         migrations.CreateModel(
-            name="MessagePart",
+            name='MessagePart',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("sequence", models.PositiveIntegerField(verbose_name="sequence")),
-                (
-                    "type",
-                    models.CharField(
-                        choices=[("text", "text"), ("image", "image")],
-                        max_length=8,
-                        verbose_name="type",
-                    ),
-                ),
-                ("text", models.TextField(blank=True, default="", verbose_name="text")),
-                (
-                    "mime_type",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="MIME type"
-                    ),
-                ),
-                (
-                    "name",
-                    models.CharField(blank=True, default="", max_length=255, verbose_name="name"),
-                ),
-                ("width", models.PositiveIntegerField(default=0, verbose_name="width")),
-                ("height", models.PositiveIntegerField(default=0, verbose_name="height")),
-                ("data", models.BinaryField(blank=True, null=True, verbose_name="data")),
-                (
-                    "entry",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="parts",
-                        to="agentstore.entry",
-                        verbose_name="entry",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('sequence', models.PositiveIntegerField(verbose_name='sequence')),
+                ('type', models.CharField(choices=[('text', 'text'), ('image', 'image')], max_length=8, verbose_name='type')),
+                ('text', models.TextField(blank=True, default='', verbose_name='text')),
+                ('mime_type', models.CharField(blank=True, default='', max_length=255, verbose_name='MIME type')),
+                ('name', models.CharField(blank=True, default='', max_length=255, verbose_name='name')),
+                ('width', models.PositiveIntegerField(default=0, verbose_name='width')),
+                ('height', models.PositiveIntegerField(default=0, verbose_name='height')),
+                ('data', models.BinaryField(blank=True, null=True, verbose_name='data')),
+                ('entry', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='parts', to='agentstore.entry', verbose_name='entry')),
             ],
             options={
-                "verbose_name": "message part",
-                "verbose_name_plural": "message parts",
+                'verbose_name': 'message part',
+                'verbose_name_plural': 'message parts',
             },
         ),
         migrations.CreateModel(
-            name="Ref",
+            name='Ref',
             fields=[
-                (
-                    "name",
-                    models.CharField(
-                        max_length=200, primary_key=True, serialize=False, verbose_name="name"
-                    ),
-                ),
-                ("session_id", models.CharField(max_length=255, verbose_name="session id")),
-                (
-                    "entry_id",
-                    models.CharField(
-                        blank=True, default="", max_length=128, verbose_name="pinned entry id"
-                    ),
-                ),
-                (
-                    "target_incarnation",
-                    models.CharField(
-                        blank=True, default="", max_length=32, verbose_name="session incarnation"
-                    ),
-                ),
-                ("updated_at", models.DateTimeField(verbose_name="updated at")),
+                ('name', models.CharField(max_length=200, primary_key=True, serialize=False, verbose_name='name')),
+                ('session_id', models.CharField(max_length=255, verbose_name='session id')),
+                ('entry_id', models.CharField(blank=True, default='', max_length=128, verbose_name='pinned entry id')),
+                ('target_incarnation', models.CharField(blank=True, default='', max_length=32, verbose_name='session incarnation')),
+                ('updated_at', models.DateTimeField(verbose_name='updated at')),
             ],
             options={
-                "verbose_name": "ref",
-                "verbose_name_plural": "refs",
-                "indexes": [models.Index(fields=["session_id"], name="agentstore_ref_session")],
-                "constraints": [
-                    models.CheckConstraint(
-                        condition=models.Q(("name", ""), _negated=True),
-                        name="agentstore_ref_name_not_empty",
-                    ),
-                    models.CheckConstraint(
-                        condition=models.Q(("session_id", ""), _negated=True),
-                        name="agentstore_ref_session_not_empty",
-                    ),
-                ],
+                'verbose_name': 'ref',
+                'verbose_name_plural': 'refs',
+                'indexes': [models.Index(fields=['session_id'], name='agentstore_ref_session')],
+                'constraints': [models.CheckConstraint(condition=models.Q(('name', ''), _negated=True), name='agentstore_ref_name_not_empty'), models.CheckConstraint(condition=models.Q(('session_id', ''), _negated=True), name='agentstore_ref_session_not_empty')],
             },
         ),
         migrations.CreateModel(
-            name="RefLog",
+            name='RefLog',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=200, verbose_name="ref name")),
-                (
-                    "old_session",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="old session"
-                    ),
-                ),
-                (
-                    "old_entry",
-                    models.CharField(
-                        blank=True, default="", max_length=128, verbose_name="old entry"
-                    ),
-                ),
-                (
-                    "new_session",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="new session"
-                    ),
-                ),
-                (
-                    "new_entry",
-                    models.CharField(
-                        blank=True, default="", max_length=128, verbose_name="new entry"
-                    ),
-                ),
-                ("at", models.DateTimeField(verbose_name="at")),
-                ("reason", models.TextField(blank=True, default="", verbose_name="reason")),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=200, verbose_name='ref name')),
+                ('old_session', models.CharField(blank=True, default='', max_length=255, verbose_name='old session')),
+                ('old_entry', models.CharField(blank=True, default='', max_length=128, verbose_name='old entry')),
+                ('new_session', models.CharField(blank=True, default='', max_length=255, verbose_name='new session')),
+                ('new_entry', models.CharField(blank=True, default='', max_length=128, verbose_name='new entry')),
+                ('at', models.DateTimeField(verbose_name='at')),
+                ('reason', models.TextField(blank=True, default='', verbose_name='reason')),
             ],
             options={
-                "verbose_name": "ref log entry",
-                "verbose_name_plural": "ref log",
-                "indexes": [models.Index(fields=["name", "id"], name="agentstore_reflog_name")],
+                'verbose_name': 'ref log entry',
+                'verbose_name_plural': 'ref log',
+                'indexes': [models.Index(fields=['name', 'id'], name='agentstore_reflog_name')],
             },
         ),
         migrations.CreateModel(
-            name="Step",
+            name='Step',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("step_index", models.IntegerField(verbose_name="step index")),
-                ("step_type", models.CharField(max_length=64, verbose_name="step type")),
-                ("content", models.TextField(blank=True, default="", verbose_name="content")),
-                (
-                    "tool_args",
-                    models.BinaryField(blank=True, null=True, verbose_name="tool arguments"),
-                ),
-                ("duration_ms", models.BigIntegerField(default=0, verbose_name="duration (ms)")),
-                ("prompt_tokens", models.BigIntegerField(default=0, verbose_name="prompt tokens")),
-                (
-                    "completion_tokens",
-                    models.BigIntegerField(default=0, verbose_name="completion tokens"),
-                ),
-                ("created_at", models.DateTimeField(verbose_name="created at")),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="steps",
-                        to="agentstore.session",
-                        verbose_name="session",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('step_index', models.IntegerField(verbose_name='step index')),
+                ('step_type', models.CharField(max_length=64, verbose_name='step type')),
+                ('content', models.TextField(blank=True, default='', verbose_name='content')),
+                ('tool_args', models.BinaryField(blank=True, null=True, verbose_name='tool arguments')),
+                ('duration_ms', models.BigIntegerField(default=0, verbose_name='duration (ms)')),
+                ('prompt_tokens', models.BigIntegerField(default=0, verbose_name='prompt tokens')),
+                ('completion_tokens', models.BigIntegerField(default=0, verbose_name='completion tokens')),
+                ('created_at', models.DateTimeField(verbose_name='created at')),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='agentstore.session', verbose_name='session')),
             ],
             options={
-                "verbose_name": "step",
-                "verbose_name_plural": "steps",
+                'verbose_name': 'step',
+                'verbose_name_plural': 'steps',
             },
         ),
         migrations.CreateModel(
-            name="TaskEvent",
+            name='TaskEvent',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("sequence", models.PositiveIntegerField(verbose_name="sequence")),
-                ("event_id", models.CharField(max_length=36, unique=True, verbose_name="event id")),
-                ("kind", models.CharField(max_length=64, verbose_name="kind")),
-                ("payload_json", models.TextField(default="{}", verbose_name="payload (JSON)")),
-                ("created_at", models.DateTimeField(verbose_name="created at")),
-                (
-                    "task",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="events",
-                        to="agentstore.task",
-                        verbose_name="task",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('sequence', models.PositiveIntegerField(verbose_name='sequence')),
+                ('event_id', models.CharField(max_length=36, unique=True, verbose_name='event id')),
+                ('kind', models.CharField(max_length=64, verbose_name='kind')),
+                ('payload_json', models.TextField(default='{}', verbose_name='payload (JSON)')),
+                ('created_at', models.DateTimeField(verbose_name='created at')),
+                ('task', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='agentstore.task', verbose_name='task')),
             ],
             options={
-                "verbose_name": "task event",
-                "verbose_name_plural": "task events",
+                'verbose_name': 'task event',
+                'verbose_name_plural': 'task events',
             },
         ),
         migrations.CreateModel(
-            name="FunctionTask",
+            name='FunctionTask',
             fields=[
-                (
-                    "task",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="function",
-                        serialize=False,
-                        to="agentstore.task",
-                        verbose_name="task",
-                    ),
-                ),
-                ("function", models.CharField(max_length=255, verbose_name="function")),
-                (
-                    "backend",
-                    models.CharField(
-                        default="default", max_length=64, verbose_name="backend alias"
-                    ),
-                ),
-                ("arguments_json", models.TextField(default="{}", verbose_name="arguments (JSON)")),
+                ('task', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='function', serialize=False, to='agentstore.task', verbose_name='task')),
+                ('function', models.CharField(max_length=255, verbose_name='function')),
+                ('backend', models.CharField(default='default', max_length=64, verbose_name='backend alias')),
+                ('arguments_json', models.TextField(default='{}', verbose_name='arguments (JSON)')),
             ],
             options={
-                "verbose_name": "function task",
-                "verbose_name_plural": "function tasks",
-                "constraints": [
-                    models.CheckConstraint(
-                        condition=models.Q(("function", ""), _negated=True),
-                        name="agentstore_functiontask_function_not_empty",
-                    )
-                ],
+                'verbose_name': 'function task',
+                'verbose_name_plural': 'function tasks',
+                'constraints': [models.CheckConstraint(condition=models.Q(('function', ''), _negated=True), name='agentstore_functiontask_function_not_empty')],
             },
         ),
         migrations.CreateModel(
-            name="ToolTask",
+            name='ToolTask',
             fields=[
-                (
-                    "task",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="tool",
-                        serialize=False,
-                        to="agentstore.task",
-                        verbose_name="task",
-                    ),
-                ),
-                ("target_name", models.CharField(max_length=255, verbose_name="target")),
-                ("arguments_json", models.TextField(verbose_name="arguments (JSON)")),
-                ("cwd", models.TextField(verbose_name="working directory")),
-                ("invocation_id", models.CharField(max_length=255, verbose_name="invocation id")),
-                (
-                    "wrapper_call_id",
-                    models.CharField(max_length=255, verbose_name="wrapper call id"),
-                ),
-                (
-                    "parent_call_id",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="parent call id"
-                    ),
-                ),
-                (
-                    "source_sequence",
-                    models.BigIntegerField(default=0, verbose_name="source sequence"),
-                ),
-                (
-                    "initiating_entry_id",
-                    models.CharField(
-                        blank=True, default="", max_length=128, verbose_name="initiating entry id"
-                    ),
-                ),
-                ("timeout_seconds", models.PositiveIntegerField(verbose_name="timeout (s)")),
-                ("policy_json", models.TextField(default="{}", verbose_name="policy (JSON)")),
-                ("definition_json", models.TextField(verbose_name="definition (JSON)")),
-                (
-                    "outcome_version",
-                    models.PositiveSmallIntegerField(
-                        blank=True, null=True, verbose_name="outcome version"
-                    ),
-                ),
-                (
-                    "outcome_json",
-                    models.TextField(blank=True, null=True, verbose_name="outcome (JSON)"),
-                ),
-                (
-                    "owner_session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="tool_tasks",
-                        to="agentstore.session",
-                        verbose_name="owner session",
-                    ),
-                ),
+                ('task', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='tool', serialize=False, to='agentstore.task', verbose_name='task')),
+                ('target_name', models.CharField(max_length=255, verbose_name='target')),
+                ('arguments_json', models.TextField(verbose_name='arguments (JSON)')),
+                ('cwd', models.TextField(verbose_name='working directory')),
+                ('invocation_id', models.CharField(max_length=255, verbose_name='invocation id')),
+                ('wrapper_call_id', models.CharField(max_length=255, verbose_name='wrapper call id')),
+                ('parent_call_id', models.CharField(blank=True, default='', max_length=255, verbose_name='parent call id')),
+                ('source_sequence', models.BigIntegerField(default=0, verbose_name='source sequence')),
+                ('initiating_entry_id', models.CharField(blank=True, default='', max_length=128, verbose_name='initiating entry id')),
+                ('timeout_seconds', models.PositiveIntegerField(verbose_name='timeout (s)')),
+                ('policy_json', models.TextField(default='{}', verbose_name='policy (JSON)')),
+                ('definition_json', models.TextField(verbose_name='definition (JSON)')),
+                ('outcome_version', models.PositiveSmallIntegerField(blank=True, null=True, verbose_name='outcome version')),
+                ('outcome_json', models.TextField(blank=True, null=True, verbose_name='outcome (JSON)')),
+                ('owner_session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_tasks', to='agentstore.session', verbose_name='owner session')),
             ],
             options={
-                "verbose_name": "tool task",
-                "verbose_name_plural": "tool tasks",
+                'verbose_name': 'tool task',
+                'verbose_name_plural': 'tool tasks',
             },
         ),
         migrations.CreateModel(
-            name="WorkflowRun",
+            name='WorkflowRun',
             fields=[
-                (
-                    "task",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="workflow",
-                        serialize=False,
-                        to="agentstore.task",
-                        verbose_name="task",
-                    ),
-                ),
-                (
-                    "name",
-                    models.CharField(blank=True, default="", max_length=255, verbose_name="name"),
-                ),
-                ("source", models.TextField(verbose_name="source")),
-                ("source_hash", models.CharField(max_length=255, verbose_name="source hash")),
-                (
-                    "source_version",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="source version"
-                    ),
-                ),
-                ("arguments_json", models.TextField(default="{}", verbose_name="arguments (JSON)")),
+                ('task', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='workflow', serialize=False, to='agentstore.task', verbose_name='task')),
+                ('name', models.CharField(blank=True, default='', max_length=255, verbose_name='name')),
+                ('source', models.TextField(verbose_name='source')),
+                ('source_hash', models.CharField(max_length=255, verbose_name='source hash')),
+                ('source_version', models.CharField(blank=True, default='', max_length=255, verbose_name='source version')),
+                ('arguments_json', models.TextField(default='{}', verbose_name='arguments (JSON)')),
             ],
             options={
-                "verbose_name": "workflow run",
-                "verbose_name_plural": "workflow runs",
-                "constraints": [
-                    models.CheckConstraint(
-                        condition=models.Q(
-                            models.Q(("source", ""), _negated=True),
-                            models.Q(("source_hash", ""), _negated=True),
-                        ),
-                        name="agentstore_workflow_source_not_empty",
-                    )
-                ],
+                'verbose_name': 'workflow run',
+                'verbose_name_plural': 'workflow runs',
+                'constraints': [models.CheckConstraint(condition=models.Q(models.Q(('source', ''), _negated=True), models.Q(('source_hash', ''), _negated=True)), name='agentstore_workflow_source_not_empty')],
             },
         ),
         migrations.CreateModel(
-            name="WorkflowAgentTask",
+            name='WorkflowAgentTask',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("sequence", models.PositiveIntegerField(verbose_name="sequence")),
-                (
-                    "node_key",
-                    models.CharField(
-                        blank=True, default="", max_length=255, verbose_name="node key"
-                    ),
-                ),
-                (
-                    "invocation_index",
-                    models.PositiveIntegerField(default=0, verbose_name="invocation index"),
-                ),
-                ("created_at", models.DateTimeField(verbose_name="created at")),
-                (
-                    "agent_task",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="workflow_link",
-                        to="agentstore.agenttask",
-                        verbose_name="agent task",
-                    ),
-                ),
-                (
-                    "workflow",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="agent_links",
-                        to="agentstore.workflowrun",
-                        verbose_name="workflow",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('sequence', models.PositiveIntegerField(verbose_name='sequence')),
+                ('node_key', models.CharField(blank=True, default='', max_length=255, verbose_name='node key')),
+                ('invocation_index', models.PositiveIntegerField(default=0, verbose_name='invocation index')),
+                ('created_at', models.DateTimeField(verbose_name='created at')),
+                ('agent_task', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='workflow_link', to='agentstore.agenttask', verbose_name='agent task')),
+                ('workflow', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agent_links', to='agentstore.workflowrun', verbose_name='workflow')),
             ],
             options={
-                "verbose_name": "workflow agent task",
-                "verbose_name_plural": "workflow agent tasks",
+                'verbose_name': 'workflow agent task',
+                'verbose_name_plural': 'workflow agent tasks',
             },
         ),
         migrations.AddIndex(
-            model_name="task",
-            index=models.Index(
-                fields=["kind", "state", "created_at", "id"], name="agentstore_task_queue"
-            ),
+            model_name='task',
+            index=models.Index(fields=['kind', 'state', 'created_at', 'id'], name='agentstore_task_queue'),
         ),
         migrations.AddIndex(
-            model_name="task",
-            index=models.Index(
-                condition=models.Q(("owner_session__isnull", False)),
-                fields=["owner_session", "-updated_at", "-id"],
-                name="agentstore_task_owner",
-            ),
+            model_name='task',
+            index=models.Index(condition=models.Q(('owner_session__isnull', False)), fields=['owner_session', '-updated_at', '-id'], name='agentstore_task_owner'),
         ),
         migrations.AddIndex(
-            model_name="task",
-            index=models.Index(
-                condition=models.Q(("owner_session__isnull", False)),
-                fields=["owner_session", "state", "-updated_at", "-id"],
-                name="agentstore_task_owner_state",
-            ),
+            model_name='task',
+            index=models.Index(condition=models.Q(('owner_session__isnull', False)), fields=['owner_session', 'state', '-updated_at', '-id'], name='agentstore_task_owner_state'),
         ),
         migrations.AddIndex(
-            model_name="task",
-            index=models.Index(
-                condition=models.Q(("parent_task__isnull", False)),
-                fields=["parent_task", "-updated_at", "-id"],
-                name="agentstore_task_parent",
-            ),
+            model_name='task',
+            index=models.Index(condition=models.Q(('parent_task__isnull', False)), fields=['parent_task', '-updated_at', '-id'], name='agentstore_task_parent'),
         ),
         migrations.AddIndex(
-            model_name="task",
-            index=models.Index(
-                fields=["kind", "state", "lease_expires_at", "id"], name="agentstore_task_leases"
-            ),
+            model_name='task',
+            index=models.Index(fields=['kind', 'state', 'lease_expires_at', 'id'], name='agentstore_task_leases'),
         ),
         migrations.AddIndex(
-            model_name="task",
-            index=models.Index(
-                condition=models.Q(("state", "queued")),
-                fields=["queue_name", "-priority", "created_at", "id"],
-                name="agentstore_task_ready",
-            ),
+            model_name='task',
+            index=models.Index(condition=models.Q(('state', 'queued')), fields=['queue_name', '-priority', 'created_at', 'id'], name='agentstore_task_ready'),
         ),
         migrations.AddIndex(
-            model_name="task",
-            index=models.Index(
-                condition=models.Q(("state__in", ["running", "canceling"])),
-                fields=["lease_expires_at"],
-                name="agentstore_task_lease_expiry",
-            ),
+            model_name='task',
+            index=models.Index(condition=models.Q(('state__in', ['running', 'canceling'])), fields=['lease_expires_at'], name='agentstore_task_lease_expiry'),
         ),
         migrations.AddConstraint(
-            model_name="task",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    (
-                        "state__in",
-                        [
-                            "queued",
-                            "running",
-                            "canceling",
-                            "succeeded",
-                            "failed",
-                            "canceled",
-                            "interrupted",
-                        ],
-                    )
-                ),
-                name="agentstore_task_state_valid",
-            ),
+            model_name='task',
+            constraint=models.CheckConstraint(condition=models.Q(('state__in', ['queued', 'running', 'canceling', 'succeeded', 'failed', 'canceled', 'interrupted'])), name='agentstore_task_state_valid'),
         ),
         migrations.AddConstraint(
-            model_name="task",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("kind", ""), _negated=True),
-                name="agentstore_task_kind_not_empty",
-            ),
+            model_name='task',
+            constraint=models.CheckConstraint(condition=models.Q(('kind', ''), _negated=True), name='agentstore_task_kind_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="task",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    ("lease_owner__isnull", True),
-                    models.Q(("lease_owner", ""), _negated=True),
-                    _connector="OR",
-                ),
-                name="agentstore_task_lease_owner_not_empty",
-            ),
+            model_name='task',
+            constraint=models.CheckConstraint(condition=models.Q(('lease_owner__isnull', True), models.Q(('lease_owner', ''), _negated=True), _connector='OR'), name='agentstore_task_lease_owner_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="task",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("priority__gte", -100), ("priority__lte", 100)),
-                name="agentstore_task_priority_range",
-            ),
+            model_name='task',
+            constraint=models.CheckConstraint(condition=models.Q(('priority__gte', -100), ('priority__lte', 100)), name='agentstore_task_priority_range'),
         ),
         migrations.AddConstraint(
-            model_name="task",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("max_attempts__gte", 1)),
-                name="agentstore_task_max_attempts_positive",
-            ),
+            model_name='task',
+            constraint=models.CheckConstraint(condition=models.Q(('max_attempts__gte', 1)), name='agentstore_task_max_attempts_positive'),
         ),
         migrations.AddIndex(
-            model_name="session",
-            index=models.Index(fields=["cwd", "-updated_at"], name="agentstore_session_cwd_upd"),
+            model_name='session',
+            index=models.Index(fields=['cwd'], name='agentstore_session_cwd'),
         ),
         migrations.AddIndex(
-            model_name="session",
-            index=models.Index(
-                fields=["parent_session", "-updated_at"], name="agentstore_session_parent_upd"
-            ),
+            model_name='session',
+            index=models.Index(fields=['parent_session'], name='agentstore_session_parent'),
         ),
         migrations.AddIndex(
-            model_name="session",
-            index=models.Index(
-                fields=["kind", "-updated_at", "-id"], name="agentstore_session_kind_upd"
-            ),
+            model_name='session',
+            index=models.Index(fields=['kind', '-updated_at', '-id'], name='agentstore_session_kind_upd'),
         ),
         migrations.AddIndex(
-            model_name="session",
-            index=models.Index(fields=["-updated_at", "-id"], name="agentstore_session_updated"),
+            model_name='session',
+            index=models.Index(fields=['-updated_at', '-id'], name='agentstore_session_updated'),
         ),
         migrations.AddIndex(
-            model_name="session",
-            index=models.Index(fields=["created_at"], name="agentstore_session_created"),
+            model_name='session',
+            index=models.Index(fields=['created_at'], name='agentstore_session_created'),
         ),
         migrations.AddConstraint(
-            model_name="session",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("id", ""), _negated=True),
-                name="agentstore_session_id_not_empty",
-            ),
+            model_name='session',
+            constraint=models.CheckConstraint(condition=models.Q(('id', ''), _negated=True), name='agentstore_session_id_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="session",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("kind__in", ["tree", "loop", "log", "graph"])),
-                name="agentstore_session_kind_valid",
-            ),
+            model_name='session',
+            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['tree', 'loop', 'log', 'graph'])), name='agentstore_session_kind_valid'),
         ),
         migrations.AddConstraint(
-            model_name="session",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    ("prompt_tokens__gte", 0),
-                    ("completion_tokens__gte", 0),
-                    ("step_count__gte", 0),
-                    ("duration_ms__gte", 0),
-                    ("data_bytes_carried__gte", 0),
-                ),
-                name="agentstore_session_counts_non_negative",
-            ),
+            model_name='session',
+            constraint=models.CheckConstraint(condition=models.Q(('prompt_tokens__gte', 0), ('completion_tokens__gte', 0), ('step_count__gte', 0), ('duration_ms__gte', 0), ('data_bytes_carried__gte', 0)), name='agentstore_session_counts_non_negative'),
         ),
         migrations.AddIndex(
-            model_name="entry",
-            index=models.Index(fields=["session", "parent_id"], name="agentstore_entry_parent"),
+            model_name='entry',
+            index=models.Index(fields=['session', 'parent_id'], name='agentstore_entry_parent'),
         ),
         migrations.AddIndex(
-            model_name="entry",
-            index=models.Index(
-                fields=["session", "created_at", "seq"], name="agentstore_entry_created"
-            ),
+            model_name='entry',
+            index=models.Index(fields=['session', 'created_at', 'seq'], name='agentstore_entry_created'),
         ),
         migrations.AddIndex(
-            model_name="entry",
-            index=models.Index(fields=["entry_id"], name="agentstore_entry_entry_id"),
+            model_name='entry',
+            index=models.Index(fields=['entry_id'], name='agentstore_entry_entry_id'),
         ),
         migrations.AddIndex(
-            model_name="entry",
-            index=models.Index(
-                condition=models.Q(("tool_name", ""), _negated=True),
-                fields=["session", "tool_name"],
-                name="agentstore_entry_tool_name",
-            ),
+            model_name='entry',
+            index=models.Index(condition=models.Q(('tool_name', ''), _negated=True), fields=['session', 'tool_name'], name='agentstore_entry_tool_name'),
         ),
         migrations.AddIndex(
-            model_name="entry",
-            index=models.Index(
-                condition=models.Q(("call_id", ""), _negated=True),
-                fields=["session", "call_id"],
-                name="agentstore_entry_call_id",
-            ),
+            model_name='entry',
+            index=models.Index(condition=models.Q(('call_id', ''), _negated=True), fields=['session', 'call_id'], name='agentstore_entry_call_id'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.UniqueConstraint(
-                fields=("session", "seq"), name="agentstore_entry_seq_uniq"
-            ),
+            model_name='entry',
+            constraint=models.UniqueConstraint(fields=('session', 'seq'), name='agentstore_entry_seq_uniq'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.UniqueConstraint(
-                fields=("session", "entry_id"), name="agentstore_entry_entry_id_uniq"
-            ),
+            model_name='entry',
+            constraint=models.UniqueConstraint(fields=('session', 'entry_id'), name='agentstore_entry_entry_id_uniq'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.UniqueConstraint(
-                condition=models.Q(("operation_id", ""), _negated=True),
-                fields=("operation_id",),
-                name="agentstore_entry_operation_uniq",
-            ),
+            model_name='entry',
+            constraint=models.UniqueConstraint(condition=models.Q(('operation_id', ''), _negated=True), fields=('operation_id',), name='agentstore_entry_operation_uniq'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.UniqueConstraint(
-                models.F("session"),
-                django.db.models.functions.comparison.Coalesce("parent_id", models.Value("")),
-                condition=models.Q(
-                    ("type", "compaction"), models.Q(("operation_id", ""), _negated=True)
-                ),
-                name="agentstore_entry_compaction_parent_uniq",
-            ),
+            model_name='entry',
+            constraint=models.UniqueConstraint(models.F('session'), django.db.models.functions.comparison.Coalesce('parent_id', models.Value('')), condition=models.Q(('type', 'compaction'), models.Q(('operation_id', ''), _negated=True)), name='agentstore_entry_compaction_parent_uniq'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("seq__gte", 1)), name="agentstore_entry_seq_positive"
-            ),
+            model_name='entry',
+            constraint=models.CheckConstraint(condition=models.Q(('seq__gte', 1)), name='agentstore_entry_seq_positive'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("entry_id", ""), _negated=True),
-                name="agentstore_entry_entry_id_not_empty",
-            ),
+            model_name='entry',
+            constraint=models.CheckConstraint(condition=models.Q(('entry_id', ''), _negated=True), name='agentstore_entry_entry_id_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("type", ""), _negated=True),
-                name="agentstore_entry_type_not_empty",
-            ),
+            model_name='entry',
+            constraint=models.CheckConstraint(condition=models.Q(('type', ''), _negated=True), name='agentstore_entry_type_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    ("token_estimate__gte", 0), ("compaction_tokens_before__gte", 0)
-                ),
-                name="agentstore_entry_counts_non_negative",
-            ),
+            model_name='entry',
+            constraint=models.CheckConstraint(condition=models.Q(('token_estimate__gte', 0), ('compaction_tokens_before__gte', 0)), name='agentstore_entry_counts_non_negative'),
         ),
         migrations.AddConstraint(
-            model_name="checkpointwrite",
-            constraint=models.UniqueConstraint(
-                fields=("session", "checkpoint_ns", "checkpoint_id", "task_id", "idx"),
-                name="agentstore_checkpoint_write_uniq",
-            ),
+            model_name='checkpointwrite',
+            constraint=models.UniqueConstraint(fields=('session', 'checkpoint_ns', 'checkpoint_id', 'task_id', 'idx'), name='agentstore_checkpoint_write_uniq'),
         ),
         migrations.AddConstraint(
-            model_name="checkpointblob",
-            constraint=models.UniqueConstraint(
-                fields=("session", "checkpoint_ns", "channel", "version"),
-                name="agentstore_checkpoint_blob_uniq",
-            ),
+            model_name='checkpointblob',
+            constraint=models.UniqueConstraint(fields=('session', 'checkpoint_ns', 'channel', 'version'), name='agentstore_checkpoint_blob_uniq'),
         ),
         migrations.AddIndex(
-            model_name="checkpoint",
-            index=models.Index(
-                condition=models.Q(("run_id", ""), _negated=True),
-                fields=["run_id"],
-                name="agentstore_checkpoint_run",
-            ),
+            model_name='checkpoint',
+            index=models.Index(condition=models.Q(('run_id', ''), _negated=True), fields=['run_id'], name='agentstore_checkpoint_run'),
         ),
         migrations.AddIndex(
-            model_name="checkpoint",
-            index=models.Index(fields=["session", "id"], name="agentstore_checkpoint_session"),
+            model_name='checkpoint',
+            index=models.Index(fields=['session', 'id'], name='agentstore_checkpoint_session'),
         ),
         migrations.AddConstraint(
-            model_name="checkpoint",
-            constraint=models.UniqueConstraint(
-                fields=("session", "checkpoint_ns", "checkpoint_id"),
-                name="agentstore_checkpoint_uniq",
-            ),
+            model_name='checkpoint',
+            constraint=models.UniqueConstraint(fields=('session', 'checkpoint_ns', 'checkpoint_id'), name='agentstore_checkpoint_uniq'),
         ),
         migrations.AddConstraint(
-            model_name="checkpoint",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("checkpoint_id", ""), _negated=True),
-                name="agentstore_checkpoint_id_not_empty",
-            ),
+            model_name='checkpoint',
+            constraint=models.CheckConstraint(condition=models.Q(('checkpoint_id', ''), _negated=True), name='agentstore_checkpoint_id_not_empty'),
         ),
         migrations.AddIndex(
-            model_name="messagepart",
-            index=models.Index(
-                condition=models.Q(("type", "image")),
-                fields=["entry"],
-                name="agentstore_part_image",
-            ),
+            model_name='messagepart',
+            index=models.Index(condition=models.Q(('type', 'image')), fields=['entry'], name='agentstore_part_image'),
         ),
         migrations.AddConstraint(
-            model_name="messagepart",
-            constraint=models.UniqueConstraint(
-                fields=("entry", "sequence"), name="agentstore_part_seq_uniq"
-            ),
+            model_name='messagepart',
+            constraint=models.UniqueConstraint(fields=('entry', 'sequence'), name='agentstore_part_seq_uniq'),
         ),
         migrations.AddConstraint(
-            model_name="messagepart",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("type__in", ["text", "image"])),
-                name="agentstore_part_type_valid",
-            ),
+            model_name='messagepart',
+            constraint=models.CheckConstraint(condition=models.Q(('type__in', ['text', 'image'])), name='agentstore_part_type_valid'),
         ),
         migrations.AddIndex(
-            model_name="step",
-            index=models.Index(fields=["session", "id"], name="agentstore_step_session"),
+            model_name='step',
+            index=models.Index(fields=['session', 'id'], name='agentstore_step_session'),
         ),
         migrations.AddConstraint(
-            model_name="step",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    ("prompt_tokens__gte", 0),
-                    ("completion_tokens__gte", 0),
-                    ("duration_ms__gte", 0),
-                ),
-                name="agentstore_step_counts_non_negative",
-            ),
+            model_name='step',
+            constraint=models.CheckConstraint(condition=models.Q(('prompt_tokens__gte', 0), ('completion_tokens__gte', 0), ('duration_ms__gte', 0)), name='agentstore_step_counts_non_negative'),
         ),
         migrations.AddConstraint(
-            model_name="taskevent",
-            constraint=models.UniqueConstraint(
-                fields=("task", "sequence"), name="agentstore_taskevent_seq"
-            ),
+            model_name='taskevent',
+            constraint=models.UniqueConstraint(fields=('task', 'sequence'), name='agentstore_taskevent_seq'),
         ),
         migrations.AddConstraint(
-            model_name="taskevent",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("sequence__gte", 1)), name="agentstore_taskevent_seq_positive"
-            ),
+            model_name='taskevent',
+            constraint=models.CheckConstraint(condition=models.Q(('sequence__gte', 1)), name='agentstore_taskevent_seq_positive'),
         ),
         migrations.AddConstraint(
-            model_name="taskevent",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("kind", ""), _negated=True),
-                name="agentstore_taskevent_kind_not_empty",
-            ),
+            model_name='taskevent',
+            constraint=models.CheckConstraint(condition=models.Q(('kind', ''), _negated=True), name='agentstore_taskevent_kind_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="agenttask",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("agent_name", ""), _negated=True),
-                name="agentstore_agenttask_name_not_empty",
-            ),
+            model_name='agenttask',
+            constraint=models.CheckConstraint(condition=models.Q(('agent_name', ''), _negated=True), name='agentstore_agenttask_name_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="agenttask",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("prompt", ""), _negated=True),
-                name="agentstore_agenttask_prompt_not_empty",
-            ),
+            model_name='agenttask',
+            constraint=models.CheckConstraint(condition=models.Q(('prompt', ''), _negated=True), name='agentstore_agenttask_prompt_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="agenttask",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("depth__gte", 1)), name="agentstore_agenttask_depth_positive"
-            ),
+            model_name='agenttask',
+            constraint=models.CheckConstraint(condition=models.Q(('depth__gte', 1)), name='agentstore_agenttask_depth_positive'),
         ),
         migrations.AddIndex(
-            model_name="tooltask",
-            index=models.Index(
-                fields=["owner_session", "target_name", "task"], name="agentstore_tooltask_target"
-            ),
+            model_name='tooltask',
+            index=models.Index(fields=['owner_session', 'target_name', 'task'], name='agentstore_tooltask_target'),
         ),
         migrations.AddConstraint(
-            model_name="tooltask",
-            constraint=models.UniqueConstraint(
-                fields=("owner_session", "invocation_id"), name="agentstore_tooltask_invocation"
-            ),
+            model_name='tooltask',
+            constraint=models.UniqueConstraint(fields=('owner_session', 'invocation_id'), name='agentstore_tooltask_invocation'),
         ),
         migrations.AddConstraint(
-            model_name="tooltask",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    models.Q(("target_name", ""), _negated=True),
-                    models.Q(("cwd", ""), _negated=True),
-                    models.Q(("invocation_id", ""), _negated=True),
-                    models.Q(("wrapper_call_id", ""), _negated=True),
-                ),
-                name="agentstore_tooltask_required_not_empty",
-            ),
+            model_name='tooltask',
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('target_name', ''), _negated=True), models.Q(('cwd', ''), _negated=True), models.Q(('invocation_id', ''), _negated=True), models.Q(('wrapper_call_id', ''), _negated=True)), name='agentstore_tooltask_required_not_empty'),
         ),
         migrations.AddConstraint(
-            model_name="tooltask",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("timeout_seconds__gt", 0)),
-                name="agentstore_tooltask_timeout_positive",
-            ),
+            model_name='tooltask',
+            constraint=models.CheckConstraint(condition=models.Q(('timeout_seconds__gt', 0)), name='agentstore_tooltask_timeout_positive'),
         ),
         migrations.AddConstraint(
-            model_name="tooltask",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    models.Q(("outcome_json__isnull", True), ("outcome_version__isnull", True)),
-                    models.Q(
-                        ("outcome_json__isnull", False),
-                        ("outcome_version__gt", 0),
-                        ("outcome_version__isnull", False),
-                    ),
-                    _connector="OR",
-                ),
-                name="agentstore_tooltask_outcome_together",
-            ),
+            model_name='tooltask',
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('outcome_json__isnull', True), ('outcome_version__isnull', True)), models.Q(('outcome_json__isnull', False), ('outcome_version__gt', 0), ('outcome_version__isnull', False)), _connector='OR'), name='agentstore_tooltask_outcome_together'),
         ),
         migrations.AddConstraint(
-            model_name="workflowagenttask",
-            constraint=models.UniqueConstraint(
-                fields=("workflow", "sequence"), name="agentstore_wflink_sequence"
-            ),
+            model_name='workflowagenttask',
+            constraint=models.UniqueConstraint(fields=('workflow', 'sequence'), name='agentstore_wflink_sequence'),
         ),
         migrations.AddConstraint(
-            model_name="workflowagenttask",
-            constraint=models.UniqueConstraint(
-                fields=("workflow", "node_key", "invocation_index"),
-                name="agentstore_wflink_invocation",
-            ),
+            model_name='workflowagenttask',
+            constraint=models.UniqueConstraint(fields=('workflow', 'node_key', 'invocation_index'), name='agentstore_wflink_invocation'),
         ),
         migrations.AddConstraint(
-            model_name="workflowagenttask",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("sequence__gte", 1)), name="agentstore_wflink_sequence_positive"
-            ),
+            model_name='workflowagenttask',
+            constraint=models.CheckConstraint(condition=models.Q(('sequence__gte', 1)), name='agentstore_wflink_sequence_positive'),
         ),
     ]

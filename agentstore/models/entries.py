@@ -90,6 +90,13 @@ class Entry(models.Model):
     # An agentsession ``function_call`` item's call_id: the format refuses a
     # repeated one, and an append asks this index rather than every line.
     call_id = models.CharField(_("call id"), max_length=255, default="", db_default="", blank=True)
+    # On a tree compaction: the provider, model and thinking level in force at
+    # its parent, as a JSON array written by TreeStore, so build_context needs
+    # nothing above the kept context (docs/decisions.md, "context: settings on
+    # the compaction"). NULL when not recorded (other rows, log entries).
+    compaction_settings = models.TextField(  # noqa: DJ001
+        _("settings at compaction"), null=True, blank=True, default=None
+    )
 
     objects = EntryQuerySet.as_manager()
 

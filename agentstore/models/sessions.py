@@ -112,10 +112,12 @@ class Session(models.Model):
         verbose_name = _("session")
         verbose_name_plural = _("sessions")
         indexes = [
-            models.Index(fields=["cwd", "-updated_at"], name="agentstore_session_cwd_upd"),
-            models.Index(
-                fields=["parent_session", "-updated_at"], name="agentstore_session_parent_upd"
-            ),
+            # A project's (cwd) or a parent's sessions are few and sorted after
+            # the lookup: updated_at stays out of these two, so an append's touch
+            # rewrites two indexes instead of four (docs/decisions.md, "appends:
+            # index what the queries use").
+            models.Index(fields=["cwd"], name="agentstore_session_cwd"),
+            models.Index(fields=["parent_session"], name="agentstore_session_parent"),
             models.Index(fields=["kind", "-updated_at", "-id"], name="agentstore_session_kind_upd"),
             models.Index(fields=["-updated_at", "-id"], name="agentstore_session_updated"),
             models.Index(fields=["created_at"], name="agentstore_session_created"),

@@ -44,7 +44,13 @@ from agentstore.models.sessions import SessionKind
 from agentstore.stores import sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.sessions import SessionStore
-from agentstore.stores.tree_context import build_context, entries_needing_parts
+from agentstore.stores.tree_context import (
+    NO_SETTINGS,
+    Settings,
+    apply_settings,
+    build_context,
+    entries_needing_parts,
+)
 from agentstore.stores.tree_metadata import derive_metadata
 from agentstore.stores.tree_parts import message_sender, validate_message
 from agentstore.types.sessions import SessionRecord
@@ -75,10 +81,13 @@ _ENTRY = sql.ENTRY
 _PART = sql.PART
 TREE = SessionKind.TREE.value
 
-# Every entry column but session_id, the primary key first: the order
+# Every entry column but session_id (and the settings a compaction records,
+# which only build_context reads), the primary key first: the order
 # _entry_from_row unpacks (tests/stores/test_sql.py checks it against _meta).
 # call_id is the log store's (agentsession function calls); tree rows keep "".
-_E_COLUMNS = "e.id, " + sql.columns(Entry, exclude=("session", "call_id"), prefix="e.")
+_E_COLUMNS = "e.id, " + sql.columns(
+    Entry, exclude=("session", "call_id", "compaction_settings"), prefix="e."
+)
 # On SQLite, read created_at as plain text (the fast path in stores/sql.py):
 # on 10,000-entry branches Django's per-row converter is most of the cost.
 _E_COLUMNS_SQLITE = _E_COLUMNS.replace(
@@ -97,17 +106,25 @@ _CONTEXT_COLUMNS = (
     "e.id, e.entry_id, e.type, CASE WHEN e.type = 'thinking_level_change' OR "
     "(e.role = 'assistant' AND e.line LIKE '%%\"usage\"%%') THEN e.line ELSE '{}' END, "
     "e.created_at, e.role, e.content, e.provider, e.model, e.summary, e.model_facing, "
-    "e.compaction_first_kept_entry_id, e.part_count"
+    "e.compaction_first_kept_entry_id, e.part_count, e.compaction_settings"
 )
 _C_PK, _C_ID, _C_TYPE, _C_LINE, _C_CREATED, _C_ROLE, _C_CONTENT = range(7)
 _C_PROVIDER, _C_MODEL, _C_SUMMARY, _C_MODEL_FACING, _C_FIRST_KEPT, _C_PARTS = range(7, 13)
+_C_SETTINGS = 13
 # The next seq is computed in the INSERT itself: MAX over the unique
 # (session_id, seq) index is one index probe, and the statement runs inside the
 # write transaction that already holds the session (row lock or writer queue).
-_INSERT_ENTRY = (
+# Under a parent the same statement checks it: no parent, no row inserted and
+# none returned — one statement where a SELECT and an INSERT were sent.
+_INSERT_ENTRY_HEAD = (
     f"INSERT INTO {_ENTRY} (seq, {sql.columns(Entry, exclude=('seq',))}) "
-    f"SELECT COALESCE(MAX(seq), 0) + 1, {sql.marks(Entry, exclude=('seq',))} "
-    f"FROM {_ENTRY} WHERE session_id = %s RETURNING id, seq"
+    f"SELECT n.seq, {sql.marks(Entry, exclude=('seq',))} "
+    f"FROM (SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM {_ENTRY} WHERE session_id = %s) n"
+)
+_INSERT_ENTRY = f"{_INSERT_ENTRY_HEAD} RETURNING id, seq"
+_INSERT_CHILD_ENTRY = (
+    f"{_INSERT_ENTRY_HEAD} WHERE EXISTS (SELECT 1 FROM {_ENTRY}"
+    " WHERE session_id = %s AND entry_id = %s) RETURNING id, seq"
 )
 _INSERT_PART = f"INSERT INTO {_PART} ({sql.columns(MessagePart)}) VALUES ({sql.marks(MessagePart)})"
 # Parts are hydrated in chunks well under SQLite's bound-parameter limit.
@@ -196,12 +213,14 @@ def _encode_data(data: dict[str, Any]) -> str:
 class _Draft:
     """An entry fully prepared outside the transaction (a retry writes the same values)."""
 
-    __slots__ = ("entity", "operation_id", "parts")
+    __slots__ = ("entity", "operation_id", "parts", "settings")
 
     def __init__(self, entity: EntryEntity, parts: tuple[MessagePartEntity, ...]) -> None:
         self.entity = entity
         self.parts = parts
         self.operation_id = entity.operation_id
+        #: A compaction's ``compaction_settings`` (JSON), set in the transaction.
+        self.settings: str | None = None
 
 
 class TreeStore(StoreBase):
@@ -457,6 +476,7 @@ class TreeStore(StoreBase):
         )
         drafts: list[_Draft] = []
         seen: set[str] = set()
+        settings_after: dict[str, Settings] = {}
         for index, item in enumerate(imported.entries):
             where = f"entries[{index}]"
             entry_id = require_name(item.id, f"{where}.id", 128)
@@ -484,7 +504,14 @@ class TreeStore(StoreBase):
                 data=dict(item.data),
                 operation_id="",
             )
-            drafts.append(_Draft(replace(draft.entity, id=entry_id), draft.parts))
+            draft = _Draft(replace(draft.entity, id=entry_id), draft.parts)
+            # The settings in force after each entry (parents come first), so
+            # each compaction records those at its parent as an append would.
+            before = NO_SETTINGS if item.parent_id is None else settings_after[item.parent_id]
+            if draft.entity.type == "compaction":
+                draft.settings = _encode_settings(before)
+            settings_after[entry_id] = apply_settings(draft.entity, before)
+            drafts.append(draft)
         updated = max([created, *(d.entity.created_at for d in drafts)])
         connection = connections[self.using]
 
@@ -625,8 +652,6 @@ class TreeStore(StoreBase):
             with connection.cursor() as cursor:
                 if not draft.operation_id:
                     self._touch_session(cursor, session_id, entity.created_at)
-                    if parent_id is not None:
-                        self._require_parent(cursor, session_id, parent_id)
                     if rename is not None:
                         self.sessions.update(cursor, session_id, name=rename)
                     return self._insert(cursor, draft)
@@ -635,6 +660,16 @@ class TreeStore(StoreBase):
                 self._touch_session(cursor, session_id, None)
                 if parent_id is not None:
                     self._require_parent(cursor, session_id, parent_id)
+                if entity.type == "compaction":
+                    # What build_context would otherwise climb above the kept
+                    # context for (docs/decisions.md, "context: settings on the
+                    # compaction"); the parent's ancestry never changes.
+                    found = (
+                        NO_SETTINGS
+                        if parent_id is None
+                        else self._settings_at(cursor, session_id, parent_id)
+                    )
+                    draft.settings = _encode_settings(found)
                 try:
                     # A savepoint, so a lost race leaves the transaction usable
                     # (PostgreSQL aborts a transaction on any failed statement).
@@ -668,10 +703,12 @@ class TreeStore(StoreBase):
             )
 
     def _insert(self, cursor: CursorWrapper, draft: _Draft) -> EntryEntity:
+        """Insert the draft at the next seq; ``ValidationError`` when its parent is missing."""
         e = draft.entity
         connection = cursor.db
+        parent = e.parent_id
         cursor.execute(
-            _INSERT_ENTRY,
+            _INSERT_ENTRY if parent is None else _INSERT_CHILD_ENTRY,
             [
                 *sql.row(
                     Entry,
@@ -699,11 +736,19 @@ class TreeStore(StoreBase):
                     branch_from_entry_id=e.branch_from_entry_id,
                     operation_id=e.operation_id,
                     part_count=len(draft.parts),
+                    compaction_settings=draft.settings,
                 ),
                 e.session_id,
+                *(() if parent is None else (e.session_id, parent)),
             ],
         )
-        pk, seq = cursor.fetchone()
+        inserted = cursor.fetchone()
+        if inserted is None:
+            raise exceptions.ValidationError(
+                f"parent_id {parent!r} is not an entry of session {e.session_id}",
+                field="parent_id",
+            )
+        pk, seq = inserted
         if draft.parts:
             cursor.executemany(
                 _INSERT_PART,
@@ -886,6 +931,13 @@ class TreeStore(StoreBase):
         root-first), reading no more than that: the page of a long branch that
         ends at ``entry_id``; the page above it ends at the first one's parent.
         Raises ``NoEntry`` when an explicit ``entry_id`` is not in the session.
+
+        With an explicit ``entry_id`` this is the "last N entries on the branch"
+        read an agent loop makes every turn: one recursive SELECT, which is its
+        own snapshot, so no read transaction is opened around it unless some of
+        the entries have message parts to load by a second statement (then the
+        whole read runs again in one snapshot; docs/decisions.md, "reads: one
+        statement needs no transaction").
         """
         limit = _require_count(limit, "limit")
 
@@ -893,6 +945,11 @@ class TreeStore(StoreBase):
             rows = self._branch_rows(cursor, session_id, entry_id, _select_list(cursor), limit)
             return self._build_entries(cursor, rows, True)
 
+        if entry_id:
+            with connections[self.using].cursor() as cursor:
+                rows = self._branch_rows(cursor, session_id, entry_id, _select_list(cursor), limit)
+                if not any(row[_PART_COUNT] for row in rows):
+                    return self._build_entries(cursor, rows, True)  # no statement: no parts
         return list(self._cursor_read(query))
 
     def branch_length(self, session_id: str, entry_id: str = "", at_most: int = 0) -> int:
@@ -1178,7 +1235,7 @@ class TreeStore(StoreBase):
             # Lean on purpose: the rows are read as light row views, and only
             # the entries the context will actually include get their parts
             # loaded and their messages built.
-            rows = self._context_rows(cursor, session_id, leaf_id, 0)
+            rows, settings = self._context_rows(cursor, session_id, leaf_id, 0)
             branch = [_ContextEntry(row) for row in rows]
             wanted = entries_needing_parts(branch)
             rows_by_id = {entry.id: entry for entry in branch if entry.id in wanted}
@@ -1188,7 +1245,7 @@ class TreeStore(StoreBase):
             for entry in rows_by_id.values():
                 row = entry.row
                 entry.parts = _message_parts(row[_C_ROLE], row[_C_CONTENT], parts.get(row[_C_PK]))
-            return build_context(branch)
+            return build_context(branch, settings)
 
         result: SessionContextEntity = self._cursor_read(query)
         return result
@@ -1205,7 +1262,8 @@ class TreeStore(StoreBase):
 
         def query(cursor: CursorWrapper) -> int:
             limit = at_most + 1 if at_most > 0 else 0
-            return len(self._context_rows(cursor, session_id, leaf_id, limit, settings=False))
+            rows, _ = self._context_rows(cursor, session_id, leaf_id, limit, settings=False)
+            return len(rows)
 
         return int(self._cursor_read(query))
 
@@ -1217,18 +1275,20 @@ class TreeStore(StoreBase):
         limit: int,
         *,
         settings: bool = True,
-    ) -> list[Sequence[Any]]:
-        """The context rows (``_CONTEXT_COLUMNS``) build_context needs, root side first.
+    ) -> tuple[list[Sequence[Any]], Settings]:
+        """The context rows (``_CONTEXT_COLUMNS``) build_context needs, root side first,
+        and the settings in force above the first of them.
 
-        Three bounded climbs instead of one walk to the root: from the leaf up
-        to the nearest compaction; from there up to its first-kept entry; and
-        (``settings``) from above that up to the nearest model change and
-        thinking-level change, the only entries above the kept context that
-        change the result. Returned as a *sub-branch* the pure
-        ``build_context`` reads exactly as it reads the whole branch (decision
-        in docs/decisions.md, "context: stop the walk at the compaction").
-        ``limit > 0`` stops counting past ``limit`` rows (for
-        :meth:`context_length`).
+        Two bounded climbs instead of one walk to the root: from the leaf up to
+        the nearest compaction, and from there up to its first-kept entry.
+        Returned as a *sub-branch* the pure ``build_context`` reads exactly as
+        it reads the whole branch, with the settings the compaction recorded
+        when it was appended (decisions "context: stop the walk at the
+        compaction" and "context: settings on the compaction" in
+        docs/decisions.md); a compaction without them (written before they
+        were recorded) costs a third climb to the nearest settings changes.
+        ``settings=False`` skips that, and ``limit > 0`` stops counting past
+        ``limit`` rows (both for :meth:`context_length`).
         """
         columns = _context_select_list(cursor)
         tail = self._climb(cursor, session_id, leaf_id, columns, ("type", "compaction"), limit)
@@ -1238,7 +1298,7 @@ class TreeStore(StoreBase):
         if top[_C_TYPE] != "compaction" or above_id is None or (limit and len(tail) >= limit):
             # No compaction on the branch (the walk reached the root), a
             # compaction at the root, or the count is already past the bound.
-            return [row for row, _ in reversed(tail)]
+            return [row for row, _ in reversed(tail)], NO_SETTINGS
         first_kept = str(top[_C_FIRST_KEPT])
         kept: list[tuple[Sequence[Any], str | None]] = []
         if first_kept:
@@ -1251,21 +1311,42 @@ class TreeStore(StoreBase):
                 limit - len(tail) if limit else 0,
             )
             if limit and len(tail) + len(kept) >= limit:
-                return [row for row, _ in reversed(tail + kept)]  # past the bound: stop counting
+                # Past the bound: stop counting.
+                return [row for row, _ in reversed(tail + kept)], NO_SETTINGS
             if not kept or kept[-1][0][_C_ID] != first_kept:
                 # Not an ancestor: the compaction keeps no tail, and this climb
                 # read the whole rest of the branch, which holds every setting.
                 if not settings:
-                    return [row for row, _ in reversed(tail)]
-                return [row for row, _ in reversed(tail + kept)]
+                    return [row for row, _ in reversed(tail)], NO_SETTINGS
+                return [row for row, _ in reversed(tail + kept)], NO_SETTINGS
             above_id = kept[-1][1]
         rows = [row for row, _ in reversed(tail + kept)]
-        if not settings or above_id is None:
-            return rows
-        found: dict[str, Sequence[Any]] = {}
-        for row, _ in self._climb(cursor, session_id, above_id, columns, None, 0):
-            found.setdefault(str(row[_C_TYPE]), row)  # the nearest of each kind
-        return [*found.values(), *rows]
+        if not settings:
+            return rows, NO_SETTINGS
+        recorded = top[_C_SETTINGS]
+        if recorded is not None:
+            # In force at the compaction's parent: replaying the kept part's
+            # own changes over them changes nothing (tree_context.build_context).
+            return rows, _decode_settings(recorded)
+        if above_id is None:
+            return rows, NO_SETTINGS
+        return rows, self._settings_at(cursor, session_id, above_id)
+
+    def _settings_at(self, cursor: CursorWrapper, session_id: str, entry_id: str) -> Settings:
+        """The provider, model and thinking level in force after ``entry_id`` (it included).
+
+        One climb that stops at the nearest model change *and* thinking-level
+        change, or at a compaction that recorded the settings above it —
+        never further than the previous compaction.
+        """
+        columns = _context_select_list(cursor)
+        found = [row for row, _ in self._climb(cursor, session_id, entry_id, columns, None, 0)]
+        settings = NO_SETTINGS
+        if found and found[-1][_C_TYPE] == "compaction":
+            settings = _decode_settings(found.pop()[_C_SETTINGS])
+        for row in reversed(found):  # root side first: the nearest change wins
+            settings = apply_settings(_ContextEntry(row), settings)
+        return settings
 
     def _climb(
         self,
@@ -1280,8 +1361,9 @@ class TreeStore(StoreBase):
 
         ``stop = (column, value)``: the climb includes the first row whose
         column has the value and goes no further. ``stop = None``: climb until
-        both a model change and a thinking-level change were passed, and return
-        only such rows. ``limit > 0`` caps the rows. Like every walk here it is
+        both a model change and a thinking-level change were passed, or a
+        compaction that recorded the settings, and return only such rows.
+        ``limit > 0`` caps the rows. Like every walk here it is
         iterative (one recursive query) and capped by the session's highest seq
         against a corrupt parent cycle; on PostgreSQL the step is a LATERAL
         lookup for the reason ``_ancestors_cte`` gives.
@@ -1289,15 +1371,17 @@ class TreeStore(StoreBase):
         if stop is None:
             params: list[Any] = []
             flags = (
-                "CASE WHEN {a}type = 'model_change' THEN 1 ELSE 0 END, "
-                "CASE WHEN {a}type = 'thinking_level_change' THEN 1 ELSE 0 END"
+                f"{_passed('', 'model_change', 'm')}, {_passed('', 'thinking_level_change', 't')}"
             )
             step_flags = (
-                "CASE WHEN chain.m = 1 OR e.type = 'model_change' THEN 1 ELSE 0 END, "
-                "CASE WHEN chain.t = 1 OR e.type = 'thinking_level_change' THEN 1 ELSE 0 END"
+                f"{_passed('e.', 'model_change', 'm')}, "
+                f"{_passed('e.', 'thinking_level_change', 't')}"
             )
             go_on = "NOT (chain.m = 1 AND chain.t = 1)"
-            where = " WHERE e.type IN ('model_change', 'thinking_level_change')"
+            where = (
+                " WHERE e.type IN ('model_change', 'thinking_level_change') OR "
+                + _RECORDED.format(a="e.")
+            )
         else:
             column, value = stop
             assert column in ("type", "entry_id")  # names from this module, never input
@@ -1309,9 +1393,9 @@ class TreeStore(StoreBase):
         if cursor.db.vendor == "postgresql":
             step = (
                 f" SELECT e.id, e.parent_id, chain.depth + 1, {step_flags} FROM chain"
-                " CROSS JOIN LATERAL (SELECT x.id, x.parent_id, x.type, x.entry_id"
-                f" FROM {_ENTRY} x WHERE x.session_id = %s AND x.entry_id = chain.parent_id"
-                " LIMIT 1) e"
+                " CROSS JOIN LATERAL (SELECT x.id, x.parent_id, x.type, x.entry_id,"
+                f" x.compaction_settings FROM {_ENTRY} x WHERE x.session_id = %s"
+                " AND x.entry_id = chain.parent_id LIMIT 1) e"
             )
         else:
             step = (
@@ -1604,6 +1688,30 @@ class _ContextEntry:
             parts=self.parts,
             timestamp=_to_datetime(row[_C_CREATED]),
         )
+
+
+# A compaction that recorded the settings in force above it: a settings climb stops there.
+_RECORDED = "({a}type = 'compaction' AND {a}compaction_settings IS NOT NULL)"
+
+
+def _passed(alias: str, kind: str, flag: str) -> str:
+    """``1`` once a settings climb has passed a ``kind`` change (or a recorded compaction).
+
+    ``alias`` is ``""`` for the climb's first row and ``"e."`` for a step, which
+    carries the flag ``chain.<flag>`` up from the row below.
+    """
+    carried = f"chain.{flag} = 1 OR " if alias else ""
+    recorded = _RECORDED.format(a=alias)
+    return f"CASE WHEN {carried}{alias}type = '{kind}' OR {recorded} THEN 1 ELSE 0 END"
+
+
+def _encode_settings(settings: Settings) -> str:
+    return json.dumps(list(settings), ensure_ascii=False)
+
+
+def _decode_settings(value: str) -> Settings:
+    provider, model, thinking_level = json.loads(value)
+    return str(provider), str(model), str(thinking_level)
 
 
 def _with_seq(entry: EntryEntity, seq: int) -> EntryEntity:

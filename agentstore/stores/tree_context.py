@@ -32,7 +32,29 @@ from agentstore.types.tree import (
     SessionContextEntity,
 )
 
-__all__ = ["ContextEntry", "build_context", "entries_needing_parts"]
+__all__ = [
+    "NO_SETTINGS",
+    "ContextEntry",
+    "Settings",
+    "apply_settings",
+    "build_context",
+    "entries_needing_parts",
+]
+
+#: The settings a context carries: (provider, model, thinking level).
+Settings = tuple[str, str, str]
+NO_SETTINGS: Settings = ("", "", "")
+
+
+class SettingsEntry(Protocol):
+    """What a settings change is read from (an ``EntryEntity`` or a ``ContextEntry``)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+    @property
+    def message(self) -> MessageEntity: ...
 
 
 class ContextEntry(Protocol):
@@ -112,8 +134,13 @@ def entries_needing_parts(branch: Sequence[ContextEntry]) -> set[str]:
     return wanted
 
 
+def apply_settings(entry: SettingsEntry, settings: Settings) -> Settings:
+    """The settings in force after ``entry``, given ``settings`` in force before it."""
+    return _settings(entry, *settings)
+
+
 def _settings(
-    entry: ContextEntry, provider: str, model: str, thinking_level: str
+    entry: SettingsEntry, provider: str, model: str, thinking_level: str
 ) -> tuple[str, str, str]:
     """Apply a model or thinking-level change to the settings in force."""
     if entry.type == "model_change":
@@ -143,9 +170,18 @@ def _compacted(branch: Sequence[ContextEntry], position: int) -> list[MessageEnt
     return messages
 
 
-def build_context(branch: Sequence[ContextEntry]) -> SessionContextEntity:
-    """Rebuild the context at the last entry of ``branch`` (root first)."""
-    provider = model = thinking_level = ""
+def build_context(
+    branch: Sequence[ContextEntry], settings: Settings = NO_SETTINGS
+) -> SessionContextEntity:
+    """Rebuild the context at the last entry of ``branch`` (root first).
+
+    ``settings``: those in force above the branch's first entry, when
+    ``branch`` is the lower part of a longer one (the store reads only the
+    kept context and the settings recorded on its compaction). Replaying a
+    settings change that ``settings`` already reflects changes nothing: each
+    change only overwrites the fields it sets.
+    """
+    provider, model, thinking_level = settings
     anchor: ContextUsageAnchorEntity | None = None
     messages: list[MessageEntity] = []
     last = _last_compaction(branch)

@@ -123,11 +123,10 @@ def test_the_step_insert_and_reads_follow_the_model() -> None:
 
 def test_the_tree_select_list_is_the_primary_key_then_every_other_column() -> None:
     names = [c.strip().removeprefix("e.") for c in tree._E_COLUMNS.split(",")]
-    # call_id is the log store's column (agentsession function calls): trees never read it.
-    assert names == [
-        "id",
-        *(c for c in meta_columns(m.Entry) if c not in ("session_id", "call_id")),
-    ]
+    # call_id is the log store's column; compaction_settings is read by build_context
+    # alone (_CONTEXT_COLUMNS).
+    skipped = ("session_id", "call_id", "compaction_settings")
+    assert names == ["id", *(c for c in meta_columns(m.Entry) if c not in skipped)]
     # The positions the readers use point at the columns they mean (session_id first).
     selected = ["session_id", *names]
     assert selected[tree._PK] == "id"

@@ -8,7 +8,9 @@ tests compare that with the pure ``build_context`` over the *whole* branch
 
 from __future__ import annotations
 
+import json
 import random
+from datetime import UTC, datetime
 
 import pytest
 from django.db import connection, transaction
@@ -16,7 +18,13 @@ from django.db import connection, transaction
 from agentstore import exceptions
 from agentstore.stores.tree import TreeStore
 from agentstore.stores.tree_context import build_context
-from agentstore.types.tree import AppendCompactionInput, EntryTokenUsageEntity
+from agentstore.types.tree import (
+    AppendCompactionInput,
+    EntryTokenUsageEntity,
+    ImportedEntry,
+    ImportedSession,
+    MessageEntity,
+)
 from tests.security.chains import compact_every, insert_chain
 from tests.stores.conftest import assistant, user
 
@@ -76,6 +84,135 @@ def test_matches_the_full_walk_on_random_trees(tree: TreeStore, seed: int) -> No
     ids = grow(tree, sid, rng, 60)
     for leaf in ids:
         assert tree.build_context(sid, leaf) == full_walk(tree, sid, leaf), leaf
+
+
+def forget_settings(sid: str, rng: random.Random | None = None) -> None:
+    """Clear the settings compactions recorded (all, or a random half): rows written before."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT entry_id FROM agentstore_entry WHERE session_id = %s AND type = 'compaction'",
+            [sid],
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+        for entry_id in ids:
+            if rng is None or rng.random() < 0.5:
+                cursor.execute(
+                    "UPDATE agentstore_entry SET compaction_settings = NULL"
+                    " WHERE session_id = %s AND entry_id = %s",
+                    [sid, entry_id],
+                )
+
+
+def recorded_settings(sid: str, entry_id: str) -> list[str] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT compaction_settings FROM agentstore_entry"
+            " WHERE session_id = %s AND entry_id = %s",
+            [sid, entry_id],
+        )
+        value = cursor.fetchone()[0]
+    return None if value is None else json.loads(value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_matches_the_full_walk_when_some_compactions_recorded_no_settings(
+    tree: TreeStore, seed: int
+) -> None:
+    rng = random.Random(200 + seed)
+    sid = tree.create_session("/w").id
+    ids = grow(tree, sid, rng, 60)
+    forget_settings(sid, rng)
+    for leaf in ids:
+        assert tree.build_context(sid, leaf) == full_walk(tree, sid, leaf), leaf
+
+
+def compact(tree: TreeStore, sid: str, parent: str, first_kept: str, op: str) -> str:
+    return tree.append_compaction(
+        AppendCompactionInput(
+            session_id=sid,
+            parent_id=parent,
+            summary=f"summary {op}",
+            first_kept_entry_id=first_kept,
+            operation_id=op,
+        )
+    ).id
+
+
+def test_a_compaction_records_the_settings_in_force_at_its_parent(tree: TreeStore) -> None:
+    sid = tree.create_session("/w").id
+    root = tree.append_message(sid, None, user("hi")).id
+    model = tree.append_model_change(sid, root, "anthropic", "claude").id
+    level = tree.append_thinking_level_change(sid, model, "high").id
+    kept = tree.append_message(sid, level, assistant("hello")).id
+    first = compact(tree, sid, kept, kept, "op-1")
+    assert recorded_settings(sid, first) == ["anthropic", "claude", "high"]
+    # The next compaction finds the first one's record and the change below it.
+    switched = tree.append_model_change(sid, first, "openai", "gpt").id
+    more = tree.append_message(sid, switched, user("again")).id
+    second = compact(tree, sid, more, more, "op-2")
+    assert recorded_settings(sid, second) == ["openai", "gpt", "high"]
+    # A compaction at the root records nothing in force; other entries record nothing.
+    other = tree.create_session("/w").id
+    assert recorded_settings(other, compact(tree, other, None, "", "op-3")) == ["", "", ""]  # type: ignore[arg-type]
+    assert recorded_settings(sid, more) is None
+    context = tree.build_context(sid, second)
+    assert (context.provider, context.model, context.thinking_level) == ("openai", "gpt", "high")
+
+
+def test_build_context_takes_the_settings_from_the_compaction(tree: TreeStore) -> None:
+    sid = tree.create_session("/w").id
+    root = tree.append_message(sid, None, user("hi")).id
+    model = tree.append_model_change(sid, root, "anthropic", "claude").id
+    kept = tree.append_message(sid, model, assistant("hello")).id
+    compaction = compact(tree, sid, kept, kept, "op-1")
+    leaf = tree.append_message(sid, compaction, user("next")).id
+    # Rewrite the record: the context reports it, so nothing above the kept
+    # context was read.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE agentstore_entry SET compaction_settings = %s WHERE entry_id = %s",
+            ['["p", "m", "low"]', compaction],
+        )
+    context = tree.build_context(sid, leaf)
+    assert (context.provider, context.model, context.thinking_level) == ("p", "m", "low")
+    # Without a record (a row written before), the climb finds the real ones.
+    forget_settings(sid)
+    context = tree.build_context(sid, leaf)
+    assert (context.provider, context.model, context.thinking_level) == ("anthropic", "claude", "")
+    assert context == full_walk(tree, sid, leaf)
+
+
+def test_an_imported_compaction_records_the_settings(tree: TreeStore) -> None:
+    stamp = datetime(2026, 1, 1, tzinfo=UTC)
+    entries = (
+        ImportedEntry(id="a", type="message", created_at=stamp, message=user("hi")),
+        ImportedEntry(
+            id="b",
+            type="model_change",
+            created_at=stamp,
+            parent_id="a",
+            message=MessageEntity(role="", provider="prov", model="mod"),
+        ),
+        ImportedEntry(
+            id="c",
+            type="thinking_level_change",
+            created_at=stamp,
+            parent_id="b",
+            data={"thinking_level": "low"},
+        ),
+        ImportedEntry(
+            id="d",
+            type="compaction",
+            created_at=stamp,
+            parent_id="c",
+            summary="s",
+            data={"first_kept_entry_id": "c"},
+        ),
+        ImportedEntry(id="e", type="message", created_at=stamp, parent_id="d", message=user("x")),
+    )
+    tree.import_session(ImportedSession(id="imported", cwd="/w", entries=entries))
+    assert recorded_settings("imported", "d") == ["prov", "mod", "low"]
+    assert tree.build_context("imported", "e") == full_walk(tree, "imported", "e")
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -287,12 +287,15 @@ def test_unknown_parent_is_refused(tree: TreeStore) -> None:
     session = tree.create_session("/w")
     other = tree.create_session("/w")
     foreign = tree.append_message(other.id, None, user("elsewhere"))
+    before = tree.get_session(session.id)
 
     for parent in ("nope", foreign.id):
         with pytest.raises(exceptions.ValidationError, match="is not an entry of session") as info:
             tree.append_message(session.id, parent, user("orphan"))
         assert info.value.field == "parent_id"
     assert not Entry.objects.filter(session_id=session.id).exists()
+    # The check is part of the INSERT, after the touch: the refusal undoes the touch too.
+    assert tree.get_session(session.id) == before
 
 
 def test_message_validation(tree: TreeStore) -> None:
