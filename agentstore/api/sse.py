@@ -35,9 +35,10 @@ frames (events, a keep-alive, ``deleted``, ``reconnect``) or "wait". Two thin
 drivers send them: a plain generator under WSGI, an async generator under ASGI
 (each tick handed to Django's sync thread). Between idle ticks they wait in
 ``agentstore.selectors.follow.wait_for_change`` / ``await_change`` — the one
-place that decides how a follower waits (polling today; a PostgreSQL
-LISTEN/NOTIFY wake-up can replace it there). No transaction is held between
-ticks, which on SQLite would pin the WAL and stop checkpoints.
+place that decides how a follower waits: the poll interval, ended at once on
+PostgreSQL by the session's ``NOTIFY`` (:mod:`agentstore.notify`; the stream
+subscribes before its first read). No transaction is held between ticks, which
+on SQLite would pin the WAL and stop checkpoints.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from django.http import StreamingHttpResponse
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.utils.encoders import JSONEncoder
 
+from agentstore import notify
 from agentstore.api.serializers import EntrySerializer, StepSerializer
 from agentstore.conf import agentstore_settings
 from agentstore.selectors.follow import (
@@ -62,6 +64,7 @@ from agentstore.selectors.follow import (
     await_change,
     read_after,
     session_exists,
+    subscribe,
     wait_for_change,
 )
 
@@ -328,6 +331,7 @@ class FollowStream:
         self.slot = slot
         self.using = using
         self._cursor: Cursor | None = None
+        self._wakeup: notify.Subscription | None = None
 
     def tick(self) -> Next:
         """Read what came after the cursor and decide the next frames (database work only)."""
@@ -348,13 +352,22 @@ class FollowStream:
         self.after = step.cursor.after
         return step
 
+    def _subscribe(self) -> notify.Subscription:
+        # PostgreSQL: the session's NOTIFY ends a wait at once (agentstore/notify.py).
+        self._wakeup = subscribe(self.session_id, using=self.using)
+        return self._wakeup
+
     def _release(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.close()
+            self._wakeup = None
         if self.slot is not None:
             self.slot.release()
 
     def __iter__(self) -> Iterator[bytes]:
         """The WSGI driver: a plain generator (a server thread per follower)."""
         try:
+            wakeup = self._subscribe()
             yield OPENING
             while True:
                 step = self.tick()
@@ -363,13 +376,14 @@ class FollowStream:
                 if step.done:
                     return
                 if step.wait:
-                    wait_for_change(self.session_id, self.poll_interval)
+                    wait_for_change(self.session_id, self.poll_interval, wakeup)
         finally:
             self._release()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         """The ASGI driver: database ticks run in Django's sync thread; waits don't block."""
         try:
+            wakeup = self._subscribe()
             yield OPENING
             tick = sync_to_async(self.tick)
             while True:
@@ -379,6 +393,6 @@ class FollowStream:
                 if step.done:
                     return
                 if step.wait:
-                    await await_change(self.session_id, self.poll_interval)
+                    await await_change(self.session_id, self.poll_interval, wakeup)
         finally:
             self._release()

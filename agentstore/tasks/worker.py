@@ -49,6 +49,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 
+from agentstore import notify
 from agentstore.conf import agentstore_settings
 from agentstore.ids import new_id
 from agentstore.models import Task, Worker
@@ -174,12 +175,16 @@ class TaskWorker:
         self._pending: list[tuple[TaskEntity, TaskFinish, str, float]] = []
         self._running = False
         self._last_sweep = 0.0
+        # PostgreSQL: an enqueue on our queues wakes the idle wait at once
+        # (agentstore/notify.py; subscribed by run()); else a timed wait.
+        self._idle = notify.Subscription(())
 
     # -- lifecycle ---------------------------------------------------------------
 
     def run(self) -> int:
         """Work until stopped (or ``once``/``max_tasks``); return how many tasks ran."""
         self._register()
+        self._idle = notify.subscribe(self.using, *(notify.queue_key(q) for q in self.queues))
         heartbeat = _Heartbeat(self, max(self.lease / 3, 0.05))
         heartbeat.start()
         try:
@@ -192,6 +197,7 @@ class TaskWorker:
             heartbeat.join(timeout=5)
             self._release_unstarted()
             self._unregister()
+            self._idle.close()
         return self.done
 
     def _loop(self) -> None:
@@ -215,7 +221,7 @@ class TaskWorker:
             if not claimed:
                 if self.once:
                     return
-                self.stop.wait(self.poll_interval)
+                self._idle.wait(self.poll_interval, self.stop)
                 continue
             with self._held_lock:
                 self._held.update((task.id, task) for task in claimed)
