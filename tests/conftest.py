@@ -80,15 +80,3 @@ def _close_notify_listeners(request: pytest.FixtureRequest) -> Iterator[None]:
     from agentstore import notify
 
     notify.shutdown()
-    import os
-
-    if os.environ.get("PGSCALE_DEBUG"):
-        import psycopg
-
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres") as c:
-            rows = c.execute(
-                "SELECT pid, application_name, query, backend_start FROM pg_stat_activity "
-                "WHERE datname = %s",
-                [connection.settings_dict["NAME"]],
-            ).fetchall()
-            print("\nPGSCALE", rows)

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 from django.http import StreamingHttpResponse
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.utils.encoders import JSONEncoder
@@ -337,8 +338,16 @@ class FollowStream:
         """Read what came after the cursor and decide the next frames (database work only)."""
         now = time.monotonic()
         cursor = self._cursor or Cursor(self.after, now, now)
-        items = read_after(self.session_id, self.kind, cursor.after, BATCH, using=self.using)
-        exists = bool(items) or session_exists(self.session_id, using=self.using)
+        try:
+            items = read_after(self.session_id, self.kind, cursor.after, BATCH, using=self.using)
+            exists = bool(items) or session_exists(self.session_id, using=self.using)
+        finally:
+            # With a pool (or CONN_MAX_AGE=0) the connection goes back between
+            # ticks: a stream must not keep one for minutes while it waits
+            # (docs/operations.md, "Scaling out"). Persistent ones stay.
+            connection = connections[self.using]
+            if not connection.in_atomic_block:
+                connection.close_if_unusable_or_obsolete()
         step = next_frames(
             cursor,
             items,

@@ -34,6 +34,7 @@ from agentstore.api.exceptions import exception_handler
 from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import AgentstoreViewSet, errors
 from agentstore.exceptions import NoRef, RefMoved, RefNameError
+from agentstore.routers import read_alias
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
 from agentstore.stores import LogStore
 from agentstore.types.log import RefTarget
@@ -104,7 +105,8 @@ class LogSessionViewSet(AgentstoreViewSet):
     @action(detail=True, methods=["get"])
     def export(self, request: Request, pk: str) -> HttpResponse:
         session = self.session_or_404()
-        text = LogStore(read_only=True).export_jsonl(session.id)
+        # An export tolerates lag: the replica when there is one (agentstore/routers.py).
+        text = LogStore(read_only=True, using=read_alias()).export_jsonl(session.id)
         response = HttpResponse(text, content_type="application/x-ndjson")
         response["Content-Disposition"] = f'attachment; filename="{session.id}.jsonl"'
         return response
