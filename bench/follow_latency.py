@@ -201,7 +201,10 @@ def run_setup(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
         writer = launcher.spawn(__file__, "--role", "write", "--gap", str(args.gap), *common)
         launcher.release()
         writes = launcher.lines(writer, timeout=args.deadline + 60)
-        results = [launcher.lines(p, timeout=args.deadline + 60)[-1] for p in followers]
+        results: list[list[dict[str, Any]]] = [
+            launcher.lines(p, timeout=args.deadline + 60)[-1]  # type: ignore[misc]
+            for p in followers
+        ]
     sent = {w["id"]: w["sent"] for w in writes}
     order = {w["id"]: n for n, w in enumerate(writes)}
     latencies: list[float] = []

@@ -69,7 +69,9 @@ def _pool_options(url: str, options: dict[str, Any]) -> dict[str, Any] | bool | 
             try:
                 sizes[key.removeprefix("pool_")] = kind(raw)
             except ValueError:
-                raise ImproperlyConfigured(f"DATABASE_URL {url!r}: {key}={raw!r} is not a number")
+                raise ImproperlyConfigured(
+                    f"DATABASE_URL {url!r}: {key}={raw!r} is not a number"
+                ) from None
     if switch is not None and switch.lower() in ("0", "false", "no", "off"):
         return None
     if switch is None and not sizes:

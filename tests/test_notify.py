@@ -12,7 +12,6 @@ import threading
 
 import pytest
 from django.db import connection, transaction
-from django.test import override_settings
 
 from agentstore import notify
 from agentstore.stores import LogStore, LoopStore, TreeStore

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -36,7 +37,7 @@ def replica(transactional_db: None) -> Iterator[str]:
     # as a dynamically created connection, which tests may use.
     default = connections["default"]
     wrapper = type(default)(copy.deepcopy(default.settings_dict), alias="replica")
-    setattr(connections._connections, "replica", wrapper)
+    connections._connections.replica = wrapper  # type: ignore[attr-defined]
     try:
         with override_settings(
             DATABASE_ROUTERS=["agentstore.routers.ReplicaRouter"],
@@ -45,7 +46,7 @@ def replica(transactional_db: None) -> Iterator[str]:
             yield "replica"
     finally:
         wrapper.close()
-        delattr(connections._connections, "replica")
+        delattr(connections._connections, "replica")  # type: ignore[attr-defined]
 
 
 def agentstore_queries(captured: CaptureQueriesContext) -> list[str]:
@@ -82,7 +83,7 @@ def test_writes_holds_claims_and_follow_stay_on_the_primary(replica: str) -> Non
             task_id=task.id, lease_owner="w", lease_expires_at=expires, event_kind="started"
         )
         assert tasks.claim_queued(claim)
-        follow = log.follow(log_sid)
+        follow: Any = log.follow(log_sid)
         assert next(follow).kind == "snapshot"
         follow.close()
         # Unpinned ORM reads in the block are routed (the router's job).
