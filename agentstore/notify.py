@@ -307,7 +307,10 @@ class _Listener(threading.Thread):
             else:
                 targets = set(self._by_key.get(payload, ()))
         for subscription in targets:
-            subscription.wake()
+            try:
+                subscription.wake()
+            except Exception:  # one waiter's failure must not cost everyone the listener
+                logger.exception("waking a subscription to %s failed", payload)
 
     def run(self) -> None:
         import psycopg
