@@ -44,7 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1000]
+from bench.log_append import item  # noqa: E402  (1 KB ``item`` lines, as that bench writes)
+
 PG_URL = "postgres://postgres@127.0.0.1:5432/agentstore_pgscale_bench"
 
 
@@ -61,17 +62,6 @@ def setup_django(url: str, notify: bool) -> None:
 
     settings.AGENTSTORE = {"NOTIFY": notify}
     agentstore_settings.reload()
-
-
-def item(n: int) -> dict[str, Any]:
-    return {
-        "type": "item",
-        "item": {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": f"{n:06d} {TEXT}"}],
-        },
-    }
 
 
 # -- roles (each its own OS process) ---------------------------------------------------
