@@ -196,8 +196,10 @@ def run_setup(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
             for p in followers
         ]
     sent = {w["id"]: w["sent"] for w in writes}
+    acked = {w["id"]: w["acked"] for w in writes}
     order = {w["id"]: n for n, w in enumerate(writes)}
     latencies: list[float] = []
+    after_ack: list[float] = []
     missing = dupes = disorder = 0
     by_session: dict[str, list[str]] = {}
     for n, w in enumerate(writes):
@@ -210,6 +212,7 @@ def run_setup(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
             dupes += len(got) - len(set(got))
             disorder += sum(1 for a, b in zip(got, got[1:], strict=False) if order[a] > order[b])
             latencies += [at - sent[entry_id] for entry_id, at in follower["got"]]
+            after_ack += [at - acked[entry_id] for entry_id, at in follower["got"]]
     ms = sorted(x * 1000 for x in latencies)
     writes_ms = sorted((w["acked"] - w["sent"]) * 1000 for w in writes)
     return {
@@ -219,6 +222,7 @@ def run_setup(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
         "p99": ms[max(int(len(ms) * 0.99) - 1, 0)],
         "max": ms[-1],
         "append_p50": statistics.median(writes_ms),
+        "ack_p50": statistics.median(after_ack) * 1000,
         "missing": missing,
         "dupes": dupes,
         "disorder": disorder,
@@ -275,7 +279,8 @@ def main() -> None:
             print(
                 f"  {r['setup']:<12} p50 {r['p50']:7.1f} ms   p99 {r['p99']:7.1f} ms   "
                 f"max {r['max']:7.1f} ms   ({r['deliveries']} deliveries; append p50 "
-                f"{r['append_p50']:.1f} ms; missing {r['missing']}, dupes {r['dupes']}, "
+                f"{r['append_p50']:.1f} ms, after the append returned p50 {r['ack_p50']:.1f} ms; "
+                f"missing {r['missing']}, dupes {r['dupes']}, "
                 f"out of order {r['disorder']})",
                 flush=True,
             )
