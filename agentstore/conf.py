@@ -74,6 +74,13 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_RETRY_BACKOFF_MAX": 300.0,
     # SIGTERM/SIGINT: how long the running task may take before it is released.
     "WORKER_GRACE": 30.0,
+    # PostgreSQL: writes send NOTIFY in their transaction and followers and idle
+    # workers LISTEN (one connection per process), so they wake at once instead
+    # of at their next poll (docs/operations.md, "Scaling out"). Ignored on SQLite.
+    "NOTIFY": True,
+    # A database alias (a streaming replica) for reads that tolerate lag: the
+    # admin's changelists and exports (agentstore/routers.py). "": none.
+    "READ_REPLICA": "",
     # Prices the admin's usage page multiplies tokens by: model name →
     # (USD per million input tokens, USD per million output tokens). A model
     # without a price shows tokens and no cost.

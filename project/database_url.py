@@ -3,6 +3,8 @@
     sqlite:///var/agentstore.sqlite3     a path relative to the working directory
     sqlite:////srv/agentstore.sqlite3    an absolute path (four slashes)
     postgres://user:pass@host:5432/name  PostgreSQL (``postgresql://`` too)
+    postgres://…/name?pool=1             … with Django's psycopg connection pool
+    postgres://…/name?pool_min_size=2&pool_max_size=8&pool_timeout=10
 
 SQLite databases always get agentstore's recommended options (WAL, IMMEDIATE,
 a busy timeout); see docs/operations.md.
@@ -48,6 +50,35 @@ def sqlite_database(path: str | Path, *, test_path: str | Path | None = None) ->
     return config
 
 
+#: URL parameters that configure the pool (``pool_<name>`` → psycopg_pool's ``<name>``).
+_POOL_SIZES = {"pool_min_size": int, "pool_max_size": int, "pool_timeout": float}
+
+
+def _pool_options(url: str, options: dict[str, Any]) -> dict[str, Any] | bool | None:
+    """Take the pool parameters out of ``options``: ``OPTIONS["pool"]``, or ``None`` for no pool.
+
+    Django's native pool (``OPTIONS["pool"]``, Django ≥ 5.1, ``psycopg[pool]``)
+    keeps open connections per process and hands one to each request: see
+    docs/operations.md, "Scaling out".
+    """
+    switch = options.pop("pool", None)
+    sizes: dict[str, Any] = {}
+    for key, kind in _POOL_SIZES.items():
+        if key in options:
+            raw = options.pop(key)
+            try:
+                sizes[key.removeprefix("pool_")] = kind(raw)
+            except ValueError:
+                raise ImproperlyConfigured(
+                    f"DATABASE_URL {url!r}: {key}={raw!r} is not a number"
+                ) from None
+    if switch is not None and switch.lower() in ("0", "false", "no", "off"):
+        return None
+    if switch is None and not sizes:
+        return None
+    return sizes or True
+
+
 def parse_database_url(url: str, *, base_dir: Path) -> dict[str, Any]:
     """Return a ``DATABASES`` entry for ``url``; relative SQLite paths are under ``base_dir``."""
     parts = urlsplit(url)
@@ -69,7 +100,10 @@ def parse_database_url(url: str, *, base_dir: Path) -> dict[str, Any]:
             raise ImproperlyConfigured(
                 f"DATABASE_URL {url!r}: a PostgreSQL URL needs a database name"
             )
-        options = dict(parse_qsl(parts.query))
+        options: dict[str, Any] = dict(parse_qsl(parts.query))
+        pool = _pool_options(url, options)
+        if pool is not None:
+            options["pool"] = pool
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": name,
@@ -78,8 +112,10 @@ def parse_database_url(url: str, *, base_dir: Path) -> dict[str, Any]:
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
             "OPTIONS": options,
-            "CONN_MAX_AGE": 60,
-            "CONN_HEALTH_CHECKS": True,
+            # A pooled connection goes back to the pool after each request
+            # (Django refuses persistent connections with a pool).
+            "CONN_MAX_AGE": 0 if pool is not None else 60,
+            "CONN_HEALTH_CHECKS": pool is None,
         }
     raise ImproperlyConfigured(
         f"DATABASE_URL {url!r}: unsupported scheme {parts.scheme!r} (use sqlite:// or postgres://)"

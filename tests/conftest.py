@@ -61,3 +61,22 @@ def database_url_of_test_db() -> str:
 @pytest.fixture
 def test_database_url(transactional_db: None) -> Iterator[str]:
     yield database_url_of_test_db()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_notify_listeners(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Close this process's LISTEN connections before the test database is dropped.
+
+    On PostgreSQL a follower or worker in a test starts a listener
+    (agentstore/notify.py) that stays connected to the test database, and
+    ``DROP DATABASE`` refuses a database with sessions. Requesting
+    ``django_db_setup`` here makes this teardown run before its.
+    """
+    if database_vendor() != "postgresql":
+        yield
+        return
+    request.getfixturevalue("django_db_setup")
+    yield
+    from agentstore import notify
+
+    notify.shutdown()

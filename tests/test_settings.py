@@ -71,3 +71,17 @@ def test_unknown_agentstore_settings_are_refused() -> None:
         _ = agentstore_settings.WRITE_ATTEMPTS
     with pytest.raises(AttributeError):
         _ = agentstore_settings.NOT_A_SETTING
+
+
+def test_postgres_url_with_a_pool() -> None:
+    config = parse_database_url("postgres://u@h/n?pool=1&sslmode=require", base_dir=BASE)
+    assert config["OPTIONS"] == {"pool": True, "sslmode": "require"}
+    assert config["CONN_MAX_AGE"] == 0  # Django refuses persistent connections with a pool
+    sized = parse_database_url(
+        "postgres://u@h/n?pool_min_size=2&pool_max_size=8&pool_timeout=2.5", base_dir=BASE
+    )
+    assert sized["OPTIONS"] == {"pool": {"min_size": 2, "max_size": 8, "timeout": 2.5}}
+    assert parse_database_url("postgres://u@h/n?pool=0", base_dir=BASE)["OPTIONS"] == {}
+    assert parse_database_url("postgres://u@h/n", base_dir=BASE)["CONN_MAX_AGE"] == 60
+    with pytest.raises(ImproperlyConfigured, match="pool_max_size"):
+        parse_database_url("postgres://u@h/n?pool_max_size=lots", base_dir=BASE)

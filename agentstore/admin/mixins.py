@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import admin, messages
 from django.core.exceptions import FieldDoesNotExist
 from django.core.paginator import Paginator
-from django.db.models import DateTimeField, Model
-from django.http import HttpRequest
+from django.db.models import DateTimeField, Model, QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.functional import cached_property
+
+from agentstore.routers import in_lag_tolerant_block, lag_tolerant, read_alias
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -128,6 +130,24 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     class Media:
         # Changelists and detail pages share the custom pages' small stylesheet.
         css = {"all": ("agentstore/admin.css",)}
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        """The changelist, its reads marked lag-tolerant (a replica may serve them).
+
+        See agentstore/routers.py: with ``READ_REPLICA`` set, the list, its
+        filters and its search read the replica; other admin pages, and every
+        operation, stay on the primary.
+        """
+        with lag_tolerant():
+            return super().changelist_view(request, extra_context)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset: QuerySet[Any] = super().get_queryset(request)
+        if in_lag_tolerant_block():
+            # Pinned, because the page's rows are read while the response
+            # renders, after the lag-tolerant block ended.
+            queryset = queryset.using(read_alias(queryset.db))
+        return queryset
 
     def get_list_display(self, request: HttpRequest) -> Any:
         """The columns, with every datetime field shown in the one :data:`STAMP_FORMAT`."""

@@ -35,9 +35,10 @@ frames (events, a keep-alive, ``deleted``, ``reconnect``) or "wait". Two thin
 drivers send them: a plain generator under WSGI, an async generator under ASGI
 (each tick handed to Django's sync thread). Between idle ticks they wait in
 ``agentstore.selectors.follow.wait_for_change`` / ``await_change`` — the one
-place that decides how a follower waits (polling today; a PostgreSQL
-LISTEN/NOTIFY wake-up can replace it there). No transaction is held between
-ticks, which on SQLite would pin the WAL and stop checkpoints.
+place that decides how a follower waits: the poll interval, ended at once on
+PostgreSQL by the session's ``NOTIFY`` (:mod:`agentstore.notify`; the stream
+subscribes before its first read). No transaction is held between ticks, which
+on SQLite would pin the WAL and stop checkpoints.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 from django.http import StreamingHttpResponse
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.utils.encoders import JSONEncoder
 
+from agentstore import notify
 from agentstore.api.serializers import EntrySerializer, StepSerializer
 from agentstore.conf import agentstore_settings
 from agentstore.selectors.follow import (
@@ -62,6 +65,7 @@ from agentstore.selectors.follow import (
     await_change,
     read_after,
     session_exists,
+    subscribe,
     wait_for_change,
 )
 
@@ -328,13 +332,22 @@ class FollowStream:
         self.slot = slot
         self.using = using
         self._cursor: Cursor | None = None
+        self._wakeup: notify.Subscription | None = None
 
     def tick(self) -> Next:
         """Read what came after the cursor and decide the next frames (database work only)."""
         now = time.monotonic()
         cursor = self._cursor or Cursor(self.after, now, now)
-        items = read_after(self.session_id, self.kind, cursor.after, BATCH, using=self.using)
-        exists = bool(items) or session_exists(self.session_id, using=self.using)
+        try:
+            items = read_after(self.session_id, self.kind, cursor.after, BATCH, using=self.using)
+            exists = bool(items) or session_exists(self.session_id, using=self.using)
+        finally:
+            # With a pool (or CONN_MAX_AGE=0) the connection goes back between
+            # ticks: a stream must not keep one for minutes while it waits
+            # (docs/operations.md, "Scaling out"). Persistent ones stay.
+            connection = connections[self.using]
+            if not connection.in_atomic_block:
+                connection.close_if_unusable_or_obsolete()
         step = next_frames(
             cursor,
             items,
@@ -348,13 +361,22 @@ class FollowStream:
         self.after = step.cursor.after
         return step
 
+    def _subscribe(self) -> notify.Subscription:
+        # PostgreSQL: the session's NOTIFY ends a wait at once (agentstore/notify.py).
+        self._wakeup = subscribe(self.session_id, using=self.using)
+        return self._wakeup
+
     def _release(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.close()
+            self._wakeup = None
         if self.slot is not None:
             self.slot.release()
 
     def __iter__(self) -> Iterator[bytes]:
         """The WSGI driver: a plain generator (a server thread per follower)."""
         try:
+            wakeup = self._subscribe()
             yield OPENING
             while True:
                 step = self.tick()
@@ -363,13 +385,14 @@ class FollowStream:
                 if step.done:
                     return
                 if step.wait:
-                    wait_for_change(self.session_id, self.poll_interval)
+                    wait_for_change(self.session_id, self.poll_interval, wakeup)
         finally:
             self._release()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         """The ASGI driver: database ticks run in Django's sync thread; waits don't block."""
         try:
+            wakeup = self._subscribe()
             yield OPENING
             tick = sync_to_async(self.tick)
             while True:
@@ -379,6 +402,6 @@ class FollowStream:
                 if step.done:
                     return
                 if step.wait:
-                    await await_change(self.session_id, self.poll_interval)
+                    await await_change(self.session_id, self.poll_interval, wakeup)
         finally:
             self._release()

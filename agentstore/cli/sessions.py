@@ -550,7 +550,7 @@ def _follow_arguments(parser: Any) -> None:
 
 
 def _follow(name: str, ctx: Context) -> None:
-    from agentstore.selectors.follow import read_after, session_exists, wait_for_change
+    from agentstore.selectors.follow import read_after, session_exists, subscribe, wait_for_change
 
     session = get_session(ctx.opt("session"))
     interval = ctx.opt("interval")
@@ -558,6 +558,8 @@ def _follow(name: str, ctx: Context) -> None:
         raise usage("--interval must be positive")
     deadline = time.monotonic() + ctx.opt("max_seconds") if ctx.opt("max_seconds") > 0 else None
     last = 0
+    # PostgreSQL: a write anywhere ends the wait below at once (agentstore/notify.py).
+    wakeup = subscribe(session.id)
     try:
         while True:
             # The same bounded reads as the SSE endpoint (docs/api.md, "Follow").
@@ -579,9 +581,11 @@ def _follow(name: str, ctx: Context) -> None:
             if deadline is not None and time.monotonic() >= deadline:
                 return
             if len(items) < FOLLOW_BATCH:
-                wait_for_change(session.id, interval)
+                wait_for_change(session.id, interval, wakeup)
     except KeyboardInterrupt:
         return
+    finally:
+        wakeup.close()
 
 
 #: Rows read per poll of ``follow`` (a long session catches up in bounded reads).

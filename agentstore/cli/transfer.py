@@ -20,6 +20,7 @@ from django.core.management.base import CommandError
 
 from agentstore.cli import Context, Subcommand, fail, usage
 from agentstore.models import Session
+from agentstore.routers import read_alias
 from agentstore.validation import name_problem
 
 __all__ = ["COMMANDS", "export_path", "export_session", "import_text"]
@@ -36,14 +37,16 @@ def export_session(session: Session, fmt: str | None = None) -> str:
         raise usage(
             f"{session.id} is a {session.kind} session: it exports as {expected}, not {fmt}"
         )
+    # An export tolerates lag: the replica when there is one (agentstore/routers.py).
+    using = read_alias()
     if session.kind == "log":
         from agentstore.stores import LogStore
 
-        return str(LogStore(read_only=True).export_jsonl(session.id))
+        return str(LogStore(read_only=True, using=using).export_jsonl(session.id))
     from agentstore.formats import pi_jsonl
     from agentstore.stores import TreeStore
 
-    store = TreeStore()
+    store = TreeStore(using=using)
     entity = store.get_session(session.id)
     assert entity is not None
     path = store.branch(session.id, "")

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from agentstore import notify
 from agentstore.models import Checkpoint, Entry, Session, Step
 from agentstore.stores import TreeStore
 from agentstore.types.loop import RunStep
@@ -52,6 +53,7 @@ __all__ = [
     "await_change",
     "read_after",
     "session_exists",
+    "subscribe",
     "wait_for_change",
 ]
 
@@ -198,11 +200,34 @@ def session_exists(session_id: str, *, using: str = "default") -> bool:
 # again and finds what is there.
 
 
-def wait_for_change(session_id: str, timeout: float) -> None:
-    """Block until ``session_id`` may have changed, at most ``timeout`` seconds."""
-    time.sleep(timeout)
+def subscribe(session_id: str, *, using: str = "default") -> notify.Subscription:
+    """A follower's wake-up for ``session_id``: take it before the first read, close it at the end.
+
+    On PostgreSQL a write to the session (committed in any process) wakes
+    :func:`wait_for_change` at once (``NOTIFY``, :mod:`agentstore.notify`);
+    elsewhere the wait is the poll interval.
+    """
+    return notify.subscribe(using, notify.session_key(session_id))
 
 
-async def await_change(session_id: str, timeout: float) -> None:
+def wait_for_change(
+    session_id: str, timeout: float, wakeup: notify.Subscription | None = None
+) -> None:
+    """Block until ``session_id`` may have changed, at most ``timeout`` seconds.
+
+    ``wakeup`` (from :func:`subscribe`) ends the wait when a write commits.
+    """
+    if wakeup is None:
+        time.sleep(timeout)
+    else:
+        wakeup.wait(timeout)
+
+
+async def await_change(
+    session_id: str, timeout: float, wakeup: notify.Subscription | None = None
+) -> None:
     """The async twin of :func:`wait_for_change` (an ASGI follower never blocks its loop)."""
-    await asyncio.sleep(timeout)
+    if wakeup is None:
+        await asyncio.sleep(timeout)
+    else:
+        await wakeup.wait_async(timeout)

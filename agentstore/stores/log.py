@@ -57,7 +57,7 @@ from django.db import IntegrityError, connections
 from django.db.models import OuterRef, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
-from agentstore import exceptions
+from agentstore import exceptions, notify
 from agentstore.db import is_unique_violation, read_only
 from agentstore.formats.agentsession import (
     CURRENT_FORMAT,
@@ -794,6 +794,8 @@ class LogStore(StoreBase):
         """
         wake = threading.Event()
         key = self._hub.register(wake.set)
+        # Other processes' appends (PostgreSQL NOTIFY; agentstore/notify.py).
+        sub = notify.subscribe(self.using, notify.session_key(session_id), wake=wake.set)
         try:
             for step in log_follow.steps(self.using, session_id, cursor, self.follow_interval):
                 if stop is not None and stop.is_set():
@@ -813,6 +815,7 @@ class LogStore(StoreBase):
                 wake.clear()
         finally:
             self._hub.unregister(key)
+            sub.close()
 
     async def afollow(self, session_id: str, cursor: str = "") -> AsyncIterator[Change]:
         """The async twin of :meth:`follow` for ASGI code.
@@ -828,6 +831,7 @@ class LogStore(StoreBase):
             loop.call_soon_threadsafe(woken.set)
 
         key = self._hub.register(wake)
+        sub = notify.subscribe(self.using, notify.session_key(session_id), wake=wake)
         gen = log_follow.steps(self.using, session_id, cursor, self.follow_interval)
         done = object()
         # A cancelled consumer can leave a step running in its worker thread
@@ -858,6 +862,7 @@ class LogStore(StoreBase):
                 woken.clear()
         finally:
             self._hub.unregister(key)
+            sub.close()
             if stepping.acquire(blocking=False):
                 try:
                     gen.close()

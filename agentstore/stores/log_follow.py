@@ -28,8 +28,10 @@ moved the leaf. Nothing is held and nothing is written, so read-only stores foll
 * **Waiting**: the poll interval starts at the store's ``follow_interval`` and
   doubles while nothing arrives, up to ``max(interval, 1 s)``; any change
   resets it. Appends and deletes through the *same* store ring a
-  :class:`Hub`, waking its followers at once (polling stays the fallback and
-  is what sees other processes).
+  :class:`Hub`, waking its followers at once; on PostgreSQL those of any
+  other store or process arrive as a ``NOTIFY`` (:mod:`agentstore.notify`)
+  and wake them too. Polling stays the fallback (and is all SQLite has
+  across stores and processes).
 
 :func:`steps` yields either a :class:`~agentstore.types.Change` or a float —
 "wait this long unless woken" — so the blocking (thread) and the async driver

@@ -30,7 +30,7 @@ from datetime import datetime
 
 from django.db import connections
 
-from agentstore import exceptions
+from agentstore import exceptions, notify
 from agentstore.models import Entry, Ref, RefLog
 from agentstore.models import Session as SessionRow
 from agentstore.stores import log_refs, sql
@@ -106,6 +106,8 @@ class RefStore(StoreBase):
             at=now,
             reason=reason,
         )
+        # Sent at commit, so a follower of the ref never wakes before the move.
+        notify.notify(self.using, notify.ref_key(name))
 
     def _lock_refs(self) -> None:
         connection = connections[self.using]

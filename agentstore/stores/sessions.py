@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 from django.db import IntegrityError, connections
 from django.db.backends.utils import CursorWrapper
 
-from agentstore import exceptions
+from agentstore import exceptions, notify
 from agentstore.db import is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Grant, Holder, Session, Task
@@ -372,6 +372,9 @@ class SessionStore(StoreBase):
             value = cursor.db.ops.adapt_datetimefield_value(stamp)
             cursor.execute(_TOUCH_FORWARD, [value, value, session_id, kind])
         if cursor.rowcount == 1:
+            if stamp is not None:
+                # A write to the session: its followers look (at commit).
+                notify.notify(self.using, notify.session_key(session_id))
             return
         cursor.execute(_KIND_OF, [session_id])
         row = cursor.fetchone()
@@ -396,7 +399,10 @@ class SessionStore(StoreBase):
             for v in values.values()
         ]
         cursor.execute(statement, [*params, session_id])
-        return int(cursor.rowcount)
+        count = int(cursor.rowcount)
+        if count:
+            notify.notify(self.using, notify.session_key(session_id))
+        return count
 
     def prepare_upsert(
         self, kind: str, session_id: str, *, stamp: datetime, **values: Any
@@ -444,6 +450,7 @@ class SessionStore(StoreBase):
                 f"session {prepared.session_id!r} is a {other} session, "
                 f"not a {prepared.kind} session"
             )
+        notify.notify(self.using, notify.session_key(prepared.session_id))
 
     def lock_kind(self, cursor: CursorWrapper, session_id: str) -> str | None:
         """The session's kind, its row locked on PostgreSQL; ``None`` when missing."""
@@ -469,6 +476,7 @@ class SessionStore(StoreBase):
         # What is left (owned tasks with their events and details, the hold)
         # cascades through the ORM.
         Session.objects.using(using).filter(pk=session_id).delete()
+        notify.notify(using, notify.session_key(session_id))
 
     def create_or_touch(
         self,

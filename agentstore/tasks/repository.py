@@ -57,6 +57,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
 
+from agentstore import notify
 from agentstore.conf import agentstore_settings
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.ids import new_id
@@ -446,6 +447,7 @@ class TaskRepository(StoreBase):
             payload_json="{}",
             created_at=now,
         )
+        notify.notify(self.using, notify.queue_key("default"))  # idle workers look
 
     def finish_row(
         self,
@@ -1136,6 +1138,7 @@ class TaskRepository(StoreBase):
             cursor.execute(_INSERT_EVENT, [task_id, 1, event_id, "task_queued", "{}", at])
             if also is not None:
                 also(cursor, task_id)
+            notify.notify(self.using, notify.queue_key(queue))  # idle workers look
 
         self.write(insert_it)
         return TaskEntity(

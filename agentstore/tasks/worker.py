@@ -49,6 +49,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 
+from agentstore import notify
 from agentstore.conf import agentstore_settings
 from agentstore.ids import new_id
 from agentstore.models import Task, Worker
@@ -176,12 +177,16 @@ class TaskWorker:
         self._on_stored: dict[str, Callable[[], None]] = {}
         self._running = False
         self._last_sweep = 0.0
+        # PostgreSQL: an enqueue on our queues wakes the idle wait at once
+        # (agentstore/notify.py; subscribed by run()); else a timed wait.
+        self._idle = notify.Subscription(())
 
     # -- lifecycle ---------------------------------------------------------------
 
     def run(self) -> int:
         """Work until stopped (or ``once``/``max_tasks``); return how many tasks ran."""
         self._register()
+        self._idle = notify.subscribe(self.using, *(notify.queue_key(q) for q in self.queues))
         heartbeat = _Heartbeat(self, max(self.lease / 3, 0.05))
         heartbeat.start()
         try:
@@ -194,6 +199,7 @@ class TaskWorker:
             heartbeat.join(timeout=5)
             self._release_unstarted()
             self._unregister()
+            self._idle.close()
         return self.done
 
     def _loop(self) -> None:
@@ -232,9 +238,10 @@ class TaskWorker:
         """Nothing was ready: wait before the next look (or until stopped).
 
         The one place the idle worker waits, so a wake-up on new work (e.g.
-        PostgreSQL LISTEN/NOTIFY) replaces just this body.
+        PostgreSQL LISTEN/NOTIFY) replaces just this body: an enqueue on one of
+        this worker's queues wakes it at once (agentstore/notify.py).
         """
-        self.stop.wait(self.poll_interval)
+        self._idle.wait(self.poll_interval, self.stop)
 
     def _claim_size(self) -> int:
         if self.max_tasks:

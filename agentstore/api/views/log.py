@@ -38,6 +38,7 @@ from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import AgentstoreViewSet, errors, session_of_kind
 from agentstore.exceptions import NoRef, NoSession, RefMoved, RefNameError
 from agentstore.models.sessions import SessionKind
+from agentstore.routers import read_alias
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
 from agentstore.stores import LogStore
 from agentstore.stores.log_refs import check_name
@@ -125,7 +126,8 @@ class LogSessionViewSet(AgentstoreViewSet):
     @action(detail=True, methods=["get"])
     def export(self, request: Request, pk: str) -> HttpResponse:
         session = self.session_or_404(None, SessionKind.LOG.value)
-        text = LogStore(read_only=True).export_jsonl(session.id)
+        # An export tolerates lag: the replica when there is one (agentstore/routers.py).
+        text = LogStore(read_only=True, using=read_alias()).export_jsonl(session.id)
         response = HttpResponse(text, content_type="application/x-ndjson")
         response["Content-Disposition"] = f'attachment; filename="{session.id}.jsonl"'
         return response
