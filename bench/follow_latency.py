@@ -44,6 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import common  # noqa: E402
 from bench.log_append import item  # noqa: E402  (1 KB ``item`` lines, as that bench writes)
 
 PG_URL = "postgres://postgres@127.0.0.1:5432/agentstore_pgscale_bench"
@@ -255,6 +256,7 @@ def main() -> None:
     parser.add_argument("--index", type=int, default=0)
     parser.add_argument("--k", type=int, default=0)
     parser.add_argument("--start-file", default="")
+    common.add_json_flag(parser)
     args = parser.parse_args()
 
     if args.role != "drive":
@@ -284,6 +286,16 @@ def main() -> None:
                 f"out of order {r['disorder']})",
                 flush=True,
             )
+            # Latencies: no raw sqlite3 baseline exists for a wake-up, so the
+            # table prints the figures themselves.
+            for q in ("p50", "p99"):
+                common.record(
+                    f"follow: append -> delivery {q}, {args.followers} followers",
+                    r["setup"],
+                    r[q],
+                    unit="ms",
+                )
+    common.emit("follow_latency", args, engine_name="sqlite")
 
 
 if __name__ == "__main__":

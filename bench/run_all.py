@@ -71,6 +71,19 @@ class Bench:
 
 PLAN: list[Bench] = [
     Bench(
+        "store_appends",
+        ["--ops", "10000", "--rounds", "2"],
+        ["--ops", "30", "--rounds", "1", "--processes", "1"],
+        postgres="",
+    ),
+    Bench(
+        # Its PostgreSQL setups use --pg-url (the local server by default).
+        "follow_latency",
+        ["--appends", "1000"],
+        ["--appends", "10", "--followers", "2", "--processes", "1", "--setups", "sqlite-poll"],
+        postgres="",
+    ),
+    Bench(
         "tree_append",
         ["--appends", "10000", "--context-entries", "10000", "--runs", "15"],
         ["--appends", "30", "--context-entries", "60", "--runs", "2"],

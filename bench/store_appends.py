@@ -47,6 +47,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import common  # noqa: E402
+
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1000]
 PAYLOAD = json.dumps({"role": "user", "content": TEXT})  # ~1 KB of JSON
 STRATEGIES = ("raw-tree", "tree", "raw-loop", "loop", "oai")
@@ -258,6 +262,7 @@ def main() -> None:
     parser.add_argument("--db", default="", help=argparse.SUPPRESS)
     parser.add_argument("--session", default="", help=argparse.SUPPRESS)
     parser.add_argument("--start-file", default="", help=argparse.SUPPRESS)
+    common.add_json_flag(parser)
     args = parser.parse_args()
     code = str(Path(args.code).resolve())
     sys.path.insert(0, code)
@@ -307,7 +312,16 @@ def main() -> None:
                     f"  {strategy:>8} {median[strategy]:>8.0f} appends/s  "
                     f"errors {int(errors[strategy])}   {ratio:.2f}x {base}{extra}"
                 )
+            for store in ("tree", "loop"):
+                workload = f"{store} appends (narrow raw schema), {processes} process(es)"
+                if f"raw-{store}" in median:
+                    common.record(workload, "raw sqlite3", median[f"raw-{store}"], role="raw")
+                if store in median:
+                    common.record(workload, f"{store.capitalize()}Store", median[store])
+                if "oai" in median:
+                    common.record(workload, "OpenAI SQLiteSession", median["oai"], role="peer")
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    common.emit("store_appends", args, engine_name="sqlite")
 
 
 if __name__ == "__main__":
