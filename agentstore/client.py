@@ -273,9 +273,17 @@ class Client:
             raise error_from(exc.code, exc.read()) from None
         return json.loads(raw) if raw else None
 
+    def get(self, path: str, query: Mapping[str, Any] | None = None) -> Any:
+        """``GET path`` (``query`` without its ``None`` values); the decoded answer."""
+        return self.request("GET", path, query=query)
+
+    def post(self, path: str, body: Any) -> Any:
+        """``POST path`` with the JSON ``body``; the decoded answer."""
+        return self.request("POST", path, body)
+
     def _pages(self, path: str, query: Mapping[str, Any] | None = None) -> Iterator[Any]:
         """Every item of a list, page after page through its ``next`` links."""
-        found = self.request("GET", path, query=query)
+        found = self.get(path, query)
         while True:
             if isinstance(found, list):  # a bare array: one page
                 yield from found
@@ -283,7 +291,7 @@ class Client:
             yield from found.get("results", [])
             if not found.get("next"):
                 return
-            found = self.request("GET", found["next"])
+            found = self.get(found["next"])
 
     # -- sessions ----------------------------------------------------------------
 
@@ -296,25 +304,25 @@ class Client:
         **fields: Any,
     ) -> SessionData:
         body = {"kind": kind, "cwd": cwd, "name": name, **fields}
-        return cast(SessionData, self.request("POST", "sessions", body))
+        return cast(SessionData, self.post("sessions", body))
 
     def session(self, session_id: str) -> SessionData:
-        return cast(SessionData, self.request("GET", f"sessions/{_seg(session_id)}"))
+        return cast(SessionData, self.get(_session(session_id)))
 
     def sessions(self, **filters: Any) -> Iterator[SessionData]:
         """Sessions you can see, newest first (``kind=``, ``cwd=``, ``search=`` … filter)."""
         return cast(Iterator[SessionData], self._pages("sessions", filters))
 
     def delete_session(self, session_id: str) -> None:
-        self.request("DELETE", f"sessions/{_seg(session_id)}")
+        self.request("DELETE", _session(session_id))
 
     # -- tree entries ------------------------------------------------------------
 
     def append(self, session_id: str, kind: str, parent_id: str | None, **fields: Any) -> EntryData:
         """``POST /sessions/{id}/append/{kind}`` with an explicit ``parent_id`` (None: a root)."""
         body = {"parent_id": parent_id, **fields}
-        path = f"sessions/{_seg(session_id)}/append/{kind}"
-        return cast(EntryData, self.request("POST", path, body))
+        path = f"{_session(session_id)}/append/{kind}"
+        return cast(EntryData, self.post(path, body))
 
     def append_message(
         self,
@@ -351,17 +359,17 @@ class Client:
 
     def entries(self, session_id: str, *, after: int = 0, limit: int = 100) -> Iterator[EntryData]:
         """Entries with ``seq > after`` in append order, ``limit`` a page."""
-        path = f"sessions/{_seg(session_id)}/entries"
+        path = f"{_session(session_id)}/entries"
         return cast(Iterator[EntryData], self._pages(path, {"after": after, "limit": limit}))
 
     def entry(self, session_id: str, entry_id: str) -> EntryData:
-        path = f"sessions/{_seg(session_id)}/entries/{_seg(entry_id)}"
-        return cast(EntryData, self.request("GET", path))
+        path = f"{_session(session_id)}/entries/{_seg(entry_id)}"
+        return cast(EntryData, self.get(path))
 
     def context(self, session_id: str, entry_id: str = "") -> ContextData:
         """What the model sees at ``entry_id`` (default: the most recent leaf)."""
-        path = f"sessions/{_seg(session_id)}/context"
-        return cast(ContextData, self.request("GET", path, query={"entry_id": entry_id or None}))
+        path = f"{_session(session_id)}/context"
+        return cast(ContextData, self.get(path, {"entry_id": entry_id or None}))
 
     # -- loop steps --------------------------------------------------------------
 
@@ -370,47 +378,47 @@ class Client:
     ) -> StepData:
         """Append a step (``step_index=``, ``tool_args=`` any JSON, token counts …)."""
         body = {"step_type": step_type, "content": content, **fields}
-        return cast(StepData, self.request("POST", f"sessions/{_seg(session_id)}/steps", body))
+        return cast(StepData, self.post(f"{_session(session_id)}/steps", body))
 
     def steps(self, session_id: str) -> Iterator[StepData]:
-        return cast(Iterator[StepData], self._pages(f"sessions/{_seg(session_id)}/steps"))
+        return cast(Iterator[StepData], self._pages(f"{_session(session_id)}/steps"))
 
     def last_steps(self, session_id: str, n: int = 50) -> list[StepData]:
         """The newest ``n`` steps, oldest first (one bounded request)."""
-        found = self.request("GET", f"sessions/{_seg(session_id)}/steps/last", query={"n": n})
+        found = self.get(f"{_session(session_id)}/steps/last", {"n": n})
         # A bare array today; an envelope's ``results`` reads the same.
         return cast(list[StepData], found["results"] if isinstance(found, dict) else found)
 
     # -- log sessions (agentsession lines) -----------------------------------------
 
     def create_log_session(self, header: Mapping[str, Any]) -> Json:
-        return cast(Json, self.request("POST", "log-sessions", {"header": dict(header)}))
+        return cast(Json, self.post("log-sessions", {"header": dict(header)}))
 
     def log_session(self, session_id: str) -> Json:
         """Header, leaf and entries of a log session."""
-        return cast(Json, self.request("GET", f"log-sessions/{_seg(session_id)}"))
+        return cast(Json, self.get(f"log-sessions/{_seg(session_id)}"))
 
     def append_line(self, session_id: str, entry: Mapping[str, Any]) -> str:
         """Append one entry line; its content-addressed id (``sha256:…``)."""
         path = f"log-sessions/{_seg(session_id)}/entries"
-        return str(self.request("POST", path, {"entry": dict(entry)})["id"])
+        return str(self.post(path, {"entry": dict(entry)})["id"])
 
     # -- tasks --------------------------------------------------------------------
 
     def create_task(self, kind: str, owner_session_id: str, **fields: Any) -> TaskData:
         """Queue a task owned by one of your sessions (``concurrency_key=``, …)."""
         body = {"kind": kind, "owner_session_id": owner_session_id, **fields}
-        return cast(TaskData, self.request("POST", "tasks", body))
+        return cast(TaskData, self.post("tasks", body))
 
     def task(self, task_id: str) -> TaskData:
-        return cast(TaskData, self.request("GET", f"tasks/{_seg(task_id)}"))
+        return cast(TaskData, self.get(f"tasks/{_seg(task_id)}"))
 
     def claim_task(
         self, task_id: str, lease_owner: str, lease_seconds: int, **fields: Any
     ) -> TaskData:
         """Claim a queued task under a lease (409 :class:`Conflict` when it is not claimable)."""
         body = {"lease_owner": lease_owner, "lease_seconds": lease_seconds, **fields}
-        return cast(TaskData, self.request("POST", f"tasks/{_seg(task_id)}/claim", body))
+        return cast(TaskData, self.post(f"tasks/{_seg(task_id)}/claim", body))
 
     def finish_task(
         self,
@@ -430,7 +438,7 @@ class Client:
             "result": result,
             **fields,
         }
-        return cast(TaskData, self.request("POST", f"tasks/{_seg(task_id)}/finish", body))
+        return cast(TaskData, self.post(f"tasks/{_seg(task_id)}/finish", body))
 
     def task_events(self, task_id: str) -> Iterator[Json]:
         return cast(Iterator[Json], self._pages(f"tasks/{_seg(task_id)}/events"))
@@ -439,7 +447,7 @@ class Client:
 
     def ref(self, name: str) -> RefTargetData:
         """What the ref names (404 :class:`NotFound` when missing, dangling or not yours)."""
-        return cast(RefTargetData, self.request("GET", f"refs/{_seg(name, '/')}"))
+        return cast(RefTargetData, self.get(f"refs/{_seg(name, '/')}"))
 
     def refs(self, prefix: str = "") -> Iterator[RefData]:
         return cast(Iterator[RefData], self._pages("refs", {"prefix": prefix or None}))
@@ -492,7 +500,7 @@ class Client:
 
     def _stream(self, session_id: str, last_event_id: str) -> Iterator[FollowEvent]:
         headers = self._headers({"Accept": "text/event-stream", "Last-Event-ID": last_event_id})
-        req = Request(self.url(f"sessions/{_seg(session_id)}/follow"), headers=headers)  # noqa: S310
+        req = Request(self.url(f"{_session(session_id)}/follow"), headers=headers)  # noqa: S310
         try:
             response = urlopen(req, timeout=max(self.timeout, self.FOLLOW_READ_TIMEOUT))  # noqa: S310
         except HTTPError as exc:
@@ -518,6 +526,11 @@ class Client:
                         json.loads("\n".join(data)),
                     )
                 fields, data = {}, []
+
+
+def _session(session_id: str) -> str:
+    """``sessions/<id>``: the path every per-session call starts from."""
+    return f"sessions/{_seg(session_id)}"
 
 
 def _seg(value: str, safe: str = "") -> str:

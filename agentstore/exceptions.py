@@ -12,6 +12,13 @@ code wins")::
     except exceptions.StaleCompactionParent as exc:
         use(exc.winner_entry_id)
 
+Each class is a few declarations on :class:`AgentStoreError`: its ``code``,
+``default_message``, the HTTP ``status`` the API answers with (inherited, so
+``NoTask`` subclasses are 404 too), and the keyword attributes it carries
+(declared as annotated class attributes and listed in ``details``; the API
+puts the non-empty ones in the error body's ``details``). The base's
+constructor sets them, so no class repeats an ``__init__``.
+
 "Not found" on a single-row read is *not* an error (it returns ``None``), and a
 conditional state change that did not apply returns ``False``; exceptions are
 for bad input, conflicts and refusals.
@@ -19,18 +26,34 @@ for bad input, conflicts and refusals.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.utils import OperationalError
 
 
 class AgentStoreError(Exception):
-    """Base class of every agentstore error."""
+    """Base class of every agentstore error.
+
+    ``message`` defaults to the class's ``default_message``; keyword arguments
+    set the attributes the class lists in ``details`` (each declared on the
+    class with its default), and any other keyword is a ``TypeError``, as a
+    hand-written ``__init__`` would raise.
+    """
 
     code: str = "agentstore_error"
-    default_message: str = "agentstore error"
+    default_message: ClassVar[str] = "agentstore error"
+    #: The HTTP status ``agentstore.api.exceptions`` answers with (a caller's
+    #: error unless a class says otherwise).
+    status: ClassVar[int] = 400
+    #: The keyword attributes this error carries (see the class's annotations).
+    details: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        unknown = set(details) - set(self.details)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} takes no argument {', '.join(sorted(unknown))}")
+        for name, value in details.items():
+            setattr(self, name, value)
         self.message = message or self.default_message
         super().__init__(self.message)
 
@@ -47,10 +70,8 @@ class ValidationError(AgentStoreError, ValueError):
 
     code = "validation_error"
     default_message = "invalid input"
-
-    def __init__(self, message: str | None = None, *, field: str = "") -> None:
-        super().__init__(message)
-        self.field = field
+    details: ClassVar[tuple[str, ...]] = ("field",)
+    field: str = ""
 
 
 class TooLarge(AgentStoreError):
@@ -62,10 +83,8 @@ class TooLarge(AgentStoreError):
 
     code = "too_large"
     default_message = "the answer is too large; read it in pages"
-
-    def __init__(self, message: str | None = None, *, limit: int = 0) -> None:
-        super().__init__(message)
-        self.limit = limit
+    details = ("limit",)
+    limit: int = 0
 
 
 # -- sessions, entries and holds ---------------------------------------------
@@ -76,11 +95,10 @@ class NoSession(AgentStoreError, LookupError):
 
     code = "no_session"
     default_message = "no such session"
-
-    def __init__(self, message: str | None = None, *, target: Any = None) -> None:
-        super().__init__(message)
-        #: For a dangling ref: the ``RefTarget`` the ref still names.
-        self.target = target
+    status = 404
+    details = ("target",)
+    #: For a dangling ref: the ``RefTarget`` the ref still names.
+    target: Any = None
 
 
 class WrongSessionKind(AgentStoreError):
@@ -92,22 +110,20 @@ class WrongSessionKind(AgentStoreError):
 
     code = "wrong_session_kind"
     default_message = "the session is of another kind"
+    status = 409
+    details = ("session_id", "kind", "expected")
+    session_id: str = ""
+    kind: str = ""
+    expected: str = ""
 
-    def __init__(
-        self,
-        message: str | None = None,
-        *,
-        session_id: str = "",
-        kind: str = "",
-        expected: str = "",
-    ) -> None:
-        super().__init__(
-            message
-            or f"session {session_id!r} is a {kind} session; this needs a {expected} session"
-        )
-        self.session_id = session_id
-        self.kind = kind
-        self.expected = expected
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        if not message:  # the default names the session and both kinds
+            self.message = (
+                f"session {self.session_id!r} is a {self.kind} session; "
+                f"this needs a {self.expected} session"
+            )
+            self.args = (self.message,)
 
 
 class SessionExists(AgentStoreError):
@@ -115,6 +131,7 @@ class SessionExists(AgentStoreError):
 
     code = "session_exists"
     default_message = "session already exists"
+    status = 409
 
 
 class SessionLocked(AgentStoreError):
@@ -122,6 +139,7 @@ class SessionLocked(AgentStoreError):
 
     code = "session_locked"
     default_message = "session is open in another process"
+    status = 423
 
 
 class ConcurrentWriter(AgentStoreError):
@@ -129,6 +147,7 @@ class ConcurrentWriter(AgentStoreError):
 
     code = "concurrent_writer"
     default_message = "another process appended to the session"
+    status = 409
 
 
 class ReadOnly(AgentStoreError):
@@ -136,6 +155,7 @@ class ReadOnly(AgentStoreError):
 
     code = "read_only"
     default_message = "store is read-only"
+    status = 409
 
 
 class NoEntry(AgentStoreError, LookupError):
@@ -143,6 +163,7 @@ class NoEntry(AgentStoreError, LookupError):
 
     code = "no_entry"
     default_message = "no such entry"
+    status = 404
 
 
 class BaseRule(NoEntry):
@@ -150,6 +171,7 @@ class BaseRule(NoEntry):
 
     code = "base_rule"
     default_message = "entry would hang above the session's base"
+    status = 409
 
 
 class BadID(AgentStoreError):
@@ -203,6 +225,7 @@ class Superseded(AgentStoreError):
 
     code = "superseded"
     default_message = "session was continued in another session"
+    status = 409
 
 
 class StaleCompactionParent(AgentStoreError):
@@ -210,10 +233,9 @@ class StaleCompactionParent(AgentStoreError):
 
     code = "stale_compaction_parent"
     default_message = "stale compaction parent"
-
-    def __init__(self, message: str | None = None, *, winner_entry_id: str = "") -> None:
-        super().__init__(message)
-        self.winner_entry_id = winner_entry_id
+    status = 409
+    details = ("winner_entry_id",)
+    winner_entry_id: str = ""
 
 
 class CompactionConflict(AgentStoreError):
@@ -221,6 +243,7 @@ class CompactionConflict(AgentStoreError):
 
     code = "compaction_operation_mismatch"
     default_message = "compaction operation id targets another branch"
+    status = 409
 
 
 # -- tool-call lifecycle rules of the agentsession format --------------------
@@ -233,11 +256,13 @@ class CallRuleError(AgentStoreError):
     """
 
     code = "call_rule"
+    status = 409
 
 
 class CallIDEmpty(CallRuleError):
     code = "call_id_empty"
     default_message = "function_call has an empty call_id"
+    status = 400  # bad input, not a conflict with the session's calls
 
 
 class CallIDRepeated(CallRuleError):
@@ -283,6 +308,7 @@ class NoRef(AgentStoreError, LookupError):
 
     code = "no_ref"
     default_message = "no such ref"
+    status = 404
 
 
 class NoRefs(AgentStoreError):
@@ -290,6 +316,7 @@ class NoRefs(AgentStoreError):
 
     code = "no_refs"
     default_message = "store does not keep refs"
+    status = 409
 
 
 class RefMoved(AgentStoreError):
@@ -297,12 +324,11 @@ class RefMoved(AgentStoreError):
 
     code = "ref_moved"
     default_message = "ref moved"
-
-    def __init__(self, message: str | None = None, *, name: str = "", current: Any = None) -> None:
-        super().__init__(message)
-        self.name = name
-        #: The ``RefTarget`` the ref names now (``None`` when absent).
-        self.current = current
+    status = 409
+    details = ("name", "current")
+    name: str = ""
+    #: The ``RefTarget`` the ref names now (``None`` when absent).
+    current: Any = None
 
 
 class RefNameError(ValidationError):
@@ -310,13 +336,9 @@ class RefNameError(ValidationError):
 
     code = "ref_name"
     default_message = "invalid ref name"
-
-    def __init__(
-        self, message: str | None = None, *, field: str = "", conflicts_with: str = ""
-    ) -> None:
-        super().__init__(message, field=field)
-        #: The existing ref whose name forbids this one (creation conflicts), or "".
-        self.conflicts_with = conflicts_with
+    details = ("field", "conflicts_with")
+    #: The existing ref whose name forbids this one (creation conflicts), or "".
+    conflicts_with: str = ""
 
 
 # -- documents ---------------------------------------------------------------
@@ -327,6 +349,7 @@ class NoDocument(AgentStoreError, LookupError):
 
     code = "no_document"
     default_message = "no such document"
+    status = 404
 
 
 # -- tasks -------------------------------------------------------------------
@@ -337,6 +360,7 @@ class NoTask(AgentStoreError, LookupError):
 
     code = "no_task"
     default_message = "no such task"
+    status = 404
 
 
 class NoToolTask(NoTask):
@@ -365,6 +389,7 @@ class TaskConflict(AgentStoreError):
 
     code = "task_conflict"
     default_message = "task conflict"
+    status = 409
 
 
 class RepositoryGraphMismatch(AgentStoreError, ValueError):
@@ -379,6 +404,7 @@ class WorkflowInvocationConflict(AgentStoreError):
 
     code = "workflow_agent_invocation_conflict"
     default_message = "workflow invocation is already linked to another agent task"
+    status = 409
 
 
 # -- the database ------------------------------------------------------------
@@ -393,7 +419,6 @@ class DatabaseBusy(AgentStoreError, OperationalError):
 
     code = "database_busy"
     default_message = "database is busy"
-
-    def __init__(self, message: str | None = None, *, attempts: int = 0) -> None:
-        super().__init__(message)
-        self.attempts = attempts
+    status = 503
+    details = ("attempts",)
+    attempts: int = 0

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -47,7 +47,16 @@ from typing import Any
 from tests.conftest import REPO_ROOT
 from tests.workers.start import ready_path
 
-__all__ = ["API", "SERVER_KINDS", "Launcher", "free_port", "run_together", "serve"]
+__all__ = [
+    "API",
+    "SERVER_KINDS",
+    "Launcher",
+    "free_port",
+    "run_together",
+    "serve",
+    "server_command",
+    "wait_serving",
+]
 
 #: How long :meth:`Launcher.release` waits for slow starters (a loaded CI machine).
 READY_TIMEOUT = 180.0
@@ -165,14 +174,48 @@ SERVER_KINDS = ("runserver", "uvicorn")
 
 
 def free_port() -> int:
+    """A loopback port nobody listens on (the kernel picks it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _server_command(kind: str, port: int) -> list[str]:
+def server_command(
+    kind: str,
+    port: int,
+    *,
+    workers: int = 0,
+    threads: int = 1,
+    log_level: str = "",
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The command line serving the demo project: ``runserver``, ``uvicorn`` or ``gunicorn``.
+
+    ``workers`` 0 leaves the server's default; gunicorn runs gthread workers
+    with keep-alive (the benchmarks' shape, ``bench/apiclient.py``).
+    """
     if kind == "runserver":
         return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+    logging = ["--log-level", log_level] if log_level else []
+    if kind == "gunicorn":
+        return [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "project.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(max(1, workers)),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            str(threads),
+            "--keep-alive",
+            "30",
+            *logging,
+            *extra,
+        ]
     return [
         sys.executable,
         "-m",
@@ -182,21 +225,47 @@ def _server_command(kind: str, port: int) -> list[str]:
         "127.0.0.1",
         "--port",
         str(port),
+        *(["--workers", str(workers)] if workers else []),
+        *logging,
         "--no-access-log",
+        *extra,
     ]
 
 
-def _answers(port: int) -> bool:
+def _answers(port: int, token: str) -> bool:
+    """Whether the API answers a read: any answer, or 200 with ``token`` (imports done, DB up)."""
+    headers = {"Authorization": f"Token {token}"} if token else {}
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         try:
-            conn.request("GET", f"{API}/sessions")
-            conn.getresponse().read()
+            conn.request("GET", f"{API}/sessions", headers=headers)
+            status = conn.getresponse().status
         finally:
             conn.close()
-    except OSError:
+    except (OSError, http.client.HTTPException):
         return False
-    return True
+    return status == 200 or not token
+
+
+def wait_serving(
+    proc: subprocess.Popen[Any], port: int, *, token: str = "", timeout: float = READY_TIMEOUT
+) -> None:
+    """Return once the server ``proc`` answers on ``port`` (see :func:`_answers`).
+
+    The one readiness handshake of a server process (tests and ``bench/``):
+    polling the server itself, never a sleep that guesses how long it takes.
+    ``RuntimeError`` (with the end of its stderr, when piped) if it exits or
+    the deadline passes.
+    """
+    deadline = time.monotonic() + timeout
+    while not _answers(port, token):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                proc.kill()
+            err = proc.stderr.read() if proc.stderr else b""
+            text = err.decode() if isinstance(err, bytes) else str(err)
+            raise RuntimeError(f"server on port {port} did not start: {text[-2000:]}")
+        time.sleep(0.05)  # polling the server for readiness, not a start barrier
 
 
 @contextmanager
@@ -207,19 +276,14 @@ def serve(
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": settings}
     proc = subprocess.Popen(
-        _server_command(kind, port),
+        server_command(kind, port),
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not _answers(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise RuntimeError(f"{kind} did not start: {err[-2000:]}")
-            time.sleep(0.05)
+        wait_serving(proc, port)
         yield port
     finally:
         proc.terminate()

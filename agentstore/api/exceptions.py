@@ -9,8 +9,9 @@ a host project that keeps DRF's default still gets the shape from agentstore)::
 ``stale_compaction_parent``, ``wrong_session_kind`` …) or DRF's own code
 (``not_authenticated``, ``method_not_allowed``, ``throttled`` …); ``details``
 carries what a client needs to act (the bad ``field``, the compaction
-``winner_entry_id``, a ref's ``current`` target). Domain errors map to HTTP in
-one table, :data:`STATUS_BY_ERROR`, most specific class first.
+``winner_entry_id``, a ref's ``current`` target). A domain error's HTTP status
+is its class's ``status`` (declared in ``agentstore/exceptions.py``, inherited by
+subclasses).
 
 A validation error has the same ``details`` whether DRF or a store refused the
 input: ``field`` is the first bad field's path and ``fields`` maps *every* bad
@@ -34,7 +35,6 @@ from rest_framework.response import Response
 from agentstore import exceptions as errors
 
 __all__ = [
-    "STATUS_BY_ERROR",
     "ErrorBodySerializer",
     "ErrorSerializer",
     "error_response",
@@ -42,35 +42,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agentstore.api")
-
-#: Domain error → HTTP status; the first matching class wins (subclasses first).
-STATUS_BY_ERROR: tuple[tuple[type[errors.AgentStoreError], int], ...] = (
-    (errors.DatabaseBusy, status.HTTP_503_SERVICE_UNAVAILABLE),
-    (errors.SessionLocked, status.HTTP_423_LOCKED),
-    (errors.BaseRule, status.HTTP_409_CONFLICT),
-    (errors.WrongSessionKind, status.HTTP_409_CONFLICT),
-    (errors.NoSession, status.HTTP_404_NOT_FOUND),
-    (errors.NoEntry, status.HTTP_404_NOT_FOUND),
-    (errors.NoRef, status.HTTP_404_NOT_FOUND),
-    (errors.NoTask, status.HTTP_404_NOT_FOUND),
-    (errors.NoDocument, status.HTTP_404_NOT_FOUND),
-    (errors.ValidationError, status.HTTP_400_BAD_REQUEST),
-    (errors.TooLarge, status.HTTP_400_BAD_REQUEST),
-    (errors.BadID, status.HTTP_400_BAD_REQUEST),
-    (errors.BadConvergence, status.HTTP_400_BAD_REQUEST),
-    (errors.CallIDEmpty, status.HTTP_400_BAD_REQUEST),
-    (errors.CallRuleError, status.HTTP_409_CONFLICT),
-    (errors.SessionExists, status.HTTP_409_CONFLICT),
-    (errors.ConcurrentWriter, status.HTTP_409_CONFLICT),
-    (errors.ReadOnly, status.HTTP_409_CONFLICT),
-    (errors.Superseded, status.HTTP_409_CONFLICT),
-    (errors.StaleCompactionParent, status.HTTP_409_CONFLICT),
-    (errors.CompactionConflict, status.HTTP_409_CONFLICT),
-    (errors.RefMoved, status.HTTP_409_CONFLICT),
-    (errors.NoRefs, status.HTTP_409_CONFLICT),
-    (errors.TaskConflict, status.HTTP_409_CONFLICT),
-    (errors.WorkflowInvocationConflict, status.HTTP_409_CONFLICT),
-)
 
 
 class ErrorBodySerializer(serializers.Serializer[Any]):
@@ -136,12 +107,9 @@ def _domain_details(exc: errors.AgentStoreError) -> dict[str, Any]:
 
 
 def _domain_status(exc: errors.AgentStoreError) -> int:
-    for cls, code in STATUS_BY_ERROR:
-        if isinstance(exc, cls):
-            return code
-    # An error the table does not know about is still the caller's business
-    # (a refusal by a store), never a server fault.
-    return status.HTTP_400_BAD_REQUEST
+    # An error that declares no status is still the caller's business (a
+    # refusal by a store), never a server fault: the base's 400.
+    return int(exc.status)
 
 
 def _join(path: str, key: Any) -> str:

@@ -13,7 +13,7 @@
 The stores write one row per call, as an agent does; filling a database with
 100,000 entries that way takes minutes. These helpers write set-based (one
 ``executemany`` per batch, in short write transactions), with the column lists
-of ``agentstore.stores.sql`` — so a benchmark, a test that needs a big session,
+of ``agentstore.sql`` — so a benchmark, a test that needs a big session,
 and the demo all seed the same way, and none of them copies a column list.
 Session rows still go through ``SessionStore`` (``create``/``create_many``).
 
@@ -31,10 +31,10 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
+from agentstore import sql
 from agentstore.db import atomic_write
 from agentstore.ids import new_id
 from agentstore.models import Entry, Step, Task, TaskEvent
-from agentstore.stores import sql
 from agentstore.stores.sessions import SessionStore
 
 __all__ = [

@@ -34,13 +34,13 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Case, Count, Q, TextField, Value, When
 from django.db.models.functions import Cast, Substr
 
+from agentstore import sql
 from agentstore.conf import agentstore_settings
 from agentstore.db import read_only
 from agentstore.exceptions import TooLarge
 from agentstore.models import Entry, Grant, Holder, Ref, Session, Step, Task
 from agentstore.models.tasks import LEASED_STATES, TaskState
 from agentstore.selectors.holds import HoldInfo, hold_of
-from agentstore.stores import sql
 from agentstore.stores.tree import TreeStore
 from agentstore.types.tree import EntryEntity, MessageEntity, SessionContextEntity
 

@@ -13,21 +13,15 @@ from __future__ import annotations
 
 from django.db import connections
 
+from agentstore import sql
 from agentstore.exceptions import ValidationError
 from agentstore.models import Document
-from agentstore.stores import sql
+from agentstore.sql import documents as documents_sql
 from agentstore.stores.base import StoreBase
 from agentstore.types.tree import DocumentEntity
 from agentstore.validation import require_aware, require_json, require_name
 
 __all__ = ["DocumentSource", "DocumentStore"]
-
-_KEY = Document._meta.get_field("key").column  # "document_key"
-_UPSERT = (
-    f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)}) "
-    f"ON CONFLICT (namespace, {_KEY}) "
-    "DO UPDATE SET value_json = excluded.value_json, updated_at = excluded.updated_at"
-)
 
 
 def _require_names(namespace: str, key: str) -> None:
@@ -69,7 +63,7 @@ class DocumentStore(StoreBase):
         def write() -> None:
             with connection.cursor() as cursor:
                 cursor.execute(
-                    _UPSERT,
+                    documents_sql.UPSERT,
                     sql.row(
                         Document,
                         namespace=document.namespace,

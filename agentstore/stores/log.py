@@ -75,13 +75,12 @@ from agentstore.formats.agentsession import Entry as LogEntry
 from agentstore.ids import new_token
 from agentstore.models import Entry, Holder
 from agentstore.models import Session as SessionRow
+from agentstore.sql import log as log_sql
 from agentstore.stores import log_follow, log_holds, log_refs
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.log_open import StoredSession, encode_head, open_stored
 from agentstore.stores.log_rows import (
-    HOLDER_TABLE,
     LOG,
-    SESSION_TABLE,
     OctetLength,
     insert_entries,
     parse_time,
@@ -595,7 +594,7 @@ class LogStore(StoreBase):
         return stored.tail(limit, wanted), stored.leaf
 
     def _raise_header(self, cursor: Any, session_id: str) -> None:
-        cursor.execute(f"SELECT header FROM {SESSION_TABLE} WHERE id = %s", [session_id])
+        cursor.execute(log_sql.HEADER, [session_id])
         row = cursor.fetchone()
         header = parse_json(str(row[0]))
         if isinstance(header, dict) and _stale_format(header):
@@ -609,10 +608,7 @@ class LogStore(StoreBase):
 
         def tx() -> None:
             with connections[self.using].cursor() as cursor:
-                cursor.execute(
-                    f"DELETE FROM {HOLDER_TABLE} WHERE session_id = %s AND token = %s",
-                    [session_id, self.token],
-                )
+                cursor.execute(log_sql.DELETE_HOLDER, [session_id, self.token])
 
         self.write(tx)
 

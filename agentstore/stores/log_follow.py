@@ -48,7 +48,8 @@ from django.db import connections
 from agentstore import exceptions
 from agentstore.db import read_only
 from agentstore.formats.agentsession import Session
-from agentstore.stores.log_rows import ENTRY_TABLE, LOG, SESSION_TABLE, read_rows
+from agentstore.sql import log as log_sql
+from agentstore.stores.log_rows import LOG, read_rows
 from agentstore.types.log import Change
 
 __all__ = ["MAX_INTERVAL", "Hub", "steps"]
@@ -112,11 +113,7 @@ def _tail(using: str, session_id: str, seq: int, ident: str) -> object:
     connection = connections[using]
     with connection.cursor() as cursor:
         # One statement (autocommit): the cheap probe of every idle poll.
-        cursor.execute(
-            f"SELECT s.incarnation, (SELECT MAX(e.seq) FROM {ENTRY_TABLE} e "
-            f"WHERE e.session_id = s.id) FROM {SESSION_TABLE} s WHERE s.id = %s AND s.kind = %s",
-            [session_id, LOG],
-        )
+        cursor.execute(log_sql.FOLLOW_PROBE, [session_id, LOG])
         row = cursor.fetchone()
     if row is None or row[0] != ident:
         raise exceptions.NoSession(f"no such session: {session_id}")
@@ -128,15 +125,11 @@ def _tail(using: str, session_id: str, seq: int, ident: str) -> object:
 
     def fetch() -> object:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT incarnation FROM {SESSION_TABLE} WHERE id = %s", [session_id])
+            cursor.execute(log_sql.INCARNATION, [session_id])
             again = cursor.fetchone()
             if again is None or again[0] != ident:
                 raise exceptions.NoSession(f"no such session: {session_id}")
-            cursor.execute(
-                f"SELECT seq, line FROM {ENTRY_TABLE} WHERE session_id = %s AND seq > %s "
-                "ORDER BY seq",
-                [session_id, seq],
-            )
+            cursor.execute(log_sql.LINES_AFTER, [session_id, seq])
             return [(int(s), str(line)) for s, line in cursor.fetchall()]
 
     return read_only(fetch, using=using)

@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 from django.db import IntegrityError, transaction
 from django.db.backends.utils import CursorWrapper
 
-from agentstore import exceptions
+from agentstore import exceptions, sql
 from agentstore.db import is_unique_violation
 from agentstore.models import Holder
-from agentstore.stores.sql import HOLDER as HOLDER_TABLE
+from agentstore.sql import log as log_sql
 from agentstore.types.log import LockInfo
 
 __all__ = ["claim", "describe", "heartbeat", "lock_info", "pid_alive"]
@@ -112,10 +112,7 @@ def claim(
         # A dead process on this host: its hold protects nothing. Delete exactly
         # that row (another store may be taking it over at the same moment; the
         # insert below then loses on the primary key).
-        cursor.execute(
-            f"DELETE FROM {HOLDER_TABLE} WHERE session_id = %s AND token = %s",
-            [session_id, holder_token],
-        )
+        cursor.execute(log_sql.DELETE_HOLDER, [session_id, holder_token])
         taken_over = info
     stamp = cursor.db.ops.adapt_datetimefield_value(now)
     try:
@@ -123,9 +120,16 @@ def claim(
         # transaction usable for the error path.
         with transaction.atomic(using=cursor.db.alias):
             cursor.execute(
-                f"INSERT INTO {HOLDER_TABLE} (session_id, pid, host, token, since, heartbeat) "
-                "VALUES (%s, %s, %s, %s, %s, %s)",
-                [session_id, pid, host, token, stamp, stamp],
+                log_sql.INSERT_HOLDER,
+                sql.row(
+                    Holder,
+                    session_id=session_id,
+                    pid=pid,
+                    host=host,
+                    token=token,
+                    since=stamp,
+                    heartbeat=stamp,
+                ),
             )
     except IntegrityError as exc:
         if not is_unique_violation(exc):
@@ -139,8 +143,7 @@ def claim(
 def heartbeat(cursor: CursorWrapper, session_id: str, token: str, now: datetime) -> None:
     """Refresh our hold's heartbeat; ``SessionLocked`` when the hold was lost."""
     cursor.execute(
-        f"UPDATE {HOLDER_TABLE} SET heartbeat = %s WHERE session_id = %s AND token = %s",
-        [cursor.db.ops.adapt_datetimefield_value(now), session_id, token],
+        log_sql.HEARTBEAT, [cursor.db.ops.adapt_datetimefield_value(now), session_id, token]
     )
     if cursor.rowcount == 1:
         return

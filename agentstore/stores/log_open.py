@@ -53,22 +53,10 @@ from agentstore.formats.agentsession import (
     format_version,
 )
 from agentstore.formats.agentsession.canonical import parse as parse_canonical
+from agentstore.sql import log as log_sql
 from agentstore.stores.log_rows import call_id_key, read_rows
-from agentstore.stores.sql import ENTRY, SESSION
 
 __all__ = ["StoredSession", "encode_head", "open_stored", "walk_path"]
-
-_LOOKUP = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND entry_id = %s"
-# The partial index's own condition, written out: a planner uses the index
-# only when the query implies it (a bound parameter could be "").
-# (No seq bound or MIN() here: with either, SQLite's planner prefers the seq index.)
-_CALL = f"SELECT seq FROM {ENTRY} WHERE session_id = %s AND call_id = %s AND NOT (call_id = '')"
-_HEAD = f"SELECT kind, header, log_head FROM {SESSION} WHERE id = %s"
-_NEWEST = f"SELECT seq, entry_id, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq DESC LIMIT 1"
-_PATH = (
-    f"SELECT seq, entry_id, parent_id, type, line FROM {ENTRY} "
-    "WHERE session_id = %s AND seq <= %s ORDER BY seq DESC LIMIT %s"
-)
 
 
 def _entry(line: str) -> Entry:
@@ -203,7 +191,7 @@ class StoredSession(Session):
         if known is not None or not isinstance(entry_id, str) or entry_id in self._absent:
             return known
         with connections[self._using].cursor() as cursor:
-            cursor.execute(_LOOKUP, [self.id, entry_id])
+            cursor.execute(log_sql.LOOKUP, [self.id, entry_id])
             row = cursor.fetchone()
         # A line beyond the count is another writer's: not in this session.
         if row is None or int(row[0]) > self._opened:
@@ -249,7 +237,7 @@ class StoredSession(Session):
         if call_id in self._new_calls:
             return True
         with connections[self._using].cursor() as cursor:
-            cursor.execute(_CALL, [self.id, call_id_key(call_id)])
+            cursor.execute(log_sql.CALL, [self.id, call_id_key(call_id)])
             # A line beyond the count is another writer's: not in this session.
             return any(int(seq) <= self._opened for (seq,) in cursor.fetchall())
 
@@ -359,7 +347,7 @@ def walk_path(
         # The path of a conversation is mostly its newest lines: ask for a few
         # more than still wanted (labels and infos in between), no more.
         size = 1000 if limit is None else limit - len(out) + 8
-        cursor.execute(_PATH, [session_id, high, size])
+        cursor.execute(log_sql.PATH, [session_id, high, size])
         rows = cursor.fetchall()
         if not rows:
             break
@@ -376,7 +364,7 @@ def walk_path(
         high = int(rows[-1][0]) - 1
         if want is not None and len(rows) == size:
             # Jump over lines that are not on the path (one index probe).
-            cursor.execute(_LOOKUP, [session_id, want])
+            cursor.execute(log_sql.LOOKUP, [session_id, want])
             row = cursor.fetchone()
             if row is None:
                 break
@@ -403,7 +391,7 @@ def open_stored(
     lines (or a pre-0.5 header, which reading migrates) gives ``(kind, None)``:
     read it whole.
     """
-    cursor.execute(_HEAD, [session_id])
+    cursor.execute(log_sql.HEAD, [session_id])
     row = cursor.fetchone()
     if row is None:
         return None, None
@@ -412,7 +400,7 @@ def open_stored(
     if kind != "log" or decoded is None:
         return kind, None
     lines, state = decoded
-    cursor.execute(_NEWEST, [session_id])
+    cursor.execute(log_sql.NEWEST, [session_id])
     newest = cursor.fetchone()
     if (int(newest[0]) if newest else 0) != lines:
         return kind, None

@@ -24,19 +24,14 @@ from django.db import connections
 from django.db.backends.utils import CursorWrapper
 from django.db.models import Func, IntegerField
 
-from agentstore import exceptions
+from agentstore import exceptions, sql
 from agentstore.formats.agentsession import Entry as LogEntry
 from agentstore.formats.agentsession.describe import searchable
 from agentstore.models import Entry
-from agentstore.stores import sql
+from agentstore.sql import log as log_sql
 
 __all__ = [
-    "ENTRY_TABLE",
-    "HOLDER_TABLE",
     "LOG",
-    "REF_LOG_TABLE",
-    "REF_TABLE",
-    "SESSION_TABLE",
     "OctetLength",
     "insert_entries",
     "projection",
@@ -47,17 +42,10 @@ __all__ = [
 ]
 
 LOG = "log"
-SESSION_TABLE = sql.SESSION
-ENTRY_TABLE = sql.ENTRY
-HOLDER_TABLE = sql.HOLDER
-REF_TABLE = sql.REF
-REF_LOG_TABLE = sql.REF_LOG
-
-# Every entry column (stores/sql.py). A log entry fills the text projection
-# (role, content, model, summary, tool name: ``describe.searchable``) so the
-# opening message, text search and the entries list read every kind alike;
-# the TreeStore-only metadata columns keep their model defaults.
-INSERT_ENTRY = f"INSERT INTO {ENTRY_TABLE} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
+# A log entry fills the text projection (role, content, model, summary, tool
+# name: ``describe.searchable``) so the opening message, text search and the
+# entries list read every kind alike; the TreeStore-only metadata columns keep
+# their model defaults (the INSERT is agentstore/sql/log.py's).
 #: Characters of an item's text kept in the ``content`` projection (the line
 #: keeps everything; the column is for previews and search).
 PROJECTED_CHARS = 4000
@@ -125,7 +113,7 @@ def projection(entry: LogEntry) -> tuple[str, str, str, str, str]:
 def entry_params(
     cursor: CursorWrapper, session_id: str, seq: int, entry: LogEntry, fallback: Any
 ) -> list[Any]:
-    """The bound parameters of :data:`INSERT_ENTRY` for one line at ``seq``."""
+    """The bound parameters of ``sql.log.INSERT_ENTRY`` for one line at ``seq``."""
     stamp = cursor.db.ops.adapt_datetimefield_value(entry_created_at(entry, fallback))
     role, content, tool_name, summary, model = projection(entry)
     return sql.row(
@@ -176,9 +164,9 @@ def insert_entries(
         entry_params(cursor, session_id, first_seq + i, e, fallback) for i, e in enumerate(entries)
     ]
     if len(rows) == 1:
-        cursor.execute(INSERT_ENTRY, rows[0])
+        cursor.execute(log_sql.INSERT_ENTRY, rows[0])
     elif rows:
-        cursor.executemany(INSERT_ENTRY, rows)
+        cursor.executemany(log_sql.INSERT_ENTRY, rows)
 
 
 def require_log(session_id: str, kind: str | None) -> None:
@@ -202,18 +190,13 @@ def read_rows(
     read exactly alike.
     """
     with connections[using].cursor() as cursor:
-        cursor.execute(
-            f"SELECT kind, header, incarnation FROM {SESSION_TABLE} WHERE id = %s",
-            [session_id],
-        )
+        cursor.execute(log_sql.SESSION_HEADER, [session_id])
         row = cursor.fetchone()
         require_log(session_id, row[0] if row else None)
-        statement = f"SELECT seq, line FROM {ENTRY_TABLE} WHERE session_id = %s"
-        params: list[Any] = [session_id]
-        if up_to is not None:
-            statement += " AND seq <= %s"
-            params.append(up_to)
-        cursor.execute(statement + " ORDER BY seq", params)
+        if up_to is None:
+            cursor.execute(log_sql.LINES, [session_id])
+        else:
+            cursor.execute(log_sql.LINES_UP_TO, [session_id, up_to])
         lines = [(int(s), str(line)) for s, line in cursor.fetchall()]
     return str(row[1]), str(row[2]), lines
 

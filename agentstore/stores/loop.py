@@ -41,21 +41,20 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import Callable
 from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connections
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, OrderBy, OuterRef, Subquery
 from django.db.models.functions import Collate
 
+from agentstore import sql
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
-from agentstore.stores import sql
+from agentstore.sql import steps as steps_sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.sessions import SessionStore
 from agentstore.types.loop import FinalizeSummary, LoopSession, RunStep, SessionInfo, TokenUsage
@@ -117,7 +116,6 @@ class LoopStore(StoreBase):
         created_at = values.created_at if values.created_at is not None else self.now()
         stamp = self.now()
         connection = connections[self.using]
-        statements = _statements(connection)
         # The step's columns straight from the cleaned RunStep (same names as
         # the Step columns, checked against _meta below), created_at adapted.
         step_params = (
@@ -130,7 +128,7 @@ class LoopStore(StoreBase):
         def write() -> None:
             with connection.cursor() as cursor:
                 sessions.upsert(cursor, upsert)
-                cursor.execute(statements.insert_step, step_params)
+                cursor.execute(steps_sql.INSERT, step_params)
 
         self.write(write)
 
@@ -142,7 +140,7 @@ class LoopStore(StoreBase):
         if isinstance(n, bool) or not isinstance(n, int):
             raise ValidationError("n must be an integer", field="n")
         connection = connections[self.using]
-        statements = _statements(connection)
+        statements = steps_sql.reads(connection.vendor)
         # One SELECT is its own consistent snapshot (autocommit), so no read
         # transaction is opened around it: the hot path stays one round trip.
         with connection.cursor() as cursor:
@@ -153,7 +151,7 @@ class LoopStore(StoreBase):
             else:
                 cursor.execute(statements.all_steps, (session_id,))
                 rows = cursor.fetchall()
-        utc = statements.utc
+        utc = sql.utc
         # Built inline rather than through a helper: this loop is most of the
         # read's cost once the rows are fetched.
         return [
@@ -453,40 +451,6 @@ class LoopStore(StoreBase):
         if connections[self.using].vendor == "postgresql":
             sid = Collate("id", "C")
         return [F("updated_at").desc(), sid.desc()]
-
-
-_STATEMENTS: dict[str, _Statements] = {}
-
-
-def _statements(connection: BaseDatabaseWrapper) -> _Statements:
-    """Return the hot paths' SQL for the connection's backend (built on first use)."""
-    sql = _STATEMENTS.get(connection.vendor)
-    if sql is None:
-        sql = _STATEMENTS[connection.vendor] = _Statements(connection)
-    return sql
-
-
-class _Statements:
-    """The hand-written SQL of the step hot paths, built once per database backend.
-
-    The session row's upsert is ``SessionStore.upsert`` (race-free on both
-    backends; see there).
-    """
-
-    def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        vendor = connection.vendor
-        self.insert_step = (
-            f"INSERT INTO {sql.STEP} ({sql.columns(Step)}) VALUES ({sql.marks(Step)})"
-        )
-        # The timestamp fast path of stores/sql.py: text on SQLite, parsed by sql.utc.
-        select_cols = ", ".join(
-            sql.timestamp_column(name, vendor) if name == "created_at" else name
-            for name in sql.column_names(Step, exclude=("session",))
-        )
-        self.utc: Callable[[Any], datetime] = sql.utc
-        by_session = f"FROM {sql.STEP} WHERE session_id = %s"
-        self.last_n = f"SELECT {select_cols} {by_session} ORDER BY id DESC LIMIT %s"
-        self.all_steps = f"SELECT {select_cols} {by_session} ORDER BY id"
 
 
 # -- validating input -------------------------------------------------------------

@@ -30,10 +30,10 @@ from datetime import datetime
 
 from django.db import connections
 
-from agentstore import exceptions, notify
+from agentstore import exceptions, notify, sql
 from agentstore.models import Entry, Ref, RefLog
 from agentstore.models import Session as SessionRow
-from agentstore.stores import log_refs, sql
+from agentstore.stores import log_refs
 from agentstore.stores.base import Clock, StoreBase, retrying_write
 from agentstore.stores.log_rows import LOG
 from agentstore.types.log import NamedRef, RefLogEntry, RefTarget

@@ -39,12 +39,13 @@ from typing import Any, NamedTuple
 from django.db import IntegrityError, connections
 from django.db.backends.utils import CursorWrapper
 
-from agentstore import exceptions, notify
+from agentstore import exceptions, notify, sql
 from agentstore.db import is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Grant, Holder, Session, Task
 from agentstore.models.sessions import SessionKind
-from agentstore.stores import log_holds, sql
+from agentstore.sql import sessions as session_sql
+from agentstore.stores import log_holds
 from agentstore.stores.base import StoreBase
 from agentstore.types.log import LockInfo
 from agentstore.types.sessions import SessionRecord
@@ -56,21 +57,6 @@ KINDS = frozenset(SessionKind.values)
 
 #: Columns a caller may set on insert or update (everything but identity and kind).
 _SETTABLE = frozenset(sql.column_names(Session)) - {"id", "kind"}
-
-_INSERT = f"INSERT INTO {sql.SESSION} ({sql.columns(Session)}) VALUES ({sql.marks(Session)})"
-_KIND_OF = f"SELECT kind FROM {sql.SESSION} WHERE id = %s"
-# Never move updated_at backwards (a back-dated message must not make an active
-# session look stale); on PostgreSQL this UPDATE also takes the session's row lock.
-_TOUCH_FORWARD = (
-    f"UPDATE {sql.SESSION} SET updated_at = CASE WHEN updated_at < %s THEN %s ELSE updated_at END "
-    "WHERE id = %s AND kind = %s"
-)
-_LOCK_ROW = f"UPDATE {sql.SESSION} SET updated_at = updated_at WHERE id = %s AND kind = %s"
-_DELETE_PARTS = (
-    f"DELETE FROM {sql.PART} WHERE entry_id IN (SELECT id FROM {sql.ENTRY} WHERE session_id = %s)"
-)
-_DELETE_ENTRIES = f"DELETE FROM {sql.ENTRY} WHERE session_id = %s"
-_DELETE_STEPS = f"DELETE FROM {sql.STEP} WHERE session_id = %s"
 
 _RECORD_FIELDS = (
     "id",
@@ -88,8 +74,6 @@ _RECORD_FIELDS = (
     "incarnation",
 )
 _STAMPS = frozenset({"created_at", "updated_at"})
-_UPSERT_CACHE: dict[tuple[str, ...], str] = {}
-_UPDATE_CACHE: dict[tuple[str, ...], str] = {}
 
 
 def _record(values: Sequence[Any]) -> SessionRecord:
@@ -208,7 +192,7 @@ class SessionStore(StoreBase):
                         )
                     )
                 try:
-                    cursor.executemany(_INSERT, params)
+                    cursor.executemany(session_sql.INSERT, params)
                 except IntegrityError as exc:
                     if is_unique_violation(exc):
                         raise exceptions.SessionExists("a session id is already taken") from exc
@@ -346,7 +330,7 @@ class SessionStore(StoreBase):
             **values,
         )
         try:
-            cursor.execute(_INSERT, params)
+            cursor.execute(session_sql.INSERT, params)
         except IntegrityError as exc:
             if is_unique_violation(exc):
                 raise exceptions.SessionExists(f"session already exists: {session_id}") from exc
@@ -367,16 +351,16 @@ class SessionStore(StoreBase):
         missing and ``ValidationError`` when it is another kind.
         """
         if stamp is None:
-            cursor.execute(_LOCK_ROW, [session_id, kind])
+            cursor.execute(session_sql.LOCK_ROW, [session_id, kind])
         else:
             value = cursor.db.ops.adapt_datetimefield_value(stamp)
-            cursor.execute(_TOUCH_FORWARD, [value, value, session_id, kind])
+            cursor.execute(session_sql.TOUCH_FORWARD, [value, value, session_id, kind])
         if cursor.rowcount == 1:
             if stamp is not None:
                 # A write to the session: its followers look (at commit).
                 notify.notify(self.using, notify.session_key(session_id))
             return
-        cursor.execute(_KIND_OF, [session_id])
+        cursor.execute(session_sql.KIND_OF, [session_id])
         row = cursor.fetchone()
         if row is None:
             raise exceptions.NoSession(f"no such session: {session_id}")
@@ -388,11 +372,7 @@ class SessionStore(StoreBase):
     def update(self, cursor: CursorWrapper, session_id: str, **values: Any) -> int:
         """Set session columns (attribute names; datetimes adapted here); the row count."""
         _check_columns(values)
-        names = tuple(values)
-        statement = _UPDATE_CACHE.get(names)
-        if statement is None:
-            sets = ", ".join(f"{name} = %s" for name in names)  # checked: column names
-            statement = _UPDATE_CACHE[names] = f"UPDATE {sql.SESSION} SET {sets} WHERE id = %s"
+        statement = session_sql.update(tuple(values))  # checked above: column names
         ops = cursor.db.ops
         params = [
             ops.adapt_datetimefield_value(v) if isinstance(v, datetime) else v
@@ -415,15 +395,9 @@ class SessionStore(StoreBase):
         retried write reuses the same values.
         """
         names = tuple(values)
-        key = (kind, *names)
-        statement = _UPSERT_CACHE.get(key)
-        if statement is None:
+        if names:
             _check_columns(values)
-            sets = ", ".join(f"{c} = excluded.{c}" for c in ("updated_at", *names))
-            statement = _UPSERT_CACHE[key] = (
-                f"{_INSERT} ON CONFLICT (id) DO UPDATE SET {sets} "
-                f"WHERE {sql.SESSION}.kind = '{_check_kind(kind)}'"
-            )
+        statement = session_sql.upsert(_check_kind(kind), names)
         adapted = connections[self.using].ops.adapt_datetimefield_value(stamp)
         params = sql.row(
             Session, id=session_id, kind=kind, created_at=adapted, updated_at=adapted, **values
@@ -443,7 +417,7 @@ class SessionStore(StoreBase):
         # means the id belongs to another store: refuse (the transaction rolls
         # back) instead of grafting, say, a step trace onto a tree session.
         if cursor.rowcount == 0:
-            cursor.execute(_KIND_OF, [prepared.session_id])
+            cursor.execute(session_sql.KIND_OF, [prepared.session_id])
             row = cursor.fetchone()
             other = row[0] if row else "?"
             raise exceptions.SessionExists(
@@ -454,8 +428,7 @@ class SessionStore(StoreBase):
 
     def lock_kind(self, cursor: CursorWrapper, session_id: str) -> str | None:
         """The session's kind, its row locked on PostgreSQL; ``None`` when missing."""
-        suffix = " FOR UPDATE" if cursor.db.vendor == "postgresql" else ""
-        cursor.execute(_KIND_OF + suffix, [session_id])
+        cursor.execute(session_sql.lock_kind(cursor.db.vendor), [session_id])
         row = cursor.fetchone()
         return None if row is None else str(row[0])
 
@@ -467,9 +440,9 @@ class SessionStore(StoreBase):
         Task.objects.using(using).filter(agent__child_session_id=session_id).delete()
         # Entries, parts and steps go with set-based statements: the ORM's
         # cascade would load every row into memory first.
-        cursor.execute(_DELETE_PARTS, [session_id])
-        cursor.execute(_DELETE_ENTRIES, [session_id])
-        cursor.execute(_DELETE_STEPS, [session_id])
+        cursor.execute(session_sql.DELETE_PARTS, [session_id])
+        cursor.execute(session_sql.DELETE_ENTRIES, [session_id])
+        cursor.execute(session_sql.DELETE_STEPS, [session_id])
         if kind == SessionKind.LOOP:
             # A stale grant must never pre-approve a later session reusing the id.
             Grant.objects.using(using).filter(session_id=session_id).delete()
@@ -495,12 +468,7 @@ class SessionStore(StoreBase):
         another kind raises ``SessionExists``. LangGraph threads use it on
         every checkpoint that moves the thread (``stores/checkpoints.py``).
         """
-        statement = _CREATE_OR_TOUCH.get(kind)
-        if statement is None:
-            statement = _CREATE_OR_TOUCH[kind] = (
-                f"{_INSERT} ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at "
-                f"WHERE {sql.SESSION}.kind = '{_check_kind(kind)}'"
-            )
+        statement = session_sql.upsert(_check_kind(kind), ())
         adapted = cursor.db.ops.adapt_datetimefield_value(require_aware(stamp, "stamp"))
         params = sql.row(
             Session,
@@ -511,6 +479,3 @@ class SessionStore(StoreBase):
             owner_id=_owner_id(owner_id),
         )
         self.upsert(cursor, PreparedUpsert(statement, params, session_id, kind))
-
-
-_CREATE_OR_TOUCH: dict[str, str] = {}

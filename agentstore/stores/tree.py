@@ -36,12 +36,11 @@ from typing import Any
 from django.db import IntegrityError, connections, transaction
 from django.db.backends.utils import CursorWrapper
 
-from agentstore import exceptions
+from agentstore import exceptions, sql
 from agentstore.db import is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Entry, MessagePart
 from agentstore.models.sessions import SessionKind
-from agentstore.stores import sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.sessions import SessionStore
 from agentstore.stores.tree_context import (

@@ -38,7 +38,9 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from agentstore import sql
 from agentstore.models import FunctionTask
+from agentstore.sql import tasks as task_sql
 from agentstore.tasks.framework import framework
 from agentstore.tasks.handlers import FUNCTION_KIND, NotRetryable
 from agentstore.tasks.repository import SqlCursor, TaskRepository
@@ -65,14 +67,6 @@ _F = framework
 # Base classes as plain Any-typed names (mypy cannot follow a runtime-chosen module).
 _BaseTask: Any = _F.Task
 _BaseBackend: Any = _F.BaseTaskBackend
-_INSERT_FUNCTION = (
-    f"INSERT INTO {FunctionTask._meta.db_table} (task_id, function, backend, arguments_json) "
-    "VALUES (%s, %s, %s, %s)"
-)
-_SELECT_FUNCTION = (
-    f"SELECT function, backend, arguments_json FROM {FunctionTask._meta.db_table} "
-    "WHERE task_id = %s"
-)
 #: Event kinds whose payload carries a TaskError (exception_class_path, traceback).
 ERROR_EVENTS = frozenset({"task_retry_scheduled", "task_failed"})
 
@@ -124,7 +118,16 @@ class AgentStoreBackend(_BaseBackend):  # type: ignore[misc]
         path, alias = task.module_path, self.alias
 
         def details(cursor: SqlCursor, task_id: str) -> None:
-            cursor.execute(_INSERT_FUNCTION, [task_id, path, alias, arguments])
+            cursor.execute(
+                task_sql.INSERT_FUNCTION,
+                sql.row(
+                    FunctionTask,
+                    task_id=task_id,
+                    function=path,
+                    backend=alias,
+                    arguments_json=arguments,
+                ),
+            )
 
         entity = TaskRepository(using=self.database).enqueue(
             TaskEntity(
@@ -301,7 +304,7 @@ def run_function(job: Job) -> str:
     """
     # Hand-written: this read is on every task's path, and the ORM costs more than it.
     with connections[job.tasks.using].cursor() as cursor:
-        cursor.execute(_SELECT_FUNCTION, [job.task.id])
+        cursor.execute(task_sql.SELECT_FUNCTION, [job.task.id])
         found = cursor.fetchone()
     if found is None:
         raise NotRetryable(f"function task {job.task.id} has no call details")

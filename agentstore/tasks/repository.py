@@ -50,20 +50,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Protocol
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
 
-from agentstore import notify
+from agentstore import notify, sql
 from agentstore.conf import agentstore_settings
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import Session, Task, TaskEvent
 from agentstore.models.tasks import TaskState
-from agentstore.stores import sql
+from agentstore.sql import tasks as task_sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.types.tasks import (
     EventEntity,
@@ -92,136 +92,10 @@ LEASED = (RUNNING, CANCELING)
 #: Largest page of the owner and queue listings (librecode's cap).
 LIST_LIMIT = 100
 #: Tasks recovered per write transaction (keeps each transaction short).
-RECOVERY_BATCH = 100
+RECOVERY_BATCH = task_sql.BATCH
 
-TASK_TABLE = sql.TASK
-EVENT_TABLE = sql.TASK_EVENT
-# Every TaskEvent column in model order: task_id, sequence, event_id, kind,
-# payload_json, created_at (tests/stores/test_sql.py checks it against _meta).
-_EVENT_COLUMNS = sql.columns(TaskEvent)
-
-TASK_FIELDS = (
-    "id",
-    "kind",
-    "state",
-    "parent_task_id",
-    "owner_session_id",
-    "concurrency_key",
-    "result",
-    "error_code",
-    "error_message",
-    "created_at",
-    "started_at",
-    "finished_at",
-    "updated_at",
-    "lease_owner",
-    "lease_expires_at",
-    "queue_name",
-    "priority",
-    "run_after",
-    "attempts",
-    "max_attempts",
-)
-_DATETIME_FIELDS = tuple(
-    name for name in TASK_FIELDS if name.endswith("_at") or name == "run_after"
-)
-EVENT_FIELDS = ("task_id", "sequence", "event_id", "kind", "payload_json", "created_at")
-
-# Appends the next event of one task. The caller holds the task's write slot
-# (SQLite) or row lock (PostgreSQL), so max + 1 cannot race.
-_INSERT_NEXT_EVENT = (
-    f"INSERT INTO {EVENT_TABLE} ({_EVENT_COLUMNS}) "
-    f"SELECT %s, COALESCE(MAX(sequence), 0) + 1, %s, %s, %s, %s FROM {EVENT_TABLE} "
-    "WHERE task_id = %s"
-)
-_INSERT_EVENT = f"INSERT INTO {EVENT_TABLE} ({_EVENT_COLUMNS}) VALUES ({sql.marks(TaskEvent)})"
-_CLAIM = (
-    f"UPDATE {TASK_TABLE} SET state = 'running', started_at = COALESCE(started_at, %s), "
-    "finished_at = NULL, result = '', error_code = '', error_message = '', "
-    "lease_owner = %s, lease_expires_at = %s, updated_at = %s, attempts = attempts + 1 "
-    "WHERE id = %s AND state = %s"
-)
-# The claim of the pick: one statement. The subquery picks, the outer guard
-# (state = 'queued') still decides (on PostgreSQL the pick skips locked rows),
-# and RETURNING hands back the claimed rows as they are now, so no re-read.
-_CLAIM_PICKED = (
-    f"UPDATE {TASK_TABLE} SET state = 'running', started_at = COALESCE(started_at, %s), "
-    "finished_at = NULL, result = '', error_code = '', error_message = '', "
-    "lease_owner = %s, lease_expires_at = %s, updated_at = %s, attempts = attempts + 1 "
-    "WHERE {picked} AND state = 'queued' RETURNING {fields}"
-)
-
-
-def _picked(pick: str, vendor: str) -> str:
-    """``id`` is one of the ids ``pick`` selects, the pick evaluated exactly once.
-
-    PostgreSQL may run an ``IN (subquery)`` once per outer row, and a LIMITed
-    ``FOR UPDATE SKIP LOCKED`` pick then returns a different row each time —
-    one claim took several tasks. ``ARRAY(subquery)`` is an init plan: one run.
-    SQLite evaluates an uncorrelated ``IN`` subquery once.
-    """
-    return f"id IN ({pick})" if vendor == "sqlite" else f"id = ANY(ARRAY({pick}))"
-
-
-_RENEW = (
-    f"UPDATE {TASK_TABLE} SET lease_expires_at = %s, updated_at = %s "
-    "WHERE id = %s AND state IN ('running', 'canceling') "
-    "AND lease_owner = %s AND lease_expires_at > %s"
-)
-
-
-@lru_cache(maxsize=32)
-def _finish_sql(states: int, owned: bool) -> str:
-    """The guarded terminal UPDATE of :meth:`TaskRepository.finish_row`, built once per shape."""
-    fence = " AND lease_owner IS NULL"
-    if owned:
-        fence = " AND lease_owner = %s AND lease_expires_at > %s"
-    return (
-        f"UPDATE {TASK_TABLE} SET state = %s, result = %s, error_code = %s, "
-        "error_message = %s, finished_at = %s, lease_owner = NULL, "
-        "lease_expires_at = NULL, updated_at = %s "
-        f"WHERE id = %s AND state IN ({_in(['%s'] * states)}){fence}"
-    )
-
-
-def _skip_locked(vendor: str) -> str:
-    # SQLite has no row locks (BEGIN IMMEDIATE serialises writers); PostgreSQL
-    # claimers skip rows another claimer holds instead of queueing behind it.
-    return "" if vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
-
-
-@lru_cache(maxsize=64)
-def _claim_ready_sql(queues: int, kinds: int, limit: int, vendor: str) -> str:
-    """``finish_and_claim``'s pick-and-claim, built once per shape (params: see the caller)."""
-    kind_filter = f" AND kind IN ({_in(['%s'] * kinds)})" if kinds else ""
-    pick = (
-        f"SELECT id FROM {TASK_TABLE} WHERE state = 'queued' "
-        f"AND queue_name IN ({_in(['%s'] * queues)}){kind_filter} "
-        "AND (run_after IS NULL OR run_after <= %s) "
-        f"ORDER BY priority DESC, created_at, id LIMIT {limit}{_skip_locked(vendor)}"
-    )
-    return _CLAIM_PICKED.format(picked=_picked(pick, vendor), fields=", ".join(TASK_FIELDS))
-
-
-@lru_cache(maxsize=64)
-def _ready_sql(queues: int, kinds: int) -> str:
-    """The lock-free "is anything ready?" look of an idle worker."""
-    kind_filter = f" AND kind IN ({_in(['%s'] * kinds)})" if kinds else ""
-    return (
-        f"SELECT 1 FROM {TASK_TABLE} WHERE state = 'queued' "
-        f"AND queue_name IN ({_in(['%s'] * queues)}){kind_filter} "
-        "AND (run_after IS NULL OR run_after <= %s) LIMIT 1"
-    )
-
-
-@lru_cache(maxsize=4)
-def _claim_next_sql(vendor: str) -> str:
-    """``claim_next_queued``: the oldest queued task of a kind, picked and claimed at once."""
-    pick = (
-        f"SELECT id FROM {TASK_TABLE} WHERE kind = %s AND state = 'queued' "
-        f"ORDER BY created_at, id LIMIT 1{_skip_locked(vendor)}"
-    )
-    return _CLAIM_PICKED.format(picked=_picked(pick, vendor), fields="id")
+TASK_FIELDS = task_sql.TASK_FIELDS
+EVENT_FIELDS = task_sql.EVENT_FIELDS
 
 
 class SqlCursor(Protocol):
@@ -354,10 +228,6 @@ def coded(error: ValidationError, code: str) -> ValidationError:
     return error
 
 
-def _in(values: Sequence[str]) -> str:
-    return ", ".join(["%s"] * len(values))
-
-
 class TaskRepository(StoreBase):
     """Generic task lifecycle and ordered task events (shared by the composite repositories)."""
 
@@ -400,22 +270,16 @@ class TaskRepository(StoreBase):
         """Adapt an aware datetime the way the ORM would, for hand-written SQL."""
         return connections[self.using].ops.adapt_datetimefield_value(value)
 
-    def for_update(self) -> str:
-        # SQLite has no row locks: BEGIN IMMEDIATE already serialises writers.
-        return "" if self.vendor == "sqlite" else " FOR UPDATE"
-
     def lock_task(self, cursor: SqlCursor, task_id: str) -> str | None:
         """Return the task's state, row-locked on PostgreSQL; ``None`` when missing."""
-        cursor.execute(
-            f"SELECT state FROM {TASK_TABLE} WHERE id = %s{self.for_update()}", [task_id]
-        )
+        cursor.execute(task_sql.lock_task(self.vendor), [task_id])
         row = cursor.fetchone()
         return None if row is None else str(row[0])
 
     def _append_next_event(
         self, cursor: SqlCursor, task_id: str, event_id: str, kind: str, payload: str, now: Any
     ) -> None:
-        cursor.execute(_INSERT_NEXT_EVENT, [task_id, event_id, kind, payload, now, task_id])
+        cursor.execute(task_sql.INSERT_NEXT_EVENT, [task_id, event_id, kind, payload, now, task_id])
 
     def insert_task(self, task: TaskEntity, task_id: str, event_id: str, now: datetime) -> None:
         """Insert a queued task and its ``task_queued`` event (inside a write)."""
@@ -464,7 +328,7 @@ class TaskRepository(StoreBase):
         """
         states = list(finish.from_states)
         at = self._db_time(now)
-        sql = _finish_sql(len(states), bool(finish.lease_owner))
+        statement = task_sql.finish(len(states), bool(finish.lease_owner))
         params: list[Any] = [
             finish.target_state,
             finish.result,
@@ -477,7 +341,7 @@ class TaskRepository(StoreBase):
         ]
         if finish.lease_owner:
             params += [finish.lease_owner, at]
-        cursor.execute(sql, params)
+        cursor.execute(statement, params)
         if cursor.rowcount != 1:
             return False
         self._append_next_event(
@@ -511,27 +375,24 @@ class TaskRepository(StoreBase):
         elif target_state == QUEUED:
             # A queued task holds no lease: whoever claims it next sets one.
             sets += ["lease_owner = NULL", "lease_expires_at = NULL"]
-        sql = (
-            f"UPDATE {TASK_TABLE} SET {', '.join(sets)} "
-            f"WHERE id = %s AND state IN ({_in(from_states)})"
-        )
         params += [task_id, *from_states]
+        fence = ""
         if lease_owner:
             # The lease holder moves its own task: fenced like renew/finish
             # (owner and liveness in the same statement).
-            sql += " AND lease_owner = %s AND lease_expires_at > %s"
+            fence = " AND lease_owner = %s AND lease_expires_at > %s"
             params += [lease_owner, at]
         elif terminal:
             # A transition never settles leased work: that is the owner's finish
             # (or recovery after the lease expired).
-            sql += " AND lease_owner IS NULL"
+            fence = " AND lease_owner IS NULL"
         elif target_state != CANCELING:
             # Anyone else may not take a task away from a live lease (running →
             # queued under a working worker); only the cancel *request* goes
             # through, because canceling keeps the lease and the worker settles.
-            sql += " AND (lease_owner IS NULL OR lease_expires_at <= %s)"
+            fence = " AND (lease_owner IS NULL OR lease_expires_at <= %s)"
             params.append(at)
-        cursor.execute(sql, params)
+        cursor.execute(task_sql.transition(tuple(sets), len(from_states), fence), params)
         if cursor.rowcount != 1:
             return False
         self._append_next_event(cursor, task_id, event_id, kind, payload_json, at)
@@ -547,49 +408,55 @@ class TaskRepository(StoreBase):
     ) -> list[str]:
         """Settle expired leased tasks of ``kind`` in batches; return their ids in order."""
         recovered: list[str] = []
-        before = self._db_time(expires_before)
-        # SKIP LOCKED: a row locked right now belongs to a worker that is
-        # settling it; the next sweep will see the outcome.
-        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
-        select = (
-            f"SELECT id, lease_owner FROM {TASK_TABLE} WHERE kind = %s "
-            "AND state IN ('running', 'canceling') "
-            "AND (lease_expires_at IS NULL OR lease_expires_at <= %s) "
-            f"ORDER BY created_at, id LIMIT {RECOVERY_BATCH}{lock}"
-        )
+        select = task_sql.expired_of_kind(self.vendor)
         while True:
             event_ids = [new_id() for _ in range(RECOVERY_BATCH)]
-            now = self.now()
-
-            def batch(
-                event_ids: list[str] = event_ids, now: datetime = now
-            ) -> tuple[int, list[str]]:
-                cursor = self.cursor()
-                cursor.execute(select, [kind, before])
-                candidates = cursor.fetchall()
-                changed: list[str] = []
-                for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
-                    finish = TaskFinish(
-                        task_id=task_id,
-                        event_kind=finish_template.event_kind,
-                        error_code=finish_template.error_code,
-                        error_message=finish_template.error_message,
-                        payload_json=finish_template.payload_json,
-                        target_state=finish_template.target_state,
-                        from_states=LEASED,
-                    )
-                    if self._finish_keeping_result(
-                        cursor, finish, event_id, now, expires_before, owner
-                    ):
-                        if after_each is not None:
-                            after_each(cursor, task_id)
-                        changed.append(task_id)
-                return len(candidates), changed
-
-            selected, changed = self.write(batch)
+            selected, changed = self.write(
+                partial(
+                    self._recover_batch,
+                    select,
+                    kind,
+                    expires_before,
+                    finish_template,
+                    after_each,
+                    event_ids,
+                    self.now(),
+                )
+            )
             recovered += changed
             if selected < RECOVERY_BATCH or not changed:
                 return recovered
+
+    def _recover_batch(
+        self,
+        select: str,
+        kind: str,
+        expires_before: datetime,
+        finish_template: TaskFinish,
+        after_each: Callable[[SqlCursor, str], None] | None,
+        event_ids: list[str],
+        now: datetime,
+    ) -> tuple[int, list[str]]:
+        """One batch of :meth:`recover_kind` (one write transaction): selected, settled ids."""
+        cursor = self.cursor()
+        cursor.execute(select, [kind, self._db_time(expires_before)])
+        candidates = cursor.fetchall()
+        changed: list[str] = []
+        for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
+            finish = TaskFinish(
+                task_id=task_id,
+                event_kind=finish_template.event_kind,
+                error_code=finish_template.error_code,
+                error_message=finish_template.error_message,
+                payload_json=finish_template.payload_json,
+                target_state=finish_template.target_state,
+                from_states=LEASED,
+            )
+            if self._finish_keeping_result(cursor, finish, event_id, now, expires_before, owner):
+                if after_each is not None:
+                    after_each(cursor, task_id)
+                changed.append(task_id)
+        return len(candidates), changed
 
     def _finish_keeping_result(
         self,
@@ -602,12 +469,6 @@ class TaskRepository(StoreBase):
     ) -> bool:
         # Recovery leaves ``result`` alone (a worker may have stored partial output).
         at = self._db_time(now)
-        sql = (
-            f"UPDATE {TASK_TABLE} SET state = %s, error_code = %s, error_message = %s, "
-            "finished_at = %s, lease_owner = NULL, lease_expires_at = NULL, updated_at = %s "
-            "WHERE id = %s AND state IN ('running', 'canceling') "
-            "AND (lease_expires_at IS NULL OR lease_expires_at <= %s)"
-        )
         params: list[Any] = [
             finish.target_state,
             finish.error_code,
@@ -618,11 +479,11 @@ class TaskRepository(StoreBase):
             self._db_time(expires_before),
         ]
         if owner is None:
-            sql += " AND lease_owner IS NULL"
+            statement = task_sql.RECOVER_ONE_UNOWNED
         else:
-            sql += " AND lease_owner = %s"
+            statement = task_sql.RECOVER_ONE_OWNED
             params.append(owner)
-        cursor.execute(sql, params)
+        cursor.execute(statement, params)
         if cursor.rowcount != 1:
             return False
         self._append_next_event(
@@ -775,7 +636,9 @@ class TaskRepository(StoreBase):
 
         def claim_it() -> bool:
             cursor = self.cursor()
-            cursor.execute(_CLAIM, [at, claim.lease_owner, expires, at, claim.task_id, source])
+            cursor.execute(
+                task_sql.CLAIM, [at, claim.lease_owner, expires, at, claim.task_id, source]
+            )
             if cursor.rowcount != 1:
                 return False
             self._append_next_event(cursor, claim.task_id, event_id, claim.event_kind, "{}", at)
@@ -807,7 +670,7 @@ class TaskRepository(StoreBase):
         require_text(event_kind, "event.kind")
         expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
         event_id, at = new_id(), self._db_time(self.now())
-        claim = _claim_next_sql(self.vendor)
+        claim = task_sql.claim_next(self.vendor)
 
         def claim_it() -> str | None:
             cursor = self.cursor()
@@ -836,7 +699,7 @@ class TaskRepository(StoreBase):
 
         def renew() -> bool:
             cursor = self.cursor()
-            cursor.execute(_RENEW, [expires, at, task_id, lease_owner, at])
+            cursor.execute(task_sql.RENEW, [expires, at, task_id, lease_owner, at])
             return bool(cursor.rowcount == 1)
 
         return self.write(renew)
@@ -954,13 +817,10 @@ class TaskRepository(StoreBase):
             cursor = self.cursor()
             if self.lock_task(cursor, task_id) is None:
                 raise ValidationError(f"task {task_id} does not exist", field="task_id")
-            cursor.execute(
-                f"SELECT COALESCE(MAX(sequence), 0) + 1 FROM {EVENT_TABLE} WHERE task_id = %s",
-                [task_id],
-            )
+            cursor.execute(task_sql.NEXT_SEQUENCE, [task_id])
             sequence = int(cursor.fetchone()[0])
             cursor.execute(
-                _INSERT_EVENT,
+                task_sql.INSERT_EVENT,
                 [task_id, sequence, event_id, kind, payload_json, self._db_time(now)],
             )
             return sequence
@@ -989,11 +849,7 @@ class TaskRepository(StoreBase):
         now = self.now()
         # The fence and the next sequence in one statement; on PostgreSQL the
         # row lock serialises us against finish/recovery/other appenders.
-        fence = (
-            f"SELECT (SELECT COALESCE(MAX(sequence), 0) FROM {EVENT_TABLE} WHERE task_id = %s) "
-            f"FROM {TASK_TABLE} WHERE id = %s AND state IN ('running', 'canceling') "
-            f"AND lease_owner = %s AND lease_expires_at > %s{self.for_update()}"
-        )
+        fence = task_sql.running_fence(self.vendor)
 
         def append() -> int | None:
             at = self._db_time(now)
@@ -1004,7 +860,7 @@ class TaskRepository(StoreBase):
                 return None
             base = int(row[0])
             cursor.executemany(
-                _INSERT_EVENT,
+                task_sql.INSERT_EVENT,
                 [
                     (task_id, base + n, event_id, draft.kind, draft.payload_json, at)
                     for n, (event_id, draft) in enumerate(zip(event_ids, drafts, strict=True), 1)
@@ -1098,21 +954,15 @@ class TaskRepository(StoreBase):
         if task.run_after is not None:
             run_after = require_aware(task.run_after, "task.run_after")
         task_id, event_id, now = new_id(), new_id(), self.now()
-        insert = (
-            f"INSERT INTO {TASK_TABLE} (id, kind, state, parent_task_id, owner_session_id, "
-            "concurrency_key, result, error_code, error_message, created_at, updated_at, "
-            "queue_name, priority, run_after, attempts, max_attempts) "
-            "VALUES (%s, %s, 'queued', %s, %s, %s, '', '', '', %s, %s, %s, %s, %s, 0, %s)"
-        )
 
         def insert_it() -> None:
             cursor = self.cursor()
             if owner:
-                cursor.execute("SELECT 1 FROM agentstore_session WHERE id = %s", [owner])
+                cursor.execute(task_sql.SESSION_EXISTS, [owner])
                 if cursor.fetchone() is None:
                     raise NoSession(f"enqueue task: owner session {owner} does not exist")
             if parent:
-                cursor.execute(f"SELECT 1 FROM {TASK_TABLE} WHERE id = %s", [parent])
+                cursor.execute(task_sql.TASK_EXISTS, [parent])
                 if cursor.fetchone() is None:
                     raise ValidationError(
                         f"enqueue task: task.parent_task_id {parent} names no task",
@@ -1120,22 +970,28 @@ class TaskRepository(StoreBase):
                     )
             at = self._db_time(now)
             cursor.execute(
-                insert,
-                [
-                    task_id,
-                    kind,
-                    parent or None,
-                    owner or None,
-                    task.concurrency_key,
-                    at,
-                    at,
-                    queue,
-                    task.priority,
-                    self._db_time(run_after),
-                    max_attempts,
-                ],
+                task_sql.INSERT_TASK,
+                sql.row(
+                    Task,
+                    id=task_id,
+                    kind=kind,
+                    state=QUEUED,
+                    parent_task_id=parent or None,
+                    owner_session_id=owner or None,
+                    concurrency_key=task.concurrency_key,
+                    result="",
+                    error_code="",
+                    error_message="",
+                    created_at=at,
+                    updated_at=at,
+                    queue_name=queue,
+                    priority=task.priority,
+                    run_after=self._db_time(run_after),
+                    attempts=0,
+                    max_attempts=max_attempts,
+                ),
             )
-            cursor.execute(_INSERT_EVENT, [task_id, 1, event_id, "task_queued", "{}", at])
+            cursor.execute(task_sql.INSERT_EVENT, [task_id, 1, event_id, "task_queued", "{}", at])
             if also is not None:
                 also(cursor, task_id)
             notify.notify(self.using, notify.queue_key(queue))  # idle workers look
@@ -1209,7 +1065,7 @@ class TaskRepository(StoreBase):
         now = self.now()
         at = self._db_time(now)
         event_ids = [new_id() for _ in range(limit)]
-        claim = _claim_ready_sql(len(queues), len(kinds), limit, self.vendor)
+        claim = task_sql.claim_ready(len(queues), len(kinds), limit, self.vendor)
         owner_json = json.dumps(lease_owner)
 
         def claim_them() -> tuple[list[bool], list[TaskEntity]]:
@@ -1228,7 +1084,7 @@ class TaskRepository(StoreBase):
             # RETURNING keeps no order: put the batch back in claim order.
             rows.sort(key=lambda row: (-row["priority"], row["created_at"], row["id"]))
             cursor.executemany(
-                _INSERT_NEXT_EVENT,
+                task_sql.INSERT_NEXT_EVENT,
                 [
                     (
                         row["id"],
@@ -1247,7 +1103,7 @@ class TaskRepository(StoreBase):
         # like the claim: the ORM would cost more than the query).
         if look_first:
             cursor = self.cursor()
-            cursor.execute(_ready_sql(len(queues), len(kinds)), [*queues, *kinds, at])
+            cursor.execute(task_sql.ready(len(queues), len(kinds)), [*queues, *kinds, at])
             if cursor.fetchone() is None:
                 return (self.finish_many(clean) if clean else []), []
         return self.write(claim_them)
@@ -1255,7 +1111,7 @@ class TaskRepository(StoreBase):
     def _row_values(self, row: Sequence[Any]) -> dict[str, Any]:
         """A raw ``SELECT`` of :data:`TASK_FIELDS` as ``values()`` would return it."""
         values = dict(zip(TASK_FIELDS, row, strict=True))
-        for name in _DATETIME_FIELDS:
+        for name in task_sql.DATETIME_FIELDS:
             value = values[name]
             if isinstance(value, str):  # SQLite's own cursor may hand back the stored text
                 value = parse_datetime(value)
@@ -1279,7 +1135,7 @@ class TaskRepository(StoreBase):
             cursor = self.cursor()
             held = []
             for task_id in task_ids:
-                cursor.execute(_RENEW, [expires, at, task_id, lease_owner, at])
+                cursor.execute(task_sql.RENEW, [expires, at, task_id, lease_owner, at])
                 if cursor.rowcount == 1:
                     held.append(task_id)
             return held
@@ -1305,15 +1161,12 @@ class TaskRepository(StoreBase):
         require_event(event_kind, payload_json)
         when = self._db_time(require_aware(run_after, "run_after"))
         event_id, at = new_id(), self._db_time(self.now())
-        sql = (
-            f"UPDATE {TASK_TABLE} SET state = 'queued', run_after = %s, lease_owner = NULL, "
-            "lease_expires_at = NULL, error_code = %s, error_message = %s, updated_at = %s "
-            "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s"
-        )
 
         def retry_it() -> bool:
             cursor = self.cursor()
-            cursor.execute(sql, [when, error_code, error_message, at, task_id, lease_owner, at])
+            cursor.execute(
+                task_sql.RETRY, [when, error_code, error_message, at, task_id, lease_owner, at]
+            )
             if cursor.rowcount != 1:
                 return False
             self._append_next_event(cursor, task_id, event_id, event_kind, payload_json, at)
@@ -1332,44 +1185,34 @@ class TaskRepository(StoreBase):
         requeued ids.
         """
         before = self._db_time(require_aware(expires_before, "expires_before"))
-        kind_filter = f" AND kind IN ({_in(kinds)})" if kinds else ""
-        lock = "" if self.vendor == "sqlite" else " FOR UPDATE SKIP LOCKED"
-        select = (
-            f"SELECT id, lease_owner FROM {TASK_TABLE} WHERE state = 'running' "
-            f"AND lease_expires_at <= %s AND attempts < max_attempts{kind_filter} "
-            f"ORDER BY lease_expires_at, id LIMIT {RECOVERY_BATCH}{lock}"
-        )
-        update = (
-            f"UPDATE {TASK_TABLE} SET state = 'queued', lease_owner = NULL, "
-            "lease_expires_at = NULL, error_code = 'lease_expired', "
-            "error_message = 'task worker lease expired', updated_at = %s "
-            "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at <= %s"
-        )
+        select = task_sql.expired_requeueable(len(kinds), self.vendor)
         requeued: list[str] = []
         while True:
             event_ids = [new_id() for _ in range(RECOVERY_BATCH)]
             at = self._db_time(self.now())
-
-            def batch(event_ids: list[str] = event_ids, at: Any = at) -> tuple[int, list[str]]:
-                cursor = self.cursor()
-                cursor.execute(select, [before, *kinds])
-                candidates = cursor.fetchall()
-                changed = []
-                for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
-                    cursor.execute(update, [at, task_id, owner, before])
-                    if cursor.rowcount != 1:
-                        continue
-                    payload = json.dumps({"worker_id": owner, "error_code": "lease_expired"})
-                    self._append_next_event(
-                        cursor, task_id, event_id, "task_lease_expired", payload, at
-                    )
-                    changed.append(str(task_id))
-                return len(candidates), changed
-
-            selected, changed = self.write(batch)
+            selected, changed = self.write(
+                partial(self._requeue_batch, select, [before, *kinds], before, event_ids, at)
+            )
             requeued += changed
             if selected < RECOVERY_BATCH or not changed:
                 return requeued
+
+    def _requeue_batch(
+        self, select: str, params: list[Any], before: Any, event_ids: list[str], at: Any
+    ) -> tuple[int, list[str]]:
+        """One batch of :meth:`requeue_expired` (one write transaction): selected count, ids."""
+        cursor = self.cursor()
+        cursor.execute(select, params)
+        candidates = cursor.fetchall()
+        changed = []
+        for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
+            cursor.execute(task_sql.REQUEUE_EXPIRED, [at, task_id, owner, before])
+            if cursor.rowcount != 1:
+                continue
+            payload = json.dumps({"worker_id": owner, "error_code": "lease_expired"})
+            self._append_next_event(cursor, task_id, event_id, "task_lease_expired", payload, at)
+            changed.append(str(task_id))
+        return len(candidates), changed
 
     def release(self, task_id: str, lease_owner: str) -> bool:
         """Give a claimed task back to its queue unrun (a stopping worker); fenced on the lease.
@@ -1377,17 +1220,11 @@ class TaskRepository(StoreBase):
         The claim's attempt is not counted; event ``task_released``.
         """
         event_id, at = new_id(), self._db_time(self.now())
-        sql = (
-            f"UPDATE {TASK_TABLE} SET state = 'queued', lease_owner = NULL, "
-            "lease_expires_at = NULL, attempts = attempts - 1, updated_at = %s "
-            "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s "
-            "AND attempts > 0"
-        )
         payload = json.dumps({"worker_id": lease_owner})
 
         def release_it() -> bool:
             cursor = self.cursor()
-            cursor.execute(sql, [at, task_id, lease_owner, at])
+            cursor.execute(task_sql.RELEASE, [at, task_id, lease_owner, at])
             if cursor.rowcount != 1:
                 return False
             self._append_next_event(cursor, task_id, event_id, "task_released", payload, at)

@@ -36,7 +36,7 @@ from agentstore.exceptions import AgentStoreError, NoSession, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import Session, ToolTask
 from agentstore.models.tasks import TOOL_ARGUMENTS_MAX_BYTES
-from agentstore.stores import sql
+from agentstore.sql import tasks as task_sql
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.repository import (
     QUEUED,
@@ -302,11 +302,7 @@ class ToolTaskRepository(SharesTasks):
 
         def cancel_it() -> bool:
             cursor = tasks.cursor()
-            cursor.execute(
-                f"SELECT state, kind, owner_session_id FROM {sql.TASK} "
-                f"WHERE id = %s{tasks.for_update()}",
-                [task_id],
-            )
+            cursor.execute(task_sql.lock_tool_task(tasks.vendor), [task_id])
             row = cursor.fetchone()
             if row is None or row[1] != TOOL_KIND or row[2] != owner:
                 return False

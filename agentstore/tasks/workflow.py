@@ -35,7 +35,7 @@ from agentstore.exceptions import (
 from agentstore.ids import new_id
 from agentstore.models import WorkflowAgentTask, WorkflowRun
 from agentstore.models.tasks import ACTIVE_STATES
-from agentstore.stores import sql
+from agentstore.sql import tasks as task_sql
 from agentstore.stores.base import Clock
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.agent import AgentTaskRepository
@@ -357,12 +357,7 @@ class WorkflowRepository(SharesTasks):
     def _lock_workflow(self, workflow_id: str) -> str:
         """Return the workflow's owner; lock its task row on PostgreSQL (serialises sequences)."""
         cursor = self.tasks.cursor()
-        cursor.execute(
-            f"SELECT t.owner_session_id FROM {sql.TASK} t "
-            f"JOIN {sql.WORKFLOW_RUN} w ON w.task_id = t.id "
-            f"WHERE t.id = %s{' FOR UPDATE OF t' if self.tasks.vendor != 'sqlite' else ''}",
-            [workflow_id],
-        )
+        cursor.execute(task_sql.lock_workflow_owner(self.tasks.vendor), [workflow_id])
         row = cursor.fetchone()
         if row is None:
             raise ValidationError(

@@ -5,7 +5,7 @@
 
 The statements live in :mod:`agentstore.demo.seeding` (``chain``,
 ``compact_every``), which the benchmarks and the demo use too; their column
-lists come from ``agentstore.stores.sql``. Entry ids are ``e<n>``; every entry
+lists come from ``agentstore.sql``. Entry ids are ``e<n>``; every entry
 is a user/assistant message whose parent is the previous one, all stamped
 :data:`STAMP` (append order is then ``seq``).
 """

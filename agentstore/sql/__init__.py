@@ -1,4 +1,15 @@
-"""The hand-written SQL's vocabulary, derived from the models' ``_meta``.
+"""The hand-written SQL: every raw statement agentstore sends, derived from ``_meta``.
+
+This package is the one home of raw SQL (``docs/development.md``, "Where each
+kind of change goes"). This module is the vocabulary — table names, column
+lists, defaults, the timestamp fast path; the statements live beside it, one
+module per table family: :mod:`agentstore.sql.tasks` (tasks, task events,
+function tasks, workflow runs), :mod:`agentstore.sql.entries` (tree and log
+entries, message parts), :mod:`agentstore.sql.sessions` (session rows and
+their cascades), :mod:`agentstore.sql.log` (holders, refs, the ref log),
+:mod:`agentstore.sql.steps` (loop steps), :mod:`agentstore.sql.documents` and
+:mod:`agentstore.sql.checkpoints`. Stores import the statement they send;
+none writes SQL text of its own (``tests/test_sql_home.py`` checks).
 
 The hot paths (appends, claims, last-N, branch walks) bypass the ORM and run
 hand-written SQL through Django's connection cursor (``docs/development.md``,
@@ -8,12 +19,13 @@ Python, not in the table. Copying those lists by hand lets them drift from the
 models; so every table name, column list and default used by raw SQL comes
 from here, computed once from the models::
 
-    from agentstore.stores import sql
+    from agentstore import sql
 
     f"INSERT INTO {sql.ENTRY} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
     params = sql.row(Entry, session_id=sid, seq=1, entry_id=eid, ...)   # defaults filled
 
-``tests/stores/test_sql.py`` compares every list here with ``_meta``.
+``tests/stores/test_sql.py`` compares every list here, and every table name and
+INSERT column list in the statement modules, with ``_meta``.
 
 Column names are written unquoted: every agentstore column is a lowercase
 identifier that is not reserved on SQLite or PostgreSQL (the test checks that
@@ -64,8 +76,12 @@ __all__ = [
     "WORKFLOW_RUN",
     "column_names",
     "columns",
+    "for_update",
     "marks",
+    "names",
+    "placeholders",
     "row",
+    "skip_locked",
     "timestamp_column",
     "utc",
 ]
@@ -101,6 +117,38 @@ def column_names(model: type[models.Model], *, exclude: Iterable[str] = ()) -> l
 def columns(model: type[models.Model], *, exclude: Iterable[str] = (), prefix: str = "") -> str:
     """``column, column, …`` of :func:`column_names` (each with ``prefix``, e.g. ``"e."``)."""
     return ", ".join(prefix + name for name in column_names(model, exclude=exclude))
+
+
+def names(model: type[models.Model], *fields: str, prefix: str = "") -> str:
+    """``column, column, …`` of the named fields, in the order given.
+
+    For the SELECT lists that read a subset: each name is looked up in
+    ``_meta`` (at import, since statements are module constants), so a renamed
+    or removed field fails loudly instead of leaving a stale column name.
+    """
+    found = [model._meta.get_field(name) for name in fields]
+    for name, f in zip(fields, found, strict=True):
+        if not isinstance(f, models.Field) or not f.concrete:
+            raise LookupError(f"{model.__name__}.{name} is not a column")
+    return ", ".join(prefix + str(f.column) for f in found if isinstance(f, models.Field))
+
+
+def placeholders(count: int) -> str:
+    """``%s, %s, …``: ``count`` placeholders (an ``IN (…)`` list)."""
+    return ", ".join(["%s"] * count)
+
+
+def for_update(vendor: str, *, skip_locked: bool = False, of: str = "") -> str:
+    """A SELECT's row-lock suffix: none on SQLite (``BEGIN IMMEDIATE`` serialises writers)."""
+    if vendor == "sqlite":
+        return ""
+    target = f" OF {of}" if of else ""
+    return f" FOR UPDATE{target}" + (" SKIP LOCKED" if skip_locked else "")
+
+
+def skip_locked(vendor: str) -> str:
+    """``FOR UPDATE SKIP LOCKED`` on PostgreSQL: claimers pass rows another claimer holds."""
+    return for_update(vendor, skip_locked=True)
 
 
 def marks(model: type[models.Model], *, exclude: Iterable[str] = ()) -> str:

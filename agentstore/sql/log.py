@@ -1,0 +1,56 @@
+"""The raw SQL of the log store: its lines (entry rows), holders and session look-ups.
+
+Sent by ``stores/log*.py`` (``docs/log-store.md``). A log session's entries
+are its canonical JSONL lines, one row each at ``seq``; the reads here go by
+``(session_id, seq)`` or ``(session_id, entry_id)`` — one index probe each —
+and a hold is one :class:`~agentstore.models.Holder` row per session.
+
+Names come from ``_meta`` (:mod:`agentstore.sql`); ``tests/stores/test_sql.py``
+checks them against the models.
+"""
+
+from __future__ import annotations
+
+from agentstore.models import Entry, Holder, Session
+from agentstore.sql import ENTRY, HOLDER, SESSION, columns, marks, names
+
+#: Every entry column: a log line fills the text projection its readers use; the
+#: tree-only metadata columns keep their model defaults (``sql.row``).
+INSERT_ENTRY = f"INSERT INTO {ENTRY} ({columns(Entry)}) VALUES ({marks(Entry)})"
+
+#: The line at an entry id; params: session, entry_id.
+LOOKUP = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND entry_id = %s"
+# The partial index's own condition, written out: a planner uses the index
+# only when the query implies it (a bound parameter could be "").
+# (No seq bound or MIN() here: with either, SQLite's planner prefers the seq index.)
+CALL = f"SELECT seq FROM {ENTRY} WHERE session_id = %s AND call_id = %s AND NOT (call_id = '')"
+#: The session's kind, header and persisted head (``log_open``).
+HEAD = f"SELECT {names(Session, 'kind', 'header', 'log_head')} FROM {SESSION} WHERE id = %s"
+NEWEST = f"SELECT seq, entry_id, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq DESC LIMIT 1"
+#: A page of lines walking down from ``seq``; params: session, highest seq, limit.
+PATH = (
+    f"SELECT {names(Entry, 'seq', 'entry_id', 'parent_id', 'type', 'line')} FROM {ENTRY} "
+    "WHERE session_id = %s AND seq <= %s ORDER BY seq DESC LIMIT %s"
+)
+#: What ``read_rows`` needs of the session row.
+SESSION_HEADER = (
+    f"SELECT {names(Session, 'kind', 'header', 'incarnation')} FROM {SESSION} WHERE id = %s"
+)
+HEADER = f"SELECT header FROM {SESSION} WHERE id = %s"
+INCARNATION = f"SELECT incarnation FROM {SESSION} WHERE id = %s"
+#: Every line of a session in order (``read_rows``); :data:`LINES_UP_TO` stops at a seq.
+LINES = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq"
+LINES_UP_TO = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND seq <= %s ORDER BY seq"
+#: Lines after a seq (a follower's catch-up); params: session, seq.
+LINES_AFTER = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND seq > %s ORDER BY seq"
+# One statement (autocommit): the cheap probe of every idle follow poll.
+# Params: session, kind.
+FOLLOW_PROBE = (
+    f"SELECT s.incarnation, (SELECT MAX(e.seq) FROM {ENTRY} e "
+    f"WHERE e.session_id = s.id) FROM {SESSION} s WHERE s.id = %s AND s.kind = %s"
+)
+
+#: Holders (``log_holds``): one row per held session.
+INSERT_HOLDER = f"INSERT INTO {HOLDER} ({columns(Holder)}) VALUES ({marks(Holder)})"
+DELETE_HOLDER = f"DELETE FROM {HOLDER} WHERE session_id = %s AND token = %s"
+HEARTBEAT = f"UPDATE {HOLDER} SET heartbeat = %s WHERE session_id = %s AND token = %s"

@@ -1,0 +1,60 @@
+"""The raw SQL of the session rows and their set-based cascades.
+
+Sent only by :class:`agentstore.stores.sessions.SessionStore`, the one owner
+of a Session row (``docs/development.md``). The statements whose SET list
+depends on the columns a caller sets are built here, cached per shape; the
+caller checks the column names against ``_meta`` before they reach
+:func:`update` or :func:`upsert` (they are interpolated).
+
+Names come from ``_meta`` (:mod:`agentstore.sql`); ``tests/stores/test_sql.py``
+checks them against the models.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from agentstore.models import Session
+from agentstore.sql import ENTRY, PART, SESSION, STEP, columns, for_update, marks
+
+INSERT = f"INSERT INTO {SESSION} ({columns(Session)}) VALUES ({marks(Session)})"
+KIND_OF = f"SELECT kind FROM {SESSION} WHERE id = %s"
+# Never move updated_at backwards (a back-dated message must not make an active
+# session look stale); on PostgreSQL this UPDATE also takes the session's row lock.
+TOUCH_FORWARD = (
+    f"UPDATE {SESSION} SET updated_at = CASE WHEN updated_at < %s THEN %s ELSE updated_at END "
+    "WHERE id = %s AND kind = %s"
+)
+LOCK_ROW = f"UPDATE {SESSION} SET updated_at = updated_at WHERE id = %s AND kind = %s"
+# A session's entries, parts and steps go with set-based statements: the ORM's
+# cascade would load every row into memory first.
+DELETE_PARTS = (
+    f"DELETE FROM {PART} WHERE entry_id IN (SELECT id FROM {ENTRY} WHERE session_id = %s)"
+)
+DELETE_ENTRIES = f"DELETE FROM {ENTRY} WHERE session_id = %s"
+DELETE_STEPS = f"DELETE FROM {STEP} WHERE session_id = %s"
+
+
+@lru_cache(maxsize=8)
+def lock_kind(vendor: str) -> str:
+    """The session's kind, its row locked on PostgreSQL; param: session id."""
+    return KIND_OF + for_update(vendor)
+
+
+@lru_cache(maxsize=128)
+def update(names: tuple[str, ...]) -> str:
+    """``UPDATE … SET name = %s, … WHERE id = %s`` (``names``: checked column names)."""
+    sets = ", ".join(f"{name} = %s" for name in names)
+    return f"UPDATE {SESSION} SET {sets} WHERE id = %s"
+
+
+@lru_cache(maxsize=128)
+def upsert(kind: str, names: tuple[str, ...]) -> str:
+    """Insert a session of ``kind``, or set ``updated_at`` and ``names`` on one of that kind.
+
+    ``INSERT … ON CONFLICT (id) DO UPDATE … WHERE kind = …`` (the same on
+    SQLite ≥ 3.24 and PostgreSQL) is race-free on both; no row changed means
+    the id belongs to another kind. ``kind`` is checked by the caller.
+    """
+    sets = ", ".join(f"{c} = excluded.{c}" for c in ("updated_at", *names))
+    return f"{INSERT} ON CONFLICT (id) DO UPDATE SET {sets} WHERE {SESSION}.kind = '{kind}'"

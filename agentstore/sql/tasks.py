@@ -1,0 +1,254 @@
+"""The raw SQL of the task tables: tasks, task events, function tasks, workflow runs.
+
+Sent by :class:`agentstore.tasks.repository.TaskRepository` and the composite
+repositories built on it (``docs/tasks.md``, "Composite repositories"). Every
+statement is a state change guarded in its WHERE clause and judged by its row
+count, or a pick that feeds one; the state machine itself is described in
+``models/tasks.py``. Statements that depend on the backend (row locks) or on a
+list's length are built by small cached functions, once per shape.
+
+Names come from ``_meta`` (:mod:`agentstore.sql`); ``tests/stores/test_sql.py``
+checks the INSERT column lists and table names against the models.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from agentstore.models import FunctionTask, Session, Task, TaskEvent
+from agentstore.sql import (
+    SESSION,
+    TASK,
+    TASK_EVENT,
+    WORKFLOW_RUN,
+    column_names,
+    columns,
+    for_update,
+    marks,
+    names,
+    placeholders,
+    skip_locked,
+)
+
+#: Every Task column in model order: what a claim RETURNs and ``_row_values`` reads.
+TASK_FIELDS: tuple[str, ...] = tuple(column_names(Task))
+#: The datetime columns among :data:`TASK_FIELDS` (SQLite's raw cursor returns them as text).
+DATETIME_FIELDS: tuple[str, ...] = tuple(
+    str(f.column) for f in Task._meta.concrete_fields if f.get_internal_type() == "DateTimeField"
+)
+#: Every TaskEvent column in model order (task_id, sequence, event_id, kind, payload_json,
+#: created_at).
+EVENT_FIELDS: tuple[str, ...] = tuple(column_names(TaskEvent))
+#: Tasks settled or requeued per write transaction (keeps each transaction short).
+BATCH = 100
+
+# Appends the next event of one task. The caller holds the task's write slot
+# (SQLite) or row lock (PostgreSQL), so max + 1 cannot race.
+# Parameters: task_id, event_id, kind, payload_json, created_at, task_id.
+INSERT_NEXT_EVENT = (
+    f"INSERT INTO {TASK_EVENT} ({columns(TaskEvent)}) "
+    f"SELECT %s, COALESCE(MAX(sequence), 0) + 1, %s, %s, %s, %s FROM {TASK_EVENT} "
+    "WHERE task_id = %s"
+)
+INSERT_EVENT = f"INSERT INTO {TASK_EVENT} ({columns(TaskEvent)}) VALUES ({marks(TaskEvent)})"
+NEXT_SEQUENCE = f"SELECT COALESCE(MAX(sequence), 0) + 1 FROM {TASK_EVENT} WHERE task_id = %s"
+INSERT_TASK = f"INSERT INTO {TASK} ({columns(Task)}) VALUES ({marks(Task)})"
+SESSION_EXISTS = f"SELECT 1 FROM {SESSION} WHERE {names(Session, 'id')} = %s"
+TASK_EXISTS = f"SELECT 1 FROM {TASK} WHERE id = %s"
+
+_CLAIM_SET = (
+    "state = 'running', started_at = COALESCE(started_at, %s), "
+    "finished_at = NULL, result = '', error_code = '', error_message = '', "
+    "lease_owner = %s, lease_expires_at = %s, updated_at = %s, attempts = attempts + 1"
+)
+#: Claim one named task from ``state``; params: at, owner, expires, at, task_id, state.
+CLAIM = f"UPDATE {TASK} SET {_CLAIM_SET} WHERE id = %s AND state = %s"
+# The claim of the pick: one statement. The subquery picks, the outer guard
+# (state = 'queued') still decides (on PostgreSQL the pick skips locked rows),
+# and RETURNING hands back the claimed rows as they are now, so no re-read.
+_CLAIM_PICKED = (
+    f"UPDATE {TASK} SET {_CLAIM_SET} WHERE {{picked}} AND state = 'queued' RETURNING {{fields}}"
+)
+
+#: Extend a live lease; params: expires, at, task_id, owner, at.
+RENEW = (
+    f"UPDATE {TASK} SET lease_expires_at = %s, updated_at = %s "
+    "WHERE id = %s AND state IN ('running', 'canceling') "
+    "AND lease_owner = %s AND lease_expires_at > %s"
+)
+#: A worker's retry: back to queued until run_after, fenced on the live lease.
+RETRY = (
+    f"UPDATE {TASK} SET state = 'queued', run_after = %s, lease_owner = NULL, "
+    "lease_expires_at = NULL, error_code = %s, error_message = %s, updated_at = %s "
+    "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s"
+)
+#: A stopping worker gives its claim back unrun (the attempt is not counted).
+RELEASE = (
+    f"UPDATE {TASK} SET state = 'queued', lease_owner = NULL, "
+    "lease_expires_at = NULL, attempts = attempts - 1, updated_at = %s "
+    "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s "
+    "AND attempts > 0"
+)
+#: Requeue one expired running task (the dead worker stays fenced out).
+REQUEUE_EXPIRED = (
+    f"UPDATE {TASK} SET state = 'queued', lease_owner = NULL, "
+    "lease_expires_at = NULL, error_code = 'lease_expired', "
+    "error_message = 'task worker lease expired', updated_at = %s "
+    "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at <= %s"
+)
+# Recovery leaves ``result`` alone (a worker may have stored partial output).
+_RECOVER_ONE = (
+    f"UPDATE {TASK} SET state = %s, error_code = %s, error_message = %s, "
+    "finished_at = %s, lease_owner = NULL, lease_expires_at = NULL, updated_at = %s "
+    "WHERE id = %s AND state IN ('running', 'canceling') "
+    "AND (lease_expires_at IS NULL OR lease_expires_at <= %s)"
+)
+RECOVER_ONE_UNOWNED = _RECOVER_ONE + " AND lease_owner IS NULL"
+RECOVER_ONE_OWNED = _RECOVER_ONE + " AND lease_owner = %s"
+
+INSERT_FUNCTION = (
+    f"INSERT INTO {FunctionTask._meta.db_table} ({columns(FunctionTask)}) "
+    f"VALUES ({marks(FunctionTask)})"
+)
+SELECT_FUNCTION = (
+    f"SELECT {names(FunctionTask, 'function', 'backend', 'arguments_json')} "
+    f"FROM {FunctionTask._meta.db_table} WHERE task_id = %s"
+)
+
+
+def picked(pick: str, vendor: str) -> str:
+    """``id`` is one of the ids ``pick`` selects, the pick evaluated exactly once.
+
+    PostgreSQL may run an ``IN (subquery)`` once per outer row, and a LIMITed
+    ``FOR UPDATE SKIP LOCKED`` pick then returns a different row each time —
+    one claim took several tasks. ``ARRAY(subquery)`` is an init plan: one run.
+    SQLite evaluates an uncorrelated ``IN`` subquery once.
+    """
+    return f"id IN ({pick})" if vendor == "sqlite" else f"id = ANY(ARRAY({pick}))"
+
+
+@lru_cache(maxsize=4)
+def lock_task(vendor: str) -> str:
+    """The task's state, row-locked on PostgreSQL; param: task_id."""
+    return f"SELECT state FROM {TASK} WHERE id = %s{for_update(vendor)}"
+
+
+@lru_cache(maxsize=4)
+def lock_tool_task(vendor: str) -> str:
+    """State, kind and owner of a task, row-locked on PostgreSQL (a tool task's cancel)."""
+    return (
+        f"SELECT {names(Task, 'state', 'kind', 'owner_session')} FROM {TASK} "
+        f"WHERE id = %s{for_update(vendor)}"
+    )
+
+
+@lru_cache(maxsize=4)
+def lock_workflow_owner(vendor: str) -> str:
+    """A workflow run's owner session, its task row locked on PostgreSQL (serialises sequences)."""
+    return (
+        f"SELECT t.owner_session_id FROM {TASK} t "
+        f"JOIN {WORKFLOW_RUN} w ON w.task_id = t.id "
+        f"WHERE t.id = %s{for_update(vendor, of='t')}"
+    )
+
+
+@lru_cache(maxsize=4)
+def running_fence(vendor: str) -> str:
+    """The lease fence and the highest event sequence in one statement.
+
+    Params: task_id, task_id, owner, at. On PostgreSQL the row lock serialises
+    us against finish, recovery and other appenders.
+    """
+    return (
+        f"SELECT (SELECT COALESCE(MAX(sequence), 0) FROM {TASK_EVENT} WHERE task_id = %s) "
+        f"FROM {TASK} WHERE id = %s AND state IN ('running', 'canceling') "
+        f"AND lease_owner = %s AND lease_expires_at > %s{for_update(vendor)}"
+    )
+
+
+@lru_cache(maxsize=32)
+def finish(states: int, owned: bool) -> str:
+    """The guarded terminal UPDATE of ``finish_row``, built once per shape.
+
+    The fence: no owner → the task must hold no lease; an owner → that
+    owner's lease must still be live.
+    """
+    fence = " AND lease_owner IS NULL"
+    if owned:
+        fence = " AND lease_owner = %s AND lease_expires_at > %s"
+    return (
+        f"UPDATE {TASK} SET state = %s, result = %s, error_code = %s, "
+        "error_message = %s, finished_at = %s, lease_owner = NULL, "
+        "lease_expires_at = NULL, updated_at = %s "
+        f"WHERE id = %s AND state IN ({placeholders(states)}){fence}"
+    )
+
+
+@lru_cache(maxsize=64)
+def transition(sets: tuple[str, ...], states: int, fence: str) -> str:
+    """A guarded state change: ``sets`` assignments, ``states`` allowed sources, then ``fence``."""
+    allowed = placeholders(states)
+    return f"UPDATE {TASK} SET {', '.join(sets)} WHERE id = %s AND state IN ({allowed}){fence}"
+
+
+@lru_cache(maxsize=64)
+def claim_ready(queues: int, kinds: int, limit: int, vendor: str) -> str:
+    """``finish_and_claim``'s pick-and-claim, built once per shape.
+
+    Params: at, owner, expires, at, *queues, *kinds, at.
+    """
+    kind_filter = f" AND kind IN ({placeholders(kinds)})" if kinds else ""
+    pick = (
+        f"SELECT id FROM {TASK} WHERE state = 'queued' "
+        f"AND queue_name IN ({placeholders(queues)}){kind_filter} "
+        "AND (run_after IS NULL OR run_after <= %s) "
+        f"ORDER BY priority DESC, created_at, id LIMIT {limit}{skip_locked(vendor)}"
+    )
+    return _CLAIM_PICKED.format(picked=picked(pick, vendor), fields=", ".join(TASK_FIELDS))
+
+
+@lru_cache(maxsize=64)
+def ready(queues: int, kinds: int) -> str:
+    """The lock-free "is anything ready?" look of an idle worker."""
+    kind_filter = f" AND kind IN ({placeholders(kinds)})" if kinds else ""
+    return (
+        f"SELECT 1 FROM {TASK} WHERE state = 'queued' "
+        f"AND queue_name IN ({placeholders(queues)}){kind_filter} "
+        "AND (run_after IS NULL OR run_after <= %s) LIMIT 1"
+    )
+
+
+@lru_cache(maxsize=4)
+def claim_next(vendor: str) -> str:
+    """``claim_next_queued``: the oldest queued task of a kind, picked and claimed at once."""
+    pick = (
+        f"SELECT id FROM {TASK} WHERE kind = %s AND state = 'queued' "
+        f"ORDER BY created_at, id LIMIT 1{skip_locked(vendor)}"
+    )
+    return _CLAIM_PICKED.format(picked=picked(pick, vendor), fields="id")
+
+
+@lru_cache(maxsize=4)
+def expired_of_kind(vendor: str) -> str:
+    """A batch of leased tasks of a kind whose lease expired; params: kind, before.
+
+    SKIP LOCKED: a row locked right now belongs to a worker that is settling
+    it; the next sweep will see the outcome.
+    """
+    return (
+        f"SELECT id, lease_owner FROM {TASK} WHERE kind = %s "
+        "AND state IN ('running', 'canceling') "
+        "AND (lease_expires_at IS NULL OR lease_expires_at <= %s) "
+        f"ORDER BY created_at, id LIMIT {BATCH}{skip_locked(vendor)}"
+    )
+
+
+@lru_cache(maxsize=16)
+def expired_requeueable(kinds: int, vendor: str) -> str:
+    """A batch of running tasks whose lease expired with attempts left; params: before, *kinds."""
+    kind_filter = f" AND kind IN ({placeholders(kinds)})" if kinds else ""
+    return (
+        f"SELECT id, lease_owner FROM {TASK} WHERE state = 'running' "
+        f"AND lease_expires_at <= %s AND attempts < max_attempts{kind_filter} "
+        f"ORDER BY lease_expires_at, id LIMIT {BATCH}{skip_locked(vendor)}"
+    )
