@@ -332,7 +332,7 @@ class Worker(models.Model):
         return f"{self.id} on {self.host} (pid {self.pid})"
 
 
-#: Bound of a tool task's arguments JSON (bytes), as in the spec.
+#: Bound of a tool task's arguments JSON (bytes; docs/tasks.md, the validation table).
 TOOL_ARGUMENTS_MAX_BYTES = 256 * 1024
 
 

@@ -23,10 +23,7 @@ from django.db.models.expressions import RawSQL
 from agentstore.models import Entry, Session
 from agentstore.models.sessions import SessionQuerySet
 from agentstore.search import match_sql
-
-_TABLE = Session._meta.db_table
-_VISIBLE_STAFF = f"SELECT id, kind, owner_id, superseded_by FROM {_TABLE} WHERE id = %s"
-_VISIBLE_OWNER = _VISIBLE_STAFF + " AND owner_id = %s"
+from agentstore.sql import sessions as session_sql
 
 __all__ = [
     "is_staff",
@@ -63,10 +60,10 @@ def visible_session(user: Any, session_id: str, *, using: str = "default") -> Se
     staff = is_staff(user)
     if not staff and (user is None or not getattr(user, "is_authenticated", False)):
         return None
-    sql = _VISIBLE_STAFF if staff else _VISIBLE_OWNER
+    statement = session_sql.VISIBLE if staff else session_sql.VISIBLE_TO_OWNER
     params = [session_id] if staff else [session_id, user.pk]
     with connections[using].cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -105,7 +102,5 @@ def search_sessions(sessions: SessionQuerySet, text: str) -> SessionQuerySet:
             Q(name__icontains=text) | Q(opening__icontains=text)
         )
     sql, params = match
-    in_entries = RawSQL(
-        f"SELECT session_id FROM {Entry._meta.db_table} WHERE id IN ({sql})", params
-    )
+    in_entries = RawSQL(session_sql.sessions_of_entries(sql), params)
     return sessions.filter(Q(name__icontains=text) | Q(pk__in=in_entries))

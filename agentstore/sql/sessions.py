@@ -1,10 +1,11 @@
 """The raw SQL of the session rows and their set-based cascades.
 
-Sent only by :class:`agentstore.stores.sessions.SessionStore`, the one owner
-of a Session row (``docs/development.md``). The statements whose SET list
-depends on the columns a caller sets are built here, cached per shape; the
-caller checks the column names against ``_meta`` before they reach
-:func:`update` or :func:`upsert` (they are interpolated).
+Sent by :class:`agentstore.stores.sessions.SessionStore`, the one owner of a
+Session row (``docs/development.md``), and two reads of
+``agentstore.selectors.sessions``. The statements whose SET list depends on
+the columns a caller sets are built here, cached per shape; the caller checks
+the column names against ``_meta`` before they reach :func:`update` or
+:func:`upsert` (they are interpolated).
 
 Names come from ``_meta`` (:mod:`agentstore.sql`); ``tests/stores/test_sql.py``
 checks them against the models.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from agentstore.models import Session
-from agentstore.sql import ENTRY, PART, SESSION, STEP, columns, for_update, marks
+from agentstore.sql import ENTRY, PART, SESSION, STEP, columns, for_update, marks, names
 
 INSERT = f"INSERT INTO {SESSION} ({columns(Session)}) VALUES ({marks(Session)})"
 KIND_OF = f"SELECT kind FROM {SESSION} WHERE id = %s"
@@ -58,3 +59,17 @@ def upsert(kind: str, names: tuple[str, ...]) -> str:
     """
     sets = ", ".join(f"{c} = excluded.{c}" for c in ("updated_at", *names))
     return f"{INSERT} ON CONFLICT (id) DO UPDATE SET {sets} WHERE {SESSION}.kind = '{kind}'"
+
+
+# -- reads (agentstore.selectors.sessions) ---------------------------------------------
+
+#: What visibility needs of a session row, for staff; :data:`VISIBLE_TO_OWNER` adds the owner.
+VISIBLE = (
+    f"SELECT {names(Session, 'id', 'kind', 'owner', 'superseded_by')} FROM {SESSION} WHERE id = %s"
+)
+VISIBLE_TO_OWNER = VISIBLE + " AND owner_id = %s"
+
+
+def sessions_of_entries(entry_ids: str) -> str:
+    """The sessions of the entries ``entry_ids`` (a subquery, e.g. the search index's match)."""
+    return f"SELECT session_id FROM {ENTRY} WHERE id IN ({entry_ids})"

@@ -37,7 +37,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -47,6 +47,7 @@ from django.db.models import Max, Q
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
+from agentstore import sql
 from agentstore.db import atomic_write
 from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
@@ -807,11 +808,8 @@ class _Statements:
         return self._metadata_field.get_db_prep_save(dict(value), self.connection)
 
     def record(self, thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> CheckpointRecord:
-        created_at = row[6]
-        if isinstance(created_at, str):  # SQLite hands raw cursors the stored text
-            created_at = datetime.fromisoformat(created_at)
-        if timezone.is_naive(created_at):
-            created_at = timezone.make_aware(created_at, UTC)
+        # SQLite hands raw cursors the stored text: the one timestamp path (agentstore/sql).
+        created_at = sql.utc(row[6])
         return CheckpointRecord(
             thread_id=thread_id,
             checkpoint_ns=checkpoint_ns,

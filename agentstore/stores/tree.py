@@ -41,6 +41,7 @@ from agentstore.db import is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Entry, MessagePart
 from agentstore.models.sessions import SessionKind
+from agentstore.sql import tree as tree_sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.sessions import SessionStore
 from agentstore.stores.tree_context import (
@@ -76,126 +77,27 @@ from agentstore.validation import (
 
 __all__ = ["TreeStore"]
 
-_ENTRY = sql.ENTRY
-_PART = sql.PART
 TREE = SessionKind.TREE.value
-
-# Every entry column but session_id (and the settings a compaction records,
-# which only build_context reads), the primary key first: the order
-# _entry_from_row unpacks (tests/stores/test_sql.py checks it against _meta).
-# call_id is the log store's (agentsession function calls); tree rows keep "".
-_E_COLUMNS = "e.id, " + sql.columns(
-    Entry, exclude=("session", "call_id", "compaction_settings"), prefix="e."
-)
-# On SQLite, read created_at as plain text (the fast path in stores/sql.py):
-# on 10,000-entry branches Django's per-row converter is most of the cost.
-_E_COLUMNS_SQLITE = _E_COLUMNS.replace(
-    "e.created_at", sql.timestamp_column("e.created_at", "sqlite")
-)
-
-# Positions in a selected row (``e.session_id`` first, then _COLUMNS).
-_PK, _SEQ, _ENTRY_ID, _PARENT, _TYPE, _LINE, _CREATED, _ROLE, _CONTENT = range(1, 10)
-_PROVIDER, _MODEL, _CUSTOM_TYPE, _SUMMARY = range(10, 14)
-_PART_COUNT = 24
-
-# What build_context reads of each branch entry, and nothing more: on a
-# 10,000-entry branch the width of the rows is most of the cost. ``line`` is
-# only needed where the context reads data keys (usage, thinking level).
-_CONTEXT_COLUMNS = (
-    "e.id, e.entry_id, e.type, CASE WHEN e.type = 'thinking_level_change' OR "
-    "(e.role = 'assistant' AND e.line LIKE '%%\"usage\"%%') THEN e.line ELSE '{}' END, "
-    "e.created_at, e.role, e.content, e.provider, e.model, e.summary, e.model_facing, "
-    "e.compaction_first_kept_entry_id, e.part_count, e.compaction_settings"
-)
-_C_PK, _C_ID, _C_TYPE, _C_LINE, _C_CREATED, _C_ROLE, _C_CONTENT = range(7)
-_C_PROVIDER, _C_MODEL, _C_SUMMARY, _C_MODEL_FACING, _C_FIRST_KEPT, _C_PARTS = range(7, 13)
-_C_SETTINGS = 13
-# The next seq is computed in the INSERT itself: MAX over the unique
-# (session_id, seq) index is one index probe, and the statement runs inside the
-# write transaction that already holds the session (row lock or writer queue).
-# Under a parent the same statement checks it: no parent, no row inserted and
-# none returned — one statement where a SELECT and an INSERT were sent.
-_INSERT_ENTRY_HEAD = (
-    f"INSERT INTO {_ENTRY} (seq, {sql.columns(Entry, exclude=('seq',))}) "
-    f"SELECT n.seq, {sql.marks(Entry, exclude=('seq',))} "
-    f"FROM (SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM {_ENTRY} WHERE session_id = %s) n"
-)
-_INSERT_ENTRY = f"{_INSERT_ENTRY_HEAD} RETURNING id, seq"
-_INSERT_CHILD_ENTRY = (
-    f"{_INSERT_ENTRY_HEAD} WHERE EXISTS (SELECT 1 FROM {_ENTRY}"
-    " WHERE session_id = %s AND entry_id = %s) RETURNING id, seq"
-)
-_INSERT_PART = f"INSERT INTO {_PART} ({sql.columns(MessagePart)}) VALUES ({sql.marks(MessagePart)})"
-# Parts are hydrated in chunks well under SQLite's bound-parameter limit.
-_CHUNK = 900
-
-
-def _select_list(cursor: CursorWrapper) -> str:
-    columns = _E_COLUMNS_SQLITE if cursor.db.vendor == "sqlite" else _E_COLUMNS
-    return f"e.session_id, {columns}"
-
-
-def _context_select_list(cursor: CursorWrapper) -> str:
-    if cursor.db.vendor == "sqlite":
-        return _CONTEXT_COLUMNS.replace(
-            "e.created_at", sql.timestamp_column("e.created_at", "sqlite")
-        )
-    return _CONTEXT_COLUMNS
-
-
-def _ancestors_cte(cursor: CursorWrapper, *, bounded: bool = False) -> str:
-    """``WITH RECURSIVE chain(pk, parent_id, depth)``: an entry and its ancestors.
-
-    Parameters: session, entry id, session, session. The depth cap (the
-    session's highest seq bounds any simple path) keeps a corrupt parent cycle
-    from looping. ``bounded``: the last parameter is the deepest ``depth`` to
-    reach instead (a page of the path: ``limit - 1``). On PostgreSQL the step
-    is a LATERAL lookup: planned as a plain join, a fresh table's stale
-    statistics can make it rescan the session's entries once per level
-    (seconds for a 10,000-entry branch instead of ~50 ms).
-    """
-    if cursor.db.vendor == "postgresql":
-        step = (
-            " SELECT e.id, e.parent_id, chain.depth + 1 FROM chain CROSS JOIN LATERAL"
-            f" (SELECT x.id, x.parent_id FROM {_ENTRY} x WHERE x.session_id = %s"
-            " AND x.entry_id = chain.parent_id LIMIT 1) e"
-        )
-    else:
-        step = (
-            f" SELECT e.id, e.parent_id, chain.depth + 1 FROM chain JOIN {_ENTRY} e"
-            " ON e.session_id = %s AND e.entry_id = chain.parent_id"
-        )
-    cap = "%s" if bounded else f"(SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY} WHERE session_id = %s)"
-    return (
-        "WITH RECURSIVE chain(pk, parent_id, depth) AS ("
-        f" SELECT id, parent_id, 0 FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s"
-        " UNION ALL" + step + f" WHERE chain.depth < {cap})"
-    )
-
-
-def _descendants_cte(cursor: CursorWrapper) -> str:
-    """``WITH RECURSIVE doomed(pk, entry_id, depth)``: an entry and its descendants.
-
-    Parameters as for :func:`_ancestors_cte`, and a LATERAL step on PostgreSQL
-    for the same reason.
-    """
-    if cursor.db.vendor == "postgresql":
-        step = (
-            " SELECT e.id, e.entry_id, doomed.depth + 1 FROM doomed CROSS JOIN LATERAL"
-            f" (SELECT x.id, x.entry_id FROM {_ENTRY} x WHERE x.session_id = %s"
-            " AND x.parent_id = doomed.entry_id) e"
-        )
-    else:
-        step = (
-            f" SELECT e.id, e.entry_id, doomed.depth + 1 FROM doomed JOIN {_ENTRY} e"
-            " ON e.session_id = %s AND e.parent_id = doomed.entry_id"
-        )
-    return (
-        "WITH RECURSIVE doomed(pk, entry_id, depth) AS ("
-        f" SELECT id, entry_id, 0 FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s"
-        " UNION ALL" + step + f" WHERE doomed.depth < (SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY}"
-        " WHERE session_id = %s))"
-    )
+# Positions in the selected rows, and the chunk size (agentstore/sql/tree.py).
+_PK = tree_sql.PK
+_ROLE = tree_sql.ROLE
+_CONTENT = tree_sql.CONTENT
+_PART_COUNT = tree_sql.PART_COUNT
+_C_PK = tree_sql.C_PK
+_C_ID = tree_sql.C_ID
+_C_TYPE = tree_sql.C_TYPE
+_C_LINE = tree_sql.C_LINE
+_C_CREATED = tree_sql.C_CREATED
+_C_ROLE = tree_sql.C_ROLE
+_C_CONTENT = tree_sql.C_CONTENT
+_C_PROVIDER = tree_sql.C_PROVIDER
+_C_MODEL = tree_sql.C_MODEL
+_C_SUMMARY = tree_sql.C_SUMMARY
+_C_MODEL_FACING = tree_sql.C_MODEL_FACING
+_C_FIRST_KEPT = tree_sql.C_FIRST_KEPT
+_C_PARTS = tree_sql.C_PARTS
+_C_SETTINGS = tree_sql.C_SETTINGS
+_CHUNK = tree_sql.CHUNK
 
 
 _to_datetime = sql.utc
@@ -691,10 +593,7 @@ class TreeStore(StoreBase):
 
     @staticmethod
     def _require_parent(cursor: CursorWrapper, session_id: str, parent_id: str) -> None:
-        cursor.execute(
-            f"SELECT 1 FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s",
-            [session_id, parent_id],
-        )
+        cursor.execute(tree_sql.ENTRY_EXISTS, [session_id, parent_id])
         if cursor.fetchone() is None:
             raise exceptions.ValidationError(
                 f"parent_id {parent_id!r} is not an entry of session {session_id}",
@@ -707,7 +606,7 @@ class TreeStore(StoreBase):
         connection = cursor.db
         parent = e.parent_id
         cursor.execute(
-            _INSERT_ENTRY if parent is None else _INSERT_CHILD_ENTRY,
+            tree_sql.INSERT_ENTRY if parent is None else tree_sql.INSERT_CHILD_ENTRY,
             [
                 *sql.row(
                     Entry,
@@ -750,7 +649,7 @@ class TreeStore(StoreBase):
         pk, seq = inserted
         if draft.parts:
             cursor.executemany(
-                _INSERT_PART,
+                tree_sql.INSERT_PART,
                 [
                     sql.row(
                         MessagePart,
@@ -816,10 +715,7 @@ class TreeStore(StoreBase):
         order: str = "e.created_at, e.seq",
         hydrate: bool = True,
     ) -> list[EntryEntity]:
-        sql = f"SELECT {_select_list(cursor)} FROM {_ENTRY} e WHERE {where}"
-        if order:
-            sql += f" ORDER BY {order}"
-        cursor.execute(sql, list(params))
+        cursor.execute(tree_sql.select_entries(cursor.db.vendor, where, order), list(params))
         rows = cursor.fetchall()
         return self._build_entries(cursor, rows, hydrate)
 
@@ -830,7 +726,10 @@ class TreeStore(StoreBase):
             return [_entry_from_row(row, ()) for row in rows]
         parts = self._load_parts(cursor, [row[_PK] for row in rows if row[_PART_COUNT]])
         return [
-            _entry_from_row(row, _message_parts(row[_ROLE], row[_CONTENT], parts.get(row[_PK])))
+            _entry_from_row(
+                row,
+                _message_parts(row[_ROLE], row[_CONTENT], parts.get(row[_PK])),
+            )
             for row in rows
         ]
 
@@ -839,12 +738,7 @@ class TreeStore(StoreBase):
         found: dict[int, list[MessagePartEntity]] = defaultdict(list)
         for start in range(0, len(pks), _CHUNK):
             chunk = pks[start : start + _CHUNK]
-            marks = ", ".join(["%s"] * len(chunk))
-            cursor.execute(
-                "SELECT entry_id, type, text, mime_type, name, width, height, data "
-                f"FROM {_PART} WHERE entry_id IN ({marks}) ORDER BY entry_id, sequence",
-                chunk,
-            )
+            cursor.execute(tree_sql.load_parts(len(chunk)), chunk)
             for pk, kind, text, mime, name, width, height, data in cursor.fetchall():
                 found[pk].append(
                     MessagePartEntity(
@@ -941,12 +835,16 @@ class TreeStore(StoreBase):
         limit = _require_count(limit, "limit")
 
         def query(cursor: CursorWrapper) -> list[EntryEntity]:
-            rows = self._branch_rows(cursor, session_id, entry_id, _select_list(cursor), limit)
+            rows = self._branch_rows(
+                cursor, session_id, entry_id, tree_sql.select_list(cursor.db.vendor), limit
+            )
             return self._build_entries(cursor, rows, True)
 
         if entry_id:
             with connections[self.using].cursor() as cursor:
-                rows = self._branch_rows(cursor, session_id, entry_id, _select_list(cursor), limit)
+                rows = self._branch_rows(
+                    cursor, session_id, entry_id, tree_sql.select_list(cursor.db.vendor), limit
+                )
                 if not any(row[_PART_COUNT] for row in rows):
                     return self._build_entries(cursor, rows, True)  # no statement: no parts
         return list(self._cursor_read(query))
@@ -974,12 +872,7 @@ class TreeStore(StoreBase):
         ``limit > 0``: only the ``limit`` rows nearest ``entry_id``.
         """
         if not entry_id:
-            cursor.execute(
-                f"SELECT e.entry_id FROM {_ENTRY} e WHERE e.session_id = %s AND NOT EXISTS "
-                f"(SELECT 1 FROM {_ENTRY} c WHERE c.session_id = e.session_id "
-                "AND c.parent_id = e.entry_id) ORDER BY e.created_at DESC, e.seq DESC LIMIT 1",
-                [session_id],
-            )
+            cursor.execute(tree_sql.LATEST_LEAF, [session_id])
             row = cursor.fetchone()
             if row is None:
                 return []
@@ -989,9 +882,7 @@ class TreeStore(StoreBase):
         # below keep a corrupt parent cycle from looping.
         bounded = limit > 0
         cursor.execute(
-            _ancestors_cte(cursor, bounded=bounded)
-            + f" SELECT chain.depth, chain.pk, {columns} FROM chain"
-            f" JOIN {_ENTRY} e ON e.id = chain.pk",
+            tree_sql.branch(cursor.db.vendor, columns, bounded),
             [session_id, entry_id, session_id, limit - 1 if bounded else session_id],
         )
         rows = cursor.fetchall()
@@ -1067,11 +958,7 @@ class TreeStore(StoreBase):
                     order="",
                 )
             }
-            cursor.execute(
-                f"SELECT parent_id, COUNT(*) FROM {_ENTRY} WHERE session_id = %s "
-                f"AND parent_id IN ({marks}) GROUP BY parent_id",
-                [session_id, *ids],
-            )
+            cursor.execute(tree_sql.child_counts(len(ids)), [session_id, *ids])
             children = dict(cursor.fetchall())
             return [
                 TreeRowEntity(
@@ -1172,13 +1059,7 @@ class TreeStore(StoreBase):
         def query(cursor: CursorWrapper) -> list[EntryEntity]:
             sql_where, sql_params = where, list(params)
             if after_entry_id:
-                created = (
-                    "CAST(created_at AS TEXT)" if cursor.db.vendor == "sqlite" else "created_at"
-                )
-                cursor.execute(
-                    f"SELECT {created}, seq FROM {_ENTRY} WHERE session_id = %s AND entry_id = %s",
-                    [session_id, after_entry_id],
-                )
+                cursor.execute(tree_sql.sort_key(cursor.db.vendor), [session_id, after_entry_id])
                 key = cursor.fetchone()
                 if key is None:
                     raise exceptions.NoEntry(
@@ -1210,9 +1091,7 @@ class TreeStore(StoreBase):
 
         def query(cursor: CursorWrapper) -> bool:
             cursor.execute(
-                _ancestors_cte(cursor) + f" SELECT 1 FROM chain JOIN {_PART} p"
-                " ON p.entry_id = chain.pk"
-                " WHERE p.type = 'image' LIMIT 1",
+                tree_sql.has_image_part(cursor.db.vendor),
                 [session_id, entry_id, session_id, session_id],
             )
             return cursor.fetchone() is not None
@@ -1239,7 +1118,8 @@ class TreeStore(StoreBase):
             wanted = entries_needing_parts(branch)
             rows_by_id = {entry.id: entry for entry in branch if entry.id in wanted}
             parts = self._load_parts(
-                cursor, [entry.row[_C_PK] for entry in rows_by_id.values() if entry.row[_C_PARTS]]
+                cursor,
+                [entry.row[_C_PK] for entry in rows_by_id.values() if entry.row[_C_PARTS]],
             )
             for entry in rows_by_id.values():
                 row = entry.row
@@ -1289,7 +1169,7 @@ class TreeStore(StoreBase):
         ``settings=False`` skips that, and ``limit > 0`` stops counting past
         ``limit`` rows (both for :meth:`context_length`).
         """
-        columns = _context_select_list(cursor)
+        columns = tree_sql.context_select_list(cursor.db.vendor)
         tail = self._climb(cursor, session_id, leaf_id, columns, ("type", "compaction"), limit)
         if not tail:
             raise exceptions.NoEntry(f'entry "{leaf_id}" not found in session "{session_id}"')
@@ -1338,7 +1218,7 @@ class TreeStore(StoreBase):
         change, or at a compaction that recorded the settings above it —
         never further than the previous compaction.
         """
-        columns = _context_select_list(cursor)
+        columns = tree_sql.context_select_list(cursor.db.vendor)
         found = [row for row, _ in self._climb(cursor, session_id, entry_id, columns, None, 0)]
         settings = NO_SETTINGS
         if found and found[-1][_C_TYPE] == "compaction":
@@ -1365,52 +1245,15 @@ class TreeStore(StoreBase):
         ``limit > 0`` caps the rows. Like every walk here it is
         iterative (one recursive query) and capped by the session's highest seq
         against a corrupt parent cycle; on PostgreSQL the step is a LATERAL
-        lookup for the reason ``_ancestors_cte`` gives.
+        lookup (see ``agentstore/sql/tree.py``).
         """
-        if stop is None:
-            params: list[Any] = []
-            flags = (
-                f"{_passed('', 'model_change', 'm')}, {_passed('', 'thinking_level_change', 't')}"
-            )
-            step_flags = (
-                f"{_passed('e.', 'model_change', 'm')}, "
-                f"{_passed('e.', 'thinking_level_change', 't')}"
-            )
-            go_on = "NOT (chain.m = 1 AND chain.t = 1)"
-            where = (
-                " WHERE e.type IN ('model_change', 'thinking_level_change') OR "
-                + _RECORDED.format(a="e.")
-            )
-        else:
-            column, value = stop
-            assert column in ("type", "entry_id")  # names from this module, never input
+        params: list[Any] = []
+        stop_column = ""
+        if stop is not None:
+            stop_column, value = stop
             params = [value]
-            flags = f"CASE WHEN {{a}}{column} = %s THEN 1 ELSE 0 END, 0"
-            step_flags = flags.format(a="e.")
-            go_on = "chain.m = 0"
-            where = ""
-        if cursor.db.vendor == "postgresql":
-            step = (
-                f" SELECT e.id, e.parent_id, chain.depth + 1, {step_flags} FROM chain"
-                " CROSS JOIN LATERAL (SELECT x.id, x.parent_id, x.type, x.entry_id,"
-                f" x.compaction_settings FROM {_ENTRY} x WHERE x.session_id = %s"
-                " AND x.entry_id = chain.parent_id LIMIT 1) e"
-            )
-        else:
-            step = (
-                f" SELECT e.id, e.parent_id, chain.depth + 1, {step_flags} FROM chain"
-                f" JOIN {_ENTRY} e ON e.session_id = %s AND e.entry_id = chain.parent_id"
-            )
-        cap = (
-            "%s" if limit else f"(SELECT COALESCE(MAX(seq), 0) FROM {_ENTRY} WHERE session_id = %s)"
-        )
         cursor.execute(
-            "WITH RECURSIVE chain(pk, parent_id, depth, m, t) AS ("
-            f" SELECT id, parent_id, 0, {flags.format(a='')} FROM {_ENTRY}"
-            " WHERE session_id = %s AND entry_id = %s"
-            f" UNION ALL{step} WHERE chain.depth < {cap} AND {go_on})"
-            f" SELECT chain.depth, chain.pk, chain.parent_id, {columns} FROM chain"
-            f" JOIN {_ENTRY} e ON e.id = chain.pk{where}",
+            tree_sql.climb(cursor.db.vendor, columns, stop_column, bool(limit)),
             [
                 *params,
                 session_id,
@@ -1445,15 +1288,14 @@ class TreeStore(StoreBase):
                 except exceptions.NoSession:
                     return
                 cursor.execute(
-                    _descendants_cte(cursor) + " SELECT DISTINCT pk FROM doomed",
+                    tree_sql.descendants(cursor.db.vendor),
                     [session_id, entry_id, session_id, session_id],
                 )
                 pks = [row[0] for row in cursor.fetchall()]
                 for start in range(0, len(pks), _CHUNK):
                     chunk = pks[start : start + _CHUNK]
-                    marks = ", ".join(["%s"] * len(chunk))
-                    cursor.execute(f"DELETE FROM {_PART} WHERE entry_id IN ({marks})", chunk)
-                    cursor.execute(f"DELETE FROM {_ENTRY} WHERE id IN ({marks})", chunk)
+                    cursor.execute(tree_sql.delete_parts(len(chunk)), chunk)
+                    cursor.execute(tree_sql.delete_entries(len(chunk)), chunk)
 
         self.write(write)
 
@@ -1480,41 +1322,30 @@ class _TreeWalk:
     def __init__(self, cursor: CursorWrapper, session_id: str) -> None:
         self.cursor = cursor
         self.session_id = session_id
-        self.columns = self._columns("")
-
-    def _columns(self, alias: str) -> str:
-        created = f"{alias}created_at"
-        if self.cursor.db.vendor == "sqlite":
-            created = f"CAST({created} AS TEXT)"  # compared as stored, never converted
-        return f"{alias}entry_id, {alias}parent_id, {created}, {alias}seq"
+        self.vendor = str(cursor.db.vendor)
 
     def _one(self, where: str, params: list[Any], order: bool = True) -> _Key | None:
-        sql = f"SELECT {self.columns} FROM {_ENTRY} WHERE session_id = %s AND {where}"
-        if order:
-            sql += " ORDER BY created_at, seq LIMIT 1"
-        self.cursor.execute(sql, [self.session_id, *params])
+        statement = tree_sql.walk_one(self.vendor, where, order)
+        self.cursor.execute(statement, [self.session_id, *params])
         row = self.cursor.fetchone()
         return None if row is None else (row[0], row[1], row[2], row[3])
 
     def key(self, entry_id: str) -> _Key | None:
-        return self._one("entry_id = %s", [entry_id], order=False)
+        return self._one(tree_sql.WALK_KEY, [entry_id], order=False)
 
     def first_root(self) -> tuple[_Key, int] | None:
-        root = self._one("parent_id IS NULL", [])
+        root = self._one(tree_sql.WALK_ROOT, [])
         return None if root is None else (root, 0)
 
     def _next_sibling(self, key: _Key) -> _Key | None:
         _, parent, created, seq = key
-        same_parent = "parent_id IS NULL" if parent is None else "parent_id = %s"
-        params: list[Any] = [] if parent is None else [parent]
-        return self._one(
-            f"{same_parent} AND created_at >= %s AND (created_at > %s OR seq > %s)",
-            [*params, created, created, seq],
-        )
+        if parent is None:
+            return self._one(tree_sql.WALK_NEXT_ROOT, [created, created, seq])
+        return self._one(tree_sql.WALK_NEXT_SIBLING, [parent, created, created, seq])
 
     def after(self, key: _Key, depth: int) -> tuple[_Key, int] | None:
         """The entry after ``key`` (at ``depth``) in pre-order, with its depth."""
-        child = self._one("parent_id = %s", [key[0]])
+        child = self._one(tree_sql.WALK_CHILD, [key[0]])
         if child is not None:
             return child, depth + 1
         node: _Key | None = key
@@ -1532,14 +1363,8 @@ class _TreeWalk:
 
     def _climb(self, node: _Key, depth: int) -> tuple[_Key, int] | None:
         """The nearest later sibling of ``node`` or an ancestor, in one recursive query."""
-        nulls_equal = "IS" if self.cursor.db.vendor == "sqlite" else "IS NOT DISTINCT FROM"
         self.cursor.execute(
-            _ancestors_cte(self.cursor) + f" SELECT chain.depth, {self._columns('s.')} FROM chain"
-            f" JOIN {_ENTRY} a ON a.id = chain.pk JOIN {_ENTRY} s"
-            f" ON s.session_id = a.session_id AND s.parent_id {nulls_equal} a.parent_id"
-            " AND s.created_at >= a.created_at"
-            " AND (s.created_at > a.created_at OR s.seq > a.seq)"
-            " ORDER BY chain.depth, s.created_at, s.seq LIMIT 1",
+            tree_sql.walk_climb(self.vendor),
             [self.session_id, node[0], self.session_id, self.session_id],
         )
         row = self.cursor.fetchone()
@@ -1690,20 +1515,6 @@ class _ContextEntry:
 
 
 # A compaction that recorded the settings in force above it: a settings climb stops there.
-_RECORDED = "({a}type = 'compaction' AND {a}compaction_settings IS NOT NULL)"
-
-
-def _passed(alias: str, kind: str, flag: str) -> str:
-    """``1`` once a settings climb has passed a ``kind`` change (or a recorded compaction).
-
-    ``alias`` is ``""`` for the climb's first row and ``"e."`` for a step, which
-    carries the flag ``chain.<flag>`` up from the row below.
-    """
-    carried = f"chain.{flag} = 1 OR " if alias else ""
-    recorded = _RECORDED.format(a=alias)
-    return f"CASE WHEN {carried}{alias}type = '{kind}' OR {recorded} THEN 1 ELSE 0 END"
-
-
 def _encode_settings(settings: Settings) -> str:
     return json.dumps(list(settings), ensure_ascii=False)
 

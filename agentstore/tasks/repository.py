@@ -49,13 +49,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache, partial
 from typing import Any, Protocol
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.utils.dateparse import parse_datetime
 
 from agentstore import notify, sql
 from agentstore.conf import agentstore_settings
@@ -322,9 +321,9 @@ class TaskRepository(StoreBase):
     ) -> bool:
         """Run the guarded terminal UPDATE and its event; ``True`` iff one row changed.
 
-        The fence is the spec's: no owner → the task must hold no lease; an
-        owner → that owner's lease must still be live (an expired owner cannot
-        settle, even before recovery ran).
+        The fence (docs/tasks.md, "At least once, fenced"): no owner → the task
+        must hold no lease; an owner → that owner's lease must still be live (an
+        expired owner cannot settle, even before recovery ran).
         """
         states = list(finish.from_states)
         at = self._db_time(now)
@@ -1112,12 +1111,10 @@ class TaskRepository(StoreBase):
         """A raw ``SELECT`` of :data:`TASK_FIELDS` as ``values()`` would return it."""
         values = dict(zip(TASK_FIELDS, row, strict=True))
         for name in task_sql.DATETIME_FIELDS:
+            # SQLite's own cursor may hand back the stored text, Django's a naive
+            # UTC datetime: the one timestamp path (agentstore/sql) reads both.
             value = values[name]
-            if isinstance(value, str):  # SQLite's own cursor may hand back the stored text
-                value = parse_datetime(value)
-            if isinstance(value, datetime) and value.tzinfo is None:
-                value = value.replace(tzinfo=UTC)  # stored as naive UTC on SQLite
-            values[name] = value
+            values[name] = None if value is None else sql.utc(value)
         return values
 
     def renew_leases(

@@ -132,7 +132,7 @@ class ToolTaskRepository(SharesTasks):
             require_json_object(candidate.arguments_json, "tool_task.arguments_json")
             bounded = len(candidate.arguments_json.encode()) <= TOOL_ARGUMENTS_MAX_BYTES
         except ValidationError:
-            bounded = False  # reported below with the spec's message
+            bounded = False  # reported below with the documented message
         if not bounded:
             raise ValidationError(
                 "tool task arguments must be a bounded JSON object",

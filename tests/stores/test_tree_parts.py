@@ -156,10 +156,10 @@ def test_part_insert_failure_rolls_back_the_entry(
     tree: TreeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = tree.create_session("/w")
-    from agentstore.stores import tree as tree_module
+    from agentstore.sql import tree as tree_sql
 
     monkeypatch.setattr(
-        tree_module, "_INSERT_PART", tree_module._INSERT_PART.replace("messagepart", "nopart")
+        tree_sql, "INSERT_PART", tree_sql.INSERT_PART.replace("messagepart", "nopart")
     )
     with pytest.raises(Exception, match="nopart"):
         tree.append_message(session.id, None, user("a", parts=(text("a"),)))

@@ -1,7 +1,8 @@
 """Context building: what a model call at a point of the tree receives.
 
-The algorithm is normative (RFC 0001 "Context building"); readers that differ
-rebuild different requests and the recorded request hashes stop verifying.
+The algorithm is normative (docs/agentsession-format.md, "Context and the
+request hash"); readers that differ rebuild different requests and the
+recorded request hashes stop verifying.
 Given a leaf:
 
 1. Walk ``parent`` from the leaf to the root and reverse (``parents`` ignored).

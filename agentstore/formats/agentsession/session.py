@@ -6,7 +6,8 @@ questions (:meth:`~Session.path`, :meth:`~Session.children`,
 :meth:`~Session.roots`) and enforces every rule a writer must obey when it
 appends — the same rules whichever store keeps the lines.
 
-Leaf rules (RFC 0001 §leaf; they are subtle, so here in full):
+Leaf rules (docs/agentsession-format.md, "Appending and the leaf"; they are
+subtle, so here in full):
 
 * The *leaf* is the entry the next append hangs from. An append without a
   ``parent`` member uses it; ``"parent": null`` asks for a new root.
