@@ -20,7 +20,7 @@ down the generic path, leaving them ``interrupted`` with a NULL outcome
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -30,7 +30,7 @@ from agentstore.tasks.repository import LEASED, TERMINAL, TaskRepository
 from agentstore.tasks.tool import TOOL_KIND, ToolTaskRepository
 from agentstore.types.tasks import TaskRecovery
 
-__all__ = ["LEASE_EXPIRED", "RecoveryPolicy", "recover_expired_leases"]
+__all__ = ["FAILED", "LEASE_EXPIRED", "RecoveryPolicy", "recover_expired_leases"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +46,8 @@ class RecoveryPolicy:
 
 #: The default: ``interrupted``, event ``task_interrupted``, error ``lease_expired``.
 LEASE_EXPIRED = RecoveryPolicy()
+#: A function task whose worker died is ``failed`` (django.tasks has no "interrupted").
+FAILED = RecoveryPolicy(target_state="failed", event_kind="task_failed")
 
 
 def recover_expired_leases(
@@ -53,21 +55,25 @@ def recover_expired_leases(
     *,
     now: datetime | None = None,
     policy: RecoveryPolicy = LEASE_EXPIRED,
+    policies: Mapping[str, RecoveryPolicy] | None = None,
     tasks: TaskRepository | None = None,
 ) -> dict[str, list[str]]:
     """Settle the leased tasks of ``kinds`` (``None``: every kind) whose lease expired by ``now``.
 
     Returns the recovered ids by kind, kinds in name order (each list in
-    ``created_at, id`` order). ``policy`` applies to generic kinds; tool tasks
+    ``created_at, id`` order). ``policy`` applies to generic kinds, ``policies``
+    overrides it per kind (the worker settles function tasks ``failed``); tool tasks
     are always settled ``interrupted`` with the lease-expired outcome, so a
     policy with another target is refused for them (``ValidationError``).
     """
     tasks = tasks or TaskRepository()
     when = now if now is not None else tasks.now()
-    if policy.target_state not in TERMINAL:
-        raise ValidationError(
-            "recovery needs a terminal target state", field="recovery.target_state"
-        )
+    chosen_policies = {**(policies or {})}
+    for rule in (policy, *chosen_policies.values()):
+        if rule.target_state not in TERMINAL:
+            raise ValidationError(
+                "recovery needs a terminal target state", field="recovery.target_state"
+            )
     if kinds is None:
         chosen = set(
             Task.objects.using(tasks.using)
@@ -77,7 +83,8 @@ def recover_expired_leases(
         )
     else:
         chosen = {str(kind) for kind in kinds}
-    if TOOL_KIND in chosen and policy.target_state != LEASE_EXPIRED.target_state:
+    tool_policy = chosen_policies.get(TOOL_KIND, policy)
+    if TOOL_KIND in chosen and tool_policy.target_state != LEASE_EXPIRED.target_state:
         raise ValidationError(
             "tool tasks are recovered as interrupted with the lease-expired outcome",
             field="recovery.target_state",
@@ -87,15 +94,16 @@ def recover_expired_leases(
         if kind == TOOL_KIND:
             recovered[kind] = ToolTaskRepository(tasks=tasks).recover_expired(when)
             continue
+        rule = chosen_policies.get(kind, policy)
         recovered[kind] = tasks.recover_expired(
             TaskRecovery(
                 kind=kind,
                 expires_before=when,
-                target_state=policy.target_state,
-                event_kind=policy.event_kind,
-                error_code=policy.error_code,
-                error_message=policy.error_message,
-                payload_json=policy.payload_json,
+                target_state=rule.target_state,
+                event_kind=rule.event_kind,
+                error_code=rule.error_code,
+                error_message=rule.error_message,
+                payload_json=rule.payload_json,
             )
         )
     return recovered

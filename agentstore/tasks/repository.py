@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache, partial
 from typing import Any, Protocol
@@ -442,14 +443,9 @@ class TaskRepository(StoreBase):
         candidates = cursor.fetchall()
         changed: list[str] = []
         for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
-            finish = TaskFinish(
-                task_id=task_id,
-                event_kind=finish_template.event_kind,
-                error_code=finish_template.error_code,
-                error_message=finish_template.error_message,
-                payload_json=finish_template.payload_json,
-                target_state=finish_template.target_state,
-                from_states=LEASED,
+            # Recovery keeps the task's result and has no lease to fence on.
+            finish = replace(
+                finish_template, task_id=task_id, from_states=LEASED, result="", lease_owner=""
             )
             if self._finish_keeping_result(cursor, finish, event_id, now, expires_before, owner):
                 if after_each is not None:

@@ -55,6 +55,7 @@ from agentstore.ids import new_id
 from agentstore.models import Task, Worker
 from agentstore.models.tasks import LEASED_STATES
 from agentstore.stores.base import utc_now
+from agentstore.tasks import recovery
 from agentstore.tasks.backends import exception_payload, run_function, send_finished
 from agentstore.tasks.handlers import (
     FUNCTION_KIND,
@@ -65,9 +66,9 @@ from agentstore.tasks.handlers import (
     plain_finish,
     settle,
 )
+from agentstore.tasks.recovery import recover_expired_leases
 from agentstore.tasks.repository import TaskRepository
-from agentstore.tasks.tool import ToolTaskRepository
-from agentstore.types.tasks import TaskEntity, TaskFinish, TaskRecovery
+from agentstore.types.tasks import TaskEntity, TaskFinish
 
 __all__ = ["TaskWorker", "sweep"]
 
@@ -85,23 +86,11 @@ def sweep(tasks: TaskRepository, kinds: Sequence[str], now: datetime) -> dict[st
     if not expired.exists():
         return {}
     outcome: dict[str, list[str]] = {"requeued": tasks.requeue_expired(now, kinds)}
-    settled: list[str] = []
-    for kind in kinds:
-        if kind == "tool":
-            settled += ToolTaskRepository(tasks=tasks).recover_expired(now)
-            continue
-        settled += tasks.recover_expired(
-            TaskRecovery(
-                expires_before=now,
-                kind=kind,
-                event_kind="task_failed" if kind == FUNCTION_KIND else "task_interrupted",
-                error_code="lease_expired",
-                error_message="task worker lease expired",
-                payload_json='{"error_code":"lease_expired"}',
-                target_state="failed" if kind == FUNCTION_KIND else "interrupted",
-            )
-        )
-    outcome["settled"] = settled
+    # What is out of attempts is settled by the one recovery path (tasks/recovery.py).
+    by_kind = recover_expired_leases(
+        kinds, now=now, policies={FUNCTION_KIND: recovery.FAILED}, tasks=tasks
+    )
+    outcome["settled"] = [i for kind in dict.fromkeys(kinds) for i in by_kind.get(kind, [])]
     return outcome
 
 

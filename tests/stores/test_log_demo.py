@@ -37,7 +37,8 @@ def test_demo_seeds_a_live_hold_and_takes_it_again_after_a_break() -> None:
     assert holder is not None and (holder.host, holder.pid) == demo.HELD_BY
     assert LogStore().break_lock(demo.HELD_ID)
     demo.seed(None)
-    assert LogStore().lock_holder(demo.HELD_ID) is not None
+    again = LogStore().lock_holder(demo.HELD_ID)  # the seed takes the hold again
+    assert again is not None and (again.host, again.pid) == demo.HELD_BY
 
 
 def test_demo_dashboard_has_no_expired_lease() -> None:
