@@ -694,8 +694,11 @@ class GrantInput(StrictSerializer):
     prompt = _text(max_length=100_000)
 
 
-class GrantListSerializer(serializers.Serializer[Any]):
-    prompts = serializers.ListField(child=serializers.CharField(), help_text="Oldest first.")
+class GrantSerializer(serializers.Serializer[Any]):
+    """One approval: the exact prompt and when it was (last) approved."""
+
+    prompt = serializers.CharField()
+    granted_at = serializers.DateTimeField(help_text="Refreshed when the prompt is approved again.")
 
 
 class GrantCheckSerializer(serializers.Serializer[Any]):

@@ -58,7 +58,14 @@ from agentstore.models.sessions import SessionKind
 from agentstore.stores import sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.sessions import SessionStore
-from agentstore.types.loop import FinalizeSummary, LoopSession, RunStep, SessionInfo, TokenUsage
+from agentstore.types.loop import (
+    FinalizeSummary,
+    GrantInfo,
+    LoopSession,
+    RunStep,
+    SessionInfo,
+    TokenUsage,
+)
 from agentstore.validation import require_json, require_name
 
 __all__ = ["LoopStore", "prompt_digest"]
@@ -77,6 +84,13 @@ _STEP_COLUMNS = sql.column_names(Step)
 if _STEP_COLUMNS[-1] != "created_at":  # pragma: no cover - a model change
     raise ImportError("Step.created_at must be the last Step column (LoopStore.append)")
 _STEP_VALUES = attrgetter(*_STEP_COLUMNS[:-1])
+
+#: A first approval; a conflict (the prompt was approved already) writes nothing
+#: and its row count of 0 tells a replay apart (LoopStore.grant_created).
+_INSERT_GRANT = (
+    f"INSERT INTO {sql.GRANT} ({sql.columns(Grant)}) VALUES ({sql.marks(Grant)}) "
+    "ON CONFLICT (session_id, prompt_digest) DO NOTHING"
+)
 
 _SUMMARY_FIELDS = (
     "status",
@@ -335,21 +349,43 @@ class LoopStore(StoreBase):
         Only approvals are stored; a refusal is never remembered. No session row
         is needed or created.
         """
+        self.grant_created(session_id, prompt)
+
+    def grant_created(self, session_id: str, prompt: str) -> tuple[GrantInfo, bool]:
+        """:meth:`grant`, returning the stored grant and whether this call created it.
+
+        ``False`` means the prompt was approved already (a replay): its
+        ``granted_at`` is refreshed, as :meth:`grant` does. Decided inside the
+        write transaction by the INSERT's row count (``ON CONFLICT DO NOTHING``),
+        so two racing first approvals cannot both be told "created" — the API's
+        201 vs 200 (docs/api.md, "Replays").
+        """
         sid = _clean_session_id(session_id, "session_id")
         text = _clean_prompt(prompt)
-        grant = Grant(
-            session_id=sid, prompt=text, prompt_digest=prompt_digest(text), granted_at=self.now()
+        digest = prompt_digest(text)
+        # Taken before the transaction: atomic_write may re-run the body on SQLITE_BUSY.
+        stamp = self.now()
+        connection = connections[self.using]
+        params = sql.row(
+            Grant,
+            session_id=sid,
+            prompt=text,
+            prompt_digest=digest,
+            granted_at=connection.ops.adapt_datetimefield_value(stamp),
         )
 
-        def write() -> None:
-            Grant.objects.using(self.using).bulk_create(
-                [grant],
-                update_conflicts=True,
-                unique_fields=["session_id", "prompt_digest"],
-                update_fields=["granted_at"],
-            )
+        def write() -> bool:
+            with connection.cursor() as cursor:
+                cursor.execute(_INSERT_GRANT, params)
+                created = cursor.rowcount == 1
+            if not created:
+                Grant.objects.using(self.using).filter(
+                    session_id=sid, prompt_digest=digest
+                ).update(granted_at=stamp)
+            return created
 
-        self.write(write)
+        created = self.write(write)
+        return GrantInfo(session_id=sid, prompt=text, granted_at=stamp), created
 
     def is_granted(self, session_id: str, prompt: str) -> bool:
         """Tell whether exactly this ``prompt`` was approved in this session."""
@@ -431,6 +467,10 @@ class LoopStore(StoreBase):
     async def agrant(self, session_id: str, prompt: str) -> None:
         """Async :meth:`grant`."""
         await sync_to_async(self.grant)(session_id, prompt)
+
+    async def agrant_created(self, session_id: str, prompt: str) -> tuple[GrantInfo, bool]:
+        """Async :meth:`grant_created`."""
+        return await sync_to_async(self.grant_created)(session_id, prompt)
 
     async def ais_granted(self, session_id: str, prompt: str) -> bool:
         """Async :meth:`is_granted`."""

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection, models
 
 from agentstore import models as m
-from agentstore.stores import documents, log_rows, sessions, sql, tree
+from agentstore.stores import documents, log_rows, loop, sessions, sql, tree
 from agentstore.stores.loop import _Statements
 from agentstore.tasks import repository
 
@@ -54,6 +54,7 @@ MODELS = {
     sql.DOCUMENT: m.Document,
     sql.SESSION: m.Session,
     sql.ENTRY: m.Entry,
+    sql.GRANT: m.Grant,
     sql.PART: m.MessagePart,
     sql.HOLDER: m.Holder,
     sql.REF: m.Ref,
@@ -92,6 +93,7 @@ def test_column_lists_are_the_models_columns(model: type[models.Model]) -> None:
         (documents._UPSERT, m.Document),
         (tree._INSERT_ENTRY, m.Entry),
         (tree._INSERT_PART, m.MessagePart),
+        (loop._INSERT_GRANT, m.Grant),
         (log_rows.INSERT_ENTRY, m.Entry),
         (repository._INSERT_EVENT, m.TaskEvent),
         (repository._INSERT_NEXT_EVENT, m.TaskEvent),
@@ -101,6 +103,7 @@ def test_column_lists_are_the_models_columns(model: type[models.Model]) -> None:
         "document",
         "tree-entry",
         "tree-part",
+        "grant",
         "log-entry",
         "task-event",
         "next-task-event",
