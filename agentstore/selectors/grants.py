@@ -29,4 +29,5 @@ def grants_of(session_id: str, *, using: str = "default") -> QuerySet[Grant]:
     prompt: Any = F("prompt")
     if connections[using].vendor == "postgresql":
         prompt = Collate("prompt", "C")
-    return Grant.objects.using(using).filter(session_id=session_id).order_by("granted_at", prompt, "id")
+    found = Grant.objects.using(using).filter(session_id=session_id)
+    return found.order_by("granted_at", prompt, "id")

@@ -377,11 +377,10 @@ class LoopStore(StoreBase):
         def write() -> bool:
             with connection.cursor() as cursor:
                 cursor.execute(_INSERT_GRANT, params)
-                created = cursor.rowcount == 1
+                created: bool = cursor.rowcount == 1
             if not created:
-                Grant.objects.using(self.using).filter(
-                    session_id=sid, prompt_digest=digest
-                ).update(granted_at=stamp)
+                rows = Grant.objects.using(self.using).filter(session_id=sid, prompt_digest=digest)
+                rows.update(granted_at=stamp)
             return created
 
         created = self.write(write)

@@ -119,6 +119,7 @@ def test_approving_again_is_a_200_replay_that_refreshes_the_grant(
     assert api.get(url).json()["results"] == [api.get(url).json()["results"][0], again.json()]
     assert Grant.objects.count() == 2
 
+
 def test_finalize_and_snapshot(api: APIClient, bob_api: APIClient, loop: str) -> None:
     response = api.post(
         f"{API}/sessions/{loop}/finalize",

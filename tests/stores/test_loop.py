@@ -455,9 +455,7 @@ class TestGrants:
         assert clocked.grants("s-1") == ["y", "x"]
         assert Grant.objects.filter(session_id="s-1").count() == 2
 
-    def test_grant_created_tells_a_first_approval_from_a_replay(
-        self, clocked: LoopStore
-    ) -> None:
+    def test_grant_created_tells_a_first_approval_from_a_replay(self, clocked: LoopStore) -> None:
         first, created = clocked.grant_created("s-1", "x")
         again, replayed = clocked.grant_created("s-1", "x")
 

@@ -37,8 +37,8 @@ from agentstore.api.sse import (
 )
 from agentstore.api.views.base import AgentstoreViewSetMixin, errors
 from agentstore.exceptions import NoDocument
-from agentstore.selectors.documents import documents_in
 from agentstore.models.sessions import SessionKind
+from agentstore.selectors.documents import documents_in
 from agentstore.selectors.follow import EVENTS
 from agentstore.selectors.holds import break_hold, hold_of
 from agentstore.stores import DocumentStore
