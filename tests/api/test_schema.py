@@ -191,7 +191,7 @@ def aim_body(case: Any, sessions: set[str]) -> None:
     if operation == "sessions_create":
         # The linked sequences are a conversation's: the other kinds' appends are
         # a 409 by design (the single-call run covers them).
-        body.update(kind="tree", cwd=body.get("cwd") or "/fuzz", parent_session="")
+        body.update(kind="tree", cwd="/fuzz", parent_session="")
         for key in ("name", "model", "system_prompt"):
             body.pop(key, None)
     if operation == "sessions_append_message_create":
