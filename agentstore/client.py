@@ -49,6 +49,7 @@ __all__ = [
     "EntryData",
     "Forbidden",
     "FollowEvent",
+    "GrantData",
     "Locked",
     "NotFound",
     "RefData",
@@ -183,6 +184,11 @@ class StepData(TypedDict, total=False):
     content: str
     tool_args: Any
     created_at: str
+
+
+class GrantData(TypedDict, total=False):
+    prompt: str
+    granted_at: str
 
 
 class TaskData(TypedDict, total=False):
@@ -388,6 +394,27 @@ class Client:
         found = self.get(f"{_session(session_id)}/steps/last", {"n": n})
         # A bare array today; an envelope's ``results`` reads the same.
         return cast(list[StepData], found["results"] if isinstance(found, dict) else found)
+
+    # -- loop approvals (grants) ------------------------------------------------------
+
+    def grant(self, session_id: str, prompt: str) -> GrantData:
+        """Approve ``prompt`` (201); approving it again answers 200 with the stored grant."""
+        path = f"sessions/{_seg(session_id)}/grants"
+        return cast(GrantData, self.request("POST", path, {"prompt": prompt}))
+
+    def grants(self, session_id: str) -> Iterator[GrantData]:
+        """The session's approvals, oldest grant first."""
+        return cast(Iterator[GrantData], self._pages(f"sessions/{_seg(session_id)}/grants"))
+
+    def is_granted(self, session_id: str, prompt: str) -> bool:
+        """Was exactly this ``prompt`` approved in the session?"""
+        path = f"sessions/{_seg(session_id)}/grants/check"
+        return bool(self.request("POST", path, {"prompt": prompt})["granted"])
+
+    def revoke_grants(self, session_id: str) -> int:
+        """Forget every approval of the session; how many there were."""
+        path = f"sessions/{_seg(session_id)}/grants"
+        return int(self.request("DELETE", path)["revoked"])
 
     # -- log sessions (agentsession lines) -----------------------------------------
 

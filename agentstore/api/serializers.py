@@ -228,13 +228,30 @@ class SessionCreateInput(StrictSerializer):
         default="tree",
         help_text="tree: an entry tree (TreeStore); loop: a step trace (LoopStore).",
     )
-    cwd = _text(max_length=4096, required=False, allow_blank=True, default="")
+    cwd = _text(
+        max_length=4096,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The directory the session works in; required (non-blank) for tree sessions.",
+    )
     name = _text(max_length=500, required=False, allow_blank=True, default="")
     parent_session = serializers.CharField(
         max_length=255, required=False, allow_blank=True, default=""
     )
     model = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     system_prompt = _text(required=False, allow_blank=True, default="")
+
+    def validate_cwd(self, value: str) -> str:
+        # Checked here, not left to the tree store, so the error names the body's
+        # key (`cwd`) in details.fields rather than the store's `session.cwd`,
+        # and with the other fields' errors (a field check, run for the default too).
+        data = self.initial_data if isinstance(self.initial_data, Mapping) else {}
+        if data.get("kind", "tree") == "tree" and not value.strip():
+            raise serializers.ValidationError(
+                "A tree session needs a cwd (the directory it works in)."
+            )
+        return value
 
 
 class RenameInput(StrictSerializer):
@@ -694,8 +711,11 @@ class GrantInput(StrictSerializer):
     prompt = _text(max_length=100_000)
 
 
-class GrantListSerializer(serializers.Serializer[Any]):
-    prompts = serializers.ListField(child=serializers.CharField(), help_text="Oldest first.")
+class GrantSerializer(serializers.Serializer[Any]):
+    """One approval: the exact prompt and when it was (last) approved."""
+
+    prompt = serializers.CharField()
+    granted_at = serializers.DateTimeField(help_text="Refreshed when the prompt is approved again.")
 
 
 class GrantCheckSerializer(serializers.Serializer[Any]):

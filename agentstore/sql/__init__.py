@@ -51,6 +51,7 @@ from agentstore import exceptions
 from agentstore.models import (
     Document,
     Entry,
+    Grant,
     Holder,
     MessagePart,
     Ref,
@@ -65,6 +66,7 @@ from agentstore.models import (
 __all__ = [
     "DOCUMENT",
     "ENTRY",
+    "GRANT",
     "HOLDER",
     "PART",
     "REF",
@@ -89,6 +91,7 @@ __all__ = [
 SESSION = Session._meta.db_table
 DOCUMENT = Document._meta.db_table
 ENTRY = Entry._meta.db_table
+GRANT = Grant._meta.db_table
 PART = MessagePart._meta.db_table
 HOLDER = Holder._meta.db_table
 REF = Ref._meta.db_table

@@ -1,7 +1,8 @@
 """The raw SQL of the loop store's step hot paths (``docs/loop-store.md``).
 
-One INSERT per step and the two reads of an agent loop's turn (the last N
-steps, or all of them), built once per backend: on SQLite ``created_at`` is
+One INSERT per step, the INSERT of a first approval (grant), and the two
+reads of an agent loop's turn (the last N steps, or all of them), built once
+per backend: on SQLite ``created_at`` is
 read as text through the one timestamp fast path (:func:`agentstore.sql.utc`).
 The session row's upsert is :mod:`agentstore.sql.sessions`'.
 """
@@ -11,10 +12,17 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from agentstore.models import Step
-from agentstore.sql import STEP, column_names, columns, marks, timestamp_column
+from agentstore.models import Grant, Step
+from agentstore.sql import GRANT, STEP, column_names, columns, marks, timestamp_column
 
 INSERT = f"INSERT INTO {STEP} ({columns(Step)}) VALUES ({marks(Step)})"
+
+#: A first approval; a conflict (the prompt was approved already) writes nothing
+#: and its row count of 0 tells a replay apart (LoopStore.grant_created).
+INSERT_GRANT = (
+    f"INSERT INTO {GRANT} ({columns(Grant)}) VALUES ({marks(Grant)}) "
+    "ON CONFLICT (session_id, prompt_digest) DO NOTHING"
+)
 
 
 class StepReads(NamedTuple):

@@ -57,7 +57,14 @@ from agentstore.models.sessions import SessionKind
 from agentstore.sql import steps as steps_sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.stores.sessions import SessionStore
-from agentstore.types.loop import FinalizeSummary, LoopSession, RunStep, SessionInfo, TokenUsage
+from agentstore.types.loop import (
+    FinalizeSummary,
+    GrantInfo,
+    LoopSession,
+    RunStep,
+    SessionInfo,
+    TokenUsage,
+)
 from agentstore.validation import require_json, require_name
 
 __all__ = ["LoopStore", "prompt_digest"]
@@ -333,21 +340,42 @@ class LoopStore(StoreBase):
         Only approvals are stored; a refusal is never remembered. No session row
         is needed or created.
         """
+        self.grant_created(session_id, prompt)
+
+    def grant_created(self, session_id: str, prompt: str) -> tuple[GrantInfo, bool]:
+        """:meth:`grant`, returning the stored grant and whether this call created it.
+
+        ``False`` means the prompt was approved already (a replay): its
+        ``granted_at`` is refreshed, as :meth:`grant` does. Decided inside the
+        write transaction by the INSERT's row count (``ON CONFLICT DO NOTHING``),
+        so two racing first approvals cannot both be told "created" — the API's
+        201 vs 200 (docs/api.md, "Replays").
+        """
         sid = _clean_session_id(session_id, "session_id")
         text = _clean_prompt(prompt)
-        grant = Grant(
-            session_id=sid, prompt=text, prompt_digest=prompt_digest(text), granted_at=self.now()
+        digest = prompt_digest(text)
+        # Taken before the transaction: atomic_write may re-run the body on SQLITE_BUSY.
+        stamp = self.now()
+        connection = connections[self.using]
+        params = sql.row(
+            Grant,
+            session_id=sid,
+            prompt=text,
+            prompt_digest=digest,
+            granted_at=connection.ops.adapt_datetimefield_value(stamp),
         )
 
-        def write() -> None:
-            Grant.objects.using(self.using).bulk_create(
-                [grant],
-                update_conflicts=True,
-                unique_fields=["session_id", "prompt_digest"],
-                update_fields=["granted_at"],
-            )
+        def write() -> bool:
+            with connection.cursor() as cursor:
+                cursor.execute(steps_sql.INSERT_GRANT, params)
+                created: bool = cursor.rowcount == 1
+            if not created:
+                rows = Grant.objects.using(self.using).filter(session_id=sid, prompt_digest=digest)
+                rows.update(granted_at=stamp)
+            return created
 
-        self.write(write)
+        created = self.write(write)
+        return GrantInfo(session_id=sid, prompt=text, granted_at=stamp), created
 
     def is_granted(self, session_id: str, prompt: str) -> bool:
         """Tell whether exactly this ``prompt`` was approved in this session."""
@@ -429,6 +457,10 @@ class LoopStore(StoreBase):
     async def agrant(self, session_id: str, prompt: str) -> None:
         """Async :meth:`grant`."""
         await sync_to_async(self.grant)(session_id, prompt)
+
+    async def agrant_created(self, session_id: str, prompt: str) -> tuple[GrantInfo, bool]:
+        """Async :meth:`grant_created`."""
+        return await sync_to_async(self.grant_created)(session_id, prompt)
 
     async def ais_granted(self, session_id: str, prompt: str) -> bool:
         """Async :meth:`is_granted`."""

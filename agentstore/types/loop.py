@@ -17,7 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-__all__ = ["FinalizeSummary", "LoopSession", "RunStep", "SessionInfo", "TokenUsage"]
+__all__ = [
+    "FinalizeSummary",
+    "GrantInfo",
+    "LoopSession",
+    "RunStep",
+    "SessionInfo",
+    "TokenUsage",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,3 +99,16 @@ class LoopSession:
     system_prompt: str = ""
     data: bytes | None = None
     message_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrantInfo:
+    """One approval as stored: the exact prompt and when it was (last) approved.
+
+    :meth:`LoopStore.grant_created` returns it; approving a prompt again
+    refreshes ``granted_at``.
+    """
+
+    session_id: str = ""
+    prompt: str = ""
+    granted_at: datetime | None = None

@@ -140,6 +140,15 @@ def test_steps_log_lines_tasks_and_refs(client: Client) -> None:
     ]
     followed.close()  # type: ignore[attr-defined]
 
+    granted = client.grant(loop, "rm -rf build")
+    assert granted["prompt"] == "rm -rf build" and granted["granted_at"]
+    client.grant(loop, "ls")
+    again = client.grant(loop, "rm -rf build")  # a replay: 200, the grant as stored now
+    assert [g["prompt"] for g in client.grants(loop)] == ["ls", "rm -rf build"]
+    assert list(client.grants(loop))[-1] == again
+    assert client.is_granted(loop, "ls") and not client.is_granted(loop, "ls ")
+    assert client.revoke_grants(loop) == 2 and list(client.grants(loop)) == []
+
     log = client.create_log_session({"cwd": "/repo"})
     line_id = client.append_line(log["id"], {"type": "info", "name": "first"})
     assert client.log_session(log["id"])["leaf"] == line_id

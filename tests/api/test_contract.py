@@ -155,6 +155,16 @@ def test_every_bad_field_is_listed(api: APIClient, sid: str) -> None:
         assert name in error["message"]
 
 
+def test_a_tree_session_without_a_cwd_names_the_body_key(api: APIClient) -> None:
+    for body in ({}, {"kind": "tree"}, {"kind": "tree", "cwd": "  "}, {"name": 7}):
+        response = api.post(f"{API}/sessions", body, format="json")
+        error = assert_error(response, 400, "validation_error")
+        # The key the client sent (or left out), not the store's `session.cwd`.
+        assert "cwd" in error["details"]["fields"] and "session.cwd" not in str(error), body
+    assert set(error["details"]["fields"]) == {"cwd", "name"}
+    assert api.post(f"{API}/sessions", {"kind": "loop"}, format="json").status_code == 201
+
+
 # -- 3. absent values are null --------------------------------------------------------------
 
 
@@ -279,7 +289,14 @@ def test_every_collection_answers_one_envelope(staff_api: APIClient, staff: Any)
     staff_api.put(f"{API}/sessions/{sid}/documents/plan", {"value": 1}, format="json")
     link = {"agent_task_id": agent, "node_key": "n", "invocation_index": 0}
     staff_api.post(f"{API}/workflows/{wf}/links", link, format="json")
-    nested = ["ref-log/main", f"sessions/{sid}/documents", f"workflows/{wf}/links"]
+    loop = create_session(staff_api, kind="loop")["id"]
+    staff_api.post(f"{API}/sessions/{loop}/grants", {"prompt": "ls"}, format="json")
+    nested = [
+        "ref-log/main",
+        f"sessions/{sid}/documents",
+        f"workflows/{wf}/links",
+        f"sessions/{loop}/grants",
+    ]
     for path in [*COLLECTIONS, *nested]:
         response = staff_api.get(f"{API}/{path}?page_size=1")
         assert response.status_code == 200, (path, response.content)
@@ -333,7 +350,10 @@ def test_replays_answer_200_with_the_stored_object(api: APIClient, sid: str, ali
     granted = api.post(f"{API}/sessions/{loop}/grants", grant, format="json")
     again = api.post(f"{API}/sessions/{loop}/grants", grant, format="json")
     assert (granted.status_code, again.status_code) == (201, 200)
-    assert again.json() == granted.json() == {"prompts": ["rm -rf build"]}
+    # A grant's replay refreshes granted_at (the loop store's rule); the answer is
+    # the grant as stored, which is what the listing shows.
+    assert again.json()["prompt"] == granted.json()["prompt"] == "rm -rf build"
+    assert api.get(f"{API}/sessions/{loop}/grants").json()["results"] == [again.json()]
 
     agent, wf = _agent_and_workflow(api, sid, alice)
     link = {"agent_task_id": agent, "node_key": "n", "invocation_index": 0}

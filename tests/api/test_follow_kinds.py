@@ -215,14 +215,20 @@ def test_read_after_is_bounded_and_ordered(alice: Any) -> None:
     assert read_after(sid, "loop", rest[-1].position, 10) == []
 
 
-def test_a_kind_without_a_follow_reader_is_a_json_409(
+def test_a_kind_without_a_follow_reader_is_the_shared_wrong_kind_409(
     api: APIClient, alice: Any, monkeypatch: Any
 ) -> None:
     from agentstore.selectors import follow
 
     sid = SessionStore().create("loop", owner=alice).id
-    monkeypatch.setattr(follow, "EVENTS", {"tree": "entry"})
+    monkeypatch.setattr(follow, "EVENTS", {"log": "line", "tree": "entry"})
     monkeypatch.setattr("agentstore.api.views.session_extras.EVENTS", follow.EVENTS)
     response = api.get(f"{API}/sessions/{sid}/follow", HTTP_ACCEPT="text/event-stream")
     error = assert_json_error(response, 409)
-    assert error["details"] == {"kind": "loop", "followable": ["tree"]}
+    assert error["code"] == "wrong_session_kind"
+    assert error["details"] == {"session_id": sid, "kind": "loop", "expected": "tree or log"}
+    # The same body as any other request on a loop session that needs a tree or
+    # log session (the context): one owner of the wrong-kind error (decision 133).
+    other = api.get(f"{API}/sessions/{sid}/context")
+    assert other.status_code == 409
+    assert response.json() == other.json()

@@ -79,11 +79,20 @@ def test_steps_of_someone_elses_session_are_404(
 
 def test_grants(api: APIClient, bob_api: APIClient, loop: str) -> None:
     url = f"{API}/sessions/{loop}/grants"
-    assert api.get(url).json() == {"prompts": []}
-    assert api.post(url, {"prompt": "rm -rf build"}, format="json").status_code == 201
-    assert api.post(url, {"prompt": "ls"}, format="json").json() == {
-        "prompts": ["rm -rf build", "ls"]
-    }
+    empty = api.get(url).json()
+    assert empty == {"count": 0, "next": None, "previous": None, "results": []}
+    first = api.post(url, {"prompt": "rm -rf build"}, format="json")
+    assert first.status_code == 201
+    assert set(first.json()) == {"prompt", "granted_at"}
+    assert first.json()["prompt"] == "rm -rf build"
+    assert api.post(url, {"prompt": "ls"}, format="json").status_code == 201
+    listed = api.get(url).json()
+    assert listed["count"] == 2
+    assert [g["prompt"] for g in listed["results"]] == ["rm -rf build", "ls"]
+    # Paged like every collection (docs/api.md, "Lists").
+    page = api.get(url, {"page_size": 1, "page": 2}).json()
+    assert [g["prompt"] for g in page["results"]] == ["ls"] and page["next"] is None
+    assert page["previous"] is not None
     check = f"{url}/check"
     assert api.post(check, {"prompt": "ls"}, format="json").json() == {"granted": True}
     assert api.post(check, {"prompt": "ls "}, format="json").json() == {"granted": False}
@@ -93,6 +102,22 @@ def test_grants(api: APIClient, bob_api: APIClient, loop: str) -> None:
     assert_error(api.post(url, {}, format="json"), 400, "validation_error")
     assert api.delete(url).json() == {"revoked": 2}
     assert Grant.objects.count() == 0
+
+
+def test_approving_again_is_a_200_replay_that_refreshes_the_grant(
+    api: APIClient, loop: str
+) -> None:
+    url = f"{API}/sessions/{loop}/grants"
+    first = api.post(url, {"prompt": "rm -rf build"}, format="json")
+    api.post(url, {"prompt": "ls"}, format="json")
+    again = api.post(url, {"prompt": "rm -rf build"}, format="json")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["prompt"] == "rm -rf build"
+    assert again.json()["granted_at"] >= first.json()["granted_at"]
+    # The answer is the grant as stored: the listing shows the same object, and
+    # the refreshed grant is now the newest.
+    assert api.get(url).json()["results"] == [api.get(url).json()["results"][0], again.json()]
+    assert Grant.objects.count() == 2
 
 
 def test_finalize_and_snapshot(api: APIClient, bob_api: APIClient, loop: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -168,23 +169,45 @@ def test_every_link_names_an_operation(api_schema: Any) -> None:
     assert set(LINKS) | targets <= set(LINKED)
 
 
-def aim_body(case: Any) -> None:
+def aim_body(case: Any, sessions: set[str]) -> None:
     """Make the openings of a sequence valid more often than the loose schema alone would.
 
-    A sequence only goes on from a 201; a tree session needs a ``cwd`` and a
-    message a role the tree store knows, which random strings rarely are.
+    A sequence only goes on from a 2xx: a tree session needs a ``cwd`` and a
+    message a role the tree store knows, which random strings rarely are. Bodies
+    are sent as JSON: the API also parses forms (for the browsable API), where a
+    nested ``message`` or a ``null`` parent cannot be written, so a form-encoded
+    step ends its sequence with a 400 and proves nothing about the links.
+    Values the links supply (``parent_id``, ``first_kept_entry_id``, path ids)
+    are never touched here.
     """
+    if case.media_type:
+        case.media_type = "application/json"
+    operation = case.operation.definition.raw["operationId"]
+    if operation == "sessions_create" and not isinstance(case.body, dict):
+        case.body = {}
     body = case.body
     if not isinstance(body, dict):
         return
-    operation = case.operation.definition.raw["operationId"]
-    if operation == "sessions_create" and body.get("kind", "tree") == "tree":
-        body["cwd"] = body.get("cwd") or "/fuzz"
-    if operation == "sessions_append_message_create" and isinstance(body.get("message"), dict):
-        body["message"]["role"] = "user"
-        body["message"].setdefault("content", "hi")
+    if operation == "sessions_create":
+        # The linked sequences are a conversation's: the other kinds' appends are
+        # a 409 by design (the single-call run covers them).
+        body.update(kind="tree", cwd="/fuzz", parent_session="")
+        for key in ("name", "model", "system_prompt"):
+            body.pop(key, None)
+    if operation == "sessions_append_message_create":
+        # Parts need real base64 and images bytes: the single-call run tries those.
+        body["message"] = {"role": "user", "content": "hi"}
     if operation == "tasks_create":
         body["kind"] = str(body.get("kind") or "fuzz")[:64]
+        # A task opening a sequence (not fed by the QueueTask link) is aimed at
+        # a session of this run, like the single-call run aims at real ids.
+        if body.get("owner_session_id") not in sessions and sessions:
+            body["owner_session_id"] = sorted(sessions)[0]
+        body["parent_task_id"] = None
+    if operation == "log_sessions_create":
+        body["header"] = {"cwd": "/fuzz"}
+    if operation == "log_sessions_entries_create":
+        body["entry"] = {"type": "info", "name": "fuzz"}
     if operation == "sessions_append_compaction_create":
         # The strict input refuses what random text often holds (NUL, lone
         # surrogates); a fresh operation id, so the step is a create, not a replay.
@@ -193,14 +216,30 @@ def aim_body(case: Any) -> None:
         body.pop("details", None)
 
 
-@pytest.mark.slow
-def test_linked_sequences_conform_to_the_schema(api_schema: Any, fuzz_user: dict[str, Any]) -> None:
-    headers = {"Authorization": f"Token {fuzz_user['token']}"}
-    seen: list[tuple[str, int]] = []
-    linked = api_schema.include(operation_id=LINKED)
-    # Valid bodies only: a sequence goes on from a 201, so an invalid create ends it
+@dataclass
+class Call:
+    operation: str
+    status: int
+    session: str
+    query: dict[str, Any]
+    body: Any
+
+
+def run_linked(
+    api_schema: Any, token: str, operations: list[str], known_sessions: tuple[str, ...] = ()
+) -> list[Call]:
+    """Walk the schema's links among ``operations``; every response is checked."""
+    headers = {"Authorization": f"Token {token}"}
+    calls: list[Call] = []
+    sessions = set(known_sessions)
+    linked = api_schema.include(operation_id=operations)
+    # Valid bodies only: a sequence goes on from a 2xx, so an invalid create ends it
     # (invalid input per operation is the single-call test's job, above).
     linked.config.generation.update(modes=["positive"])
+    # Only the schema's own links (agentstore/api/schema.py): schemathesis would
+    # otherwise infer more from names alone (a created session's id into a
+    # compaction with a random parent_id), which dilute the walk and end in 400s.
+    linked.config.phases.stateful.inference.algorithms = []
     machine = linked.as_state_machine()
 
     class Workflow(machine):  # type: ignore[misc, valid-type]
@@ -208,10 +247,16 @@ def test_linked_sequences_conform_to_the_schema(api_schema: Any, fuzz_user: dict
             return {"headers": headers}
 
         def before_call(self, case: Any) -> None:
-            aim_body(case)
+            aim_body(case, sessions)
 
         def after_call(self, response: Any, case: Any) -> None:
-            seen.append((case.operation.definition.raw["operationId"], response.status_code))
+            operation = case.operation.definition.raw["operationId"]
+            body = response.json() if response.status_code < 300 and response.content else None
+            session = str((case.path_parameters or {}).get("id", ""))
+            query = dict(case.query or {})
+            calls.append(Call(operation, response.status_code, session, query, body))
+            if operation == "sessions_create" and body is not None:
+                sessions.add(body["id"])
 
         def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
             case.validate_response(response, checks=CHECKS)
@@ -226,7 +271,59 @@ def test_linked_sequences_conform_to_the_schema(api_schema: Any, fuzz_user: dict
             database=None,
         )
     )
-    # The links were walked: appends reach a session only through a created one's id
-    # (a random id is a 404), and the context is read along the same links.
-    ok = {op for op, status in seen if status in (200, 201)}
-    assert {"sessions_create", "sessions_append_message_create"} <= ok, sorted(set(seen))
+    return calls
+
+
+def succeeded(calls: list[Call]) -> set[str]:
+    return {call.operation for call in calls if 200 <= call.status < 300}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fuzz_user", ["staff"], indirect=True)
+def test_linked_sequences_conform_to_the_schema(api_schema: Any, fuzz_user: dict[str, Any]) -> None:
+    calls = run_linked(api_schema, fuzz_user["token"], LINKED, (fuzz_user["tree"],))
+    # The links were walked: a log line reaches its session only through a created
+    # one's id (a random id is a 404). The conversation's links (append, compact,
+    # context) have their own run, below, which reaches them whatever the seed.
+    assert {
+        "sessions_create",
+        "tasks_create",
+        "log_sessions_create",
+        "log_sessions_entries_create",
+    } <= succeeded(calls), sorted({(c.operation, c.status) for c in calls})
+
+
+#: The conversation's links: create → append (root, replies) → compact → context.
+CONVERSATION = [
+    "sessions_create",
+    "sessions_append_message_create",
+    "sessions_append_compaction_create",
+    "sessions_context_retrieve",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fuzz_user", ["user"], indirect=True)
+def test_a_conversation_walks_create_append_compact_context(
+    api_schema: Any, fuzz_user: dict[str, Any]
+) -> None:
+    """The Compact link feeds a real entry as ``parent_id`` and ``first_kept_entry_id``.
+
+    A compaction answered 2xx, and the context was read at a compaction's id
+    through the ContextAt link: the whole sequence, each id from the previous
+    response (agentstore/api/schema.py, ``LINKS``).
+    """
+    calls = run_linked(api_schema, fuzz_user["token"], CONVERSATION)
+    seen = sorted({(c.operation, c.status) for c in calls})
+    assert set(CONVERSATION) <= succeeded(calls), seen
+    # In order: a compaction answered 2xx, then the same session's context was read
+    # (2xx) at that compaction (the ContextAt link) or at the leaf it made.
+    compacted: dict[str, set[str]] = {}
+    read_after_compaction = []
+    for call in calls:
+        ok = 200 <= call.status < 300
+        if call.operation == "sessions_append_compaction_create" and ok:
+            compacted.setdefault(call.session, set()).add(call.body["id"])
+        elif call.operation == "sessions_context_retrieve" and ok and call.session in compacted:
+            read_after_compaction.append(call.query.get("entry_id"))
+    assert read_after_compaction, seen

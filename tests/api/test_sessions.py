@@ -29,7 +29,8 @@ def test_create_makes_a_tree_session_owned_by_the_caller(api: APIClient, alice: 
 
 def test_create_requires_cwd_for_a_tree_session(api: APIClient) -> None:
     error = assert_error(api.post(f"{API}/sessions", {}, format="json"), 400, "validation_error")
-    assert error["details"]["field"] == "session.cwd"
+    # The body's key, as every validation error names it (docs/api.md, "One error shape").
+    assert error["details"]["field"] == "cwd"
     assert Session.objects.count() == 0
 
 

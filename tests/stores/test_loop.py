@@ -455,6 +455,26 @@ class TestGrants:
         assert clocked.grants("s-1") == ["y", "x"]
         assert Grant.objects.filter(session_id="s-1").count() == 2
 
+    def test_grant_created_tells_a_first_approval_from_a_replay(self, clocked: LoopStore) -> None:
+        first, created = clocked.grant_created("s-1", "x")
+        again, replayed = clocked.grant_created("s-1", "x")
+
+        assert (created, replayed) == (True, False)
+        assert (first.session_id, first.prompt, again.prompt) == ("s-1", "x", "x")
+        # A replay refreshes granted_at, and answers the grant as now stored.
+        assert again.granted_at is not None and first.granted_at is not None
+        assert again.granted_at > first.granted_at
+        assert Grant.objects.get(session_id="s-1").granted_at == again.granted_at
+
+    def test_grant_created_refuses_what_grant_refuses(self, store: LoopStore) -> None:
+        for session_id, prompt, field in (("", "q", "session_id"), ("s-1", "", "prompt")):
+            with pytest.raises(exceptions.ValidationError) as info:
+                store.grant_created(session_id, prompt)
+            assert info.value.field == field
+        with pytest.raises(exceptions.ValidationError):
+            store.grant_created("s-1", "a\x00b")
+        assert not Grant.objects.exists()
+
     def test_revoke_without_grants_is_silent(self, store: LoopStore) -> None:
         assert store.revoke("nobody") == 0
 
@@ -747,6 +767,39 @@ def test_threads_appending_to_one_new_session_race_safely() -> None:
         mine = [s.step_index for s in got if s.content == f"w{worker}"]
         assert mine == list(range(appends))
     assert Session.objects.filter(pk="shared").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_first_approvals_are_exactly_one_create() -> None:
+    """Threads approving the same new prompt at once: one is told "created", the rest replays.
+
+    The API answers 201 or 200 from this flag (docs/api.md, "Replays"), so it
+    must be decided by the write, not by a read before it.
+    """
+    threads = 4
+    outcomes: list[bool] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(threads)
+
+    def work() -> None:
+        store = LoopStore()
+        try:
+            barrier.wait()
+            outcomes.append(store.grant_created("race", "Allow example.com?")[1])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    pool = [threading.Thread(target=work) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+
+    assert errors == []
+    assert sorted(outcomes) == [False] * (threads - 1) + [True]
+    assert Grant.objects.filter(session_id="race").count() == 1
 
 
 # -- demo data ------------------------------------------------------------------------

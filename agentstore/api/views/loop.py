@@ -3,8 +3,8 @@
     GET  /sessions/{id}/steps            steps in insertion order (cursor pages)
     POST /sessions/{id}/steps            append a step
     GET  /sessions/{id}/steps/last?n=50  the newest n steps, oldest first
-    GET  /sessions/{id}/grants           approved prompts, oldest first
-    POST /sessions/{id}/grants           approve a prompt
+    GET  /sessions/{id}/grants           approvals, oldest first (paged)
+    POST /sessions/{id}/grants           approve a prompt (201; 200 when approved already)
     POST /sessions/{id}/grants/check     was this exact prompt approved?
     DELETE /sessions/{id}/grants         forget every approval (revoke)
     POST /sessions/{id}/finalize         record a finished run's summary
@@ -28,10 +28,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstore.api import serializers as s
-from agentstore.api.pagination import StepCursorPagination
+from agentstore.api.pagination import CollectionPagination, StepCursorPagination, page_response
 from agentstore.api.views.base import AgentstoreViewSetMixin, errors
 from agentstore.models import Step
 from agentstore.models.sessions import SessionKind
+from agentstore.selectors.grants import grants_of
 from agentstore.stores import LoopStore
 
 __all__ = ["LoopActions"]
@@ -100,17 +101,17 @@ class LoopActions(AgentstoreViewSetMixin):
 
     @extend_schema(
         methods=["GET"],
-        summary="Approved prompts, oldest grant first",
-        responses={200: s.GrantListSerializer, **errors(404, 409)},
+        summary="The session's approvals, oldest grant first (paged)",
+        responses={200: s.GrantSerializer(many=True), **errors(400, 404, 409)},
         tags=["grants"],
     )
     @extend_schema(
         methods=["POST"],
-        summary="Approve a prompt in this session (200 when it was approved already)",
+        summary="Approve a prompt (201; 200 with the stored grant when approved already)",
         request=s.GrantInput,
         responses={
-            201: s.GrantListSerializer,
-            200: s.GrantListSerializer,
+            201: s.GrantSerializer,
+            200: s.GrantSerializer,
             **errors(400, 404, 409),
         },
         tags=["grants"],
@@ -122,7 +123,10 @@ class LoopActions(AgentstoreViewSetMixin):
         tags=["grants"],
     )
     @action(
-        detail=True, methods=["get", "post", "delete"], pagination_class=None, filter_backends=[]
+        detail=True,
+        methods=["get", "post", "delete"],
+        pagination_class=CollectionPagination,
+        filter_backends=[],
     )
     def grants(self, request: Request, pk: str) -> Response:
         session = self.session_or_404(None, SessionKind.LOOP.value)
@@ -132,14 +136,14 @@ class LoopActions(AgentstoreViewSetMixin):
         if request.method == "POST":
             data = s.GrantInput(data=request.data)
             data.is_valid(raise_exception=True)
-            prompt = data.validated_data["prompt"]
-            # 201 for a new approval, 200 when the prompt was approved already
-            # (a replay: decision 134); either way the grant is refreshed.
-            replay = store.is_granted(session.id, prompt)
-            store.grant(session.id, prompt)
-            code = status.HTTP_200_OK if replay else status.HTTP_201_CREATED
-            return Response({"prompts": store.grants(session.id)}, status=code)
-        return Response({"prompts": store.grants(session.id)})
+            # 201 for a new approval, 200 with the stored grant when the prompt
+            # was approved already (a replay, decision 134); either way the
+            # grant is refreshed. The store decides inside its transaction.
+            grant, created = store.grant_created(session.id, data.validated_data["prompt"])
+            code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            return Response(s.GrantSerializer(grant).data, status=code)
+        # Every collection is a page in one envelope (docs/api.md, "Lists").
+        return page_response(grants_of(session.id), request, self, s.GrantSerializer)
 
     @extend_schema(
         summary="Was exactly this prompt approved?",

@@ -37,6 +37,7 @@ from agentstore.api.sse import (
 )
 from agentstore.api.views.base import AgentstoreViewSetMixin, errors
 from agentstore.exceptions import NoDocument
+from agentstore.models.sessions import SessionKind
 from agentstore.selectors.documents import documents_in
 from agentstore.selectors.follow import EVENTS
 from agentstore.selectors.holds import break_hold, hold_of
@@ -189,16 +190,11 @@ class SessionExtrasActions(AgentstoreViewSetMixin):
         content_negotiation_class=FollowNegotiation,
     )
     def follow(self, request: Request, pk: str) -> StreamingHttpResponse | Response:
-        session = self.session_or_404()
-        if session.kind not in EVENTS:
-            # Every kind the model allows is followable; a kind added later
-            # without a follow reader is refused here, before the stream.
-            return error_response(
-                409,
-                "wrong_session_kind",
-                f"session {session.id} is of kind {session.kind!r}, which cannot be followed",
-                {"kind": session.kind, "followable": sorted(EVENTS)},
-            )
+        # Every kind the model allows is followable (EVENTS); a kind added later
+        # without a follow reader is refused before the stream, by the one
+        # wrong-kind error every session-bound action raises (decision 133),
+        # naming the followable kinds in the model's order like the others do.
+        session = self.session_or_404(None, *(k for k in SessionKind.values if k in EVENTS))
         raw: dict[str, Any] = {}
         if "after" in request.query_params:
             raw["after"] = request.query_params["after"]
