@@ -15,9 +15,13 @@ class AgentStoreConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the system checks (agentstore.W001, agentstore.W002).
+        from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate
 
         from agentstore import checks  # noqa: F401
+
+        # Search matches the unindexed tail with a SQL function (agentstore.search).
+        connection_created.connect(_register_functions, dispatch_uid="agentstore_search_functions")
 
         # The text-search index lives beside the migration (agentstore.search).
         post_migrate.connect(_search_index, sender=self, dispatch_uid="agentstore_search_index")
@@ -32,3 +36,9 @@ def _search_index(sender: AppConfig, using: str = "default", **kwargs: Any) -> N
 
     if table in connections[using].introspection.table_names():
         ensure_search_index(using)
+
+
+def _register_functions(sender: Any, connection: Any, **kwargs: Any) -> None:
+    from agentstore.search import register_functions
+
+    register_functions(connection)

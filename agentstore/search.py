@@ -13,10 +13,20 @@ text, tool calls with their arguments, tool outputs). Words match whole or, for
 the last word typed, by prefix (``flak`` finds "flaky"); every word must match.
 
 * **SQLite**: an external-content FTS5 table ``agentstore_entry_fts`` over the
-  entry table (unicode61 tokenizer, diacritics folded) plus three triggers, so
-  every insert, update and delete — the stores' hand-written SQL included —
-  keeps it in step inside the same transaction. Rows without text are not
-  indexed.
+  entry table (unicode61 tokenizer, diacritics folded), filled in *batches*
+  rather than on every insert (docs/decisions.md, "search index: appends leave
+  a tail"). A one-row table ``agentstore_entry_fts_mark`` holds ``upto``: every
+  entry with ``id <= upto`` (and some text) is in the index, none above it is.
+  An insert trigger indexes the tail ``(upto, new.id]`` in one go once it spans
+  :data:`TAIL_IDS` ids and moves the mark; the update and delete triggers keep
+  indexed rows in step and leave the tail alone. All of it runs inside the
+  writing transaction — the stores' hand-written SQL included. A search matches
+  FTS5 over the indexed rows and the same FTS5 query, through the SQL function
+  ``agentstore_fts_match``, over the at most ``TAIL_IDS - 1`` tail rows — one
+  statement, one snapshot, so results are exact. The function runs the query in
+  a private in-memory FTS5 table with the same tokenizer: the same engine, so
+  both halves agree by construction (tests/test_search.py checks it too).
+  Rows without text are not indexed.
 * **PostgreSQL**: a GIN index on ``to_tsvector('simple', content || ' ' ||
   summary)``; the planner keeps it in step like any index.
 
@@ -31,13 +41,23 @@ it from the rows already there.
 from __future__ import annotations
 
 import re
+import sqlite3
+import threading
 from typing import Any
 
-from django.db import connections
+from django.db import connections, transaction
 
 from agentstore.models import Entry
 
-__all__ = ["FTS_TABLE", "ensure_search_index", "has_search_index", "match_sql", "terms"]
+__all__ = [
+    "FTS_TABLE",
+    "ensure_search_index",
+    "flush_search_index",
+    "has_search_index",
+    "match_sql",
+    "register_functions",
+    "terms",
+]
 
 ENTRY_TABLE = Entry._meta.db_table
 FTS_TABLE = "agentstore_entry_fts"
@@ -48,30 +68,125 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 #: At most this many words of a query are used.
 MAX_TERMS = 8
 
+#: The insert trigger indexes the unindexed tail once it spans this many entry
+#: ids: an append writes no index pages until then (one FTS5 segment per batch
+#: instead of per row), and a search matches at most ``TAIL_IDS - 1`` rows
+#: outside the index.
+TAIL_IDS = 64
+MARK_TABLE = f"{FTS_TABLE}_mark"
+#: The SQL function matching one row against an FTS5 query (SQLite only).
+MATCH_FUNCTION = "agentstore_fts_match"
+_TOKENIZE = "tokenize='unicode61 remove_diacritics 2'"
 _HAS_TEXT = "{row}.content != '' OR {row}.summary != ''"
+_UPTO = f"(SELECT upto FROM {MARK_TABLE} WHERE id = 1)"
+# Triggers of the first design (every insert indexed at once); replaced in place.
+_OLD_TRIGGERS = [f"{FTS_TABLE}_ai", f"{FTS_TABLE}_ad", f"{FTS_TABLE}_au"]
 _SQLITE_DDL = [
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
     f"content, summary, content='{ENTRY_TABLE}', content_rowid='id', "
-    "tokenize='unicode61 remove_diacritics 2', columnsize=0)",
-    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {ENTRY_TABLE} "
-    f"WHEN {_HAS_TEXT.format(row='new')} BEGIN "
+    f"{_TOKENIZE}, columnsize=0)",
+    f"CREATE TABLE IF NOT EXISTS {MARK_TABLE} "
+    "(id INTEGER PRIMARY KEY CHECK (id = 1), upto INTEGER NOT NULL)",
+    # The tail reached TAIL_IDS ids: index it as one batch and move the mark.
+    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_tail AFTER INSERT ON {ENTRY_TABLE} "
+    f"WHEN new.id - {_UPTO} >= {TAIL_IDS} BEGIN "
+    f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "
+    f"SELECT id, content, summary FROM {ENTRY_TABLE} WHERE id > {_UPTO} AND id <= new.id "
+    f"AND ({_HAS_TEXT.format(row=ENTRY_TABLE)}); "
+    f"UPDATE {MARK_TABLE} SET upto = new.id WHERE id = 1; END",
+    # A row inserted below the mark (an explicit id; AUTOINCREMENT never gives
+    # one) is indexed at once, so "id <= upto" stays "indexed".
+    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_below AFTER INSERT ON {ENTRY_TABLE} "
+    f"WHEN new.id <= {_UPTO} AND ({_HAS_TEXT.format(row='new')}) BEGIN "
     f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "
     "VALUES (new.id, new.content, new.summary); END",
-    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON {ENTRY_TABLE} "
-    f"WHEN {_HAS_TEXT.format(row='old')} BEGIN "
+    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_del AFTER DELETE ON {ENTRY_TABLE} "
+    f"WHEN old.id <= {_UPTO} AND ({_HAS_TEXT.format(row='old')}) BEGIN "
     f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, content, summary) "
     "VALUES ('delete', old.id, old.content, old.summary); END",
-    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_au AFTER UPDATE OF content, summary "
-    f"ON {ENTRY_TABLE} BEGIN "
+    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_upd AFTER UPDATE OF content, summary "
+    f"ON {ENTRY_TABLE} WHEN old.id <= {_UPTO} BEGIN "
     f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, content, summary) "
     f"SELECT 'delete', old.id, old.content, old.summary WHERE {_HAS_TEXT.format(row='old')}; "
     f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "
     f"SELECT new.id, new.content, new.summary WHERE {_HAS_TEXT.format(row='new')}; END",
 ]
-_SQLITE_FILL = (
+# Index every row there is and put the mark after it (creation, upgrade, flush).
+_SQLITE_FLUSH = [
+    f"INSERT OR IGNORE INTO {MARK_TABLE} (id, upto) VALUES (1, 0)",
     f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "
-    f"SELECT id, content, summary FROM {ENTRY_TABLE} WHERE {_HAS_TEXT.format(row=ENTRY_TABLE)}"
-)
+    f"SELECT id, content, summary FROM {ENTRY_TABLE} WHERE id > {_UPTO} "
+    f"AND ({_HAS_TEXT.format(row=ENTRY_TABLE)})",
+    f"UPDATE {MARK_TABLE} SET upto = (SELECT COALESCE(MAX(id), 0) FROM {ENTRY_TABLE}) "
+    "WHERE id = 1 AND EXISTS (SELECT 1 FROM {ENTRY_TABLE} WHERE id > upto)".replace(
+        "{ENTRY_TABLE}", ENTRY_TABLE
+    ),
+]
+
+
+class _TailMatcher:
+    """``agentstore_fts_match(query, id, content, summary)``: FTS5's verdict on one row.
+
+    The rows are put into a private in-memory FTS5 table with the index's
+    tokenizer, keyed by entry id and kept while their text is unchanged, so a
+    search over the same tail indexes each row once; a query's matching ids are
+    computed once per query and table state. One per thread (sqlite3
+    connections belong to their thread).
+    """
+
+    #: Rows kept before the private table is emptied (several databases may
+    #: share a thread; the tail of each is below TAIL_IDS).
+    LIMIT = 4 * TAIL_IDS
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
+        self.db.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, summary, {_TOKENIZE})")
+        self.rows: dict[int, tuple[str, str]] = {}
+        self.matches: dict[str, set[int]] = {}
+
+    def __call__(self, query: str, pk: int, content: str, summary: str) -> int:
+        row = (content or "", summary or "")
+        if self.rows.get(pk) != row:
+            if len(self.rows) >= self.LIMIT:
+                self.db.execute("DELETE FROM t")
+                self.rows.clear()
+                self.matches.clear()
+            elif pk in self.rows:
+                self.db.execute("DELETE FROM t WHERE rowid = ?", (pk,))
+            self.db.execute("INSERT INTO t(rowid, content, summary) VALUES (?, ?, ?)", (pk, *row))
+            self.rows[pk] = row
+            for known, hits in self.matches.items():
+                hits.discard(pk)
+                if self._one(known, pk):
+                    hits.add(pk)
+        found = self.matches.get(query)
+        if found is None:
+            if len(self.matches) >= 16:
+                self.matches.clear()
+            found = self.matches[query] = {
+                r[0] for r in self.db.execute("SELECT rowid FROM t WHERE t MATCH ?", (query,))
+            }
+        return 1 if pk in found else 0
+
+    def _one(self, query: str, pk: int) -> bool:
+        sql = "SELECT 1 FROM t WHERE t MATCH ? AND rowid = ?"
+        return self.db.execute(sql, (query, pk)).fetchone() is not None
+
+
+_local = threading.local()
+
+
+def _tail_match(query: str, pk: int, content: str, summary: str) -> int:
+    matcher = getattr(_local, "matcher", None)
+    if matcher is None:
+        matcher = _local.matcher = _TailMatcher()
+    return matcher(query, pk, content, summary)
+
+
+def register_functions(connection: Any) -> None:
+    """Register :data:`MATCH_FUNCTION` on a new SQLite connection (``connection_created``)."""
+    if connection.vendor == "sqlite":
+        connection.connection.create_function(MATCH_FUNCTION, 4, _tail_match, deterministic=True)
 
 
 #: Databases known to have the index (it is never dropped by agentstore): one
@@ -80,15 +195,17 @@ _KNOWN: set[tuple[str, str]] = set()
 
 
 def has_search_index(using: str = "default") -> bool:
-    """Does the database have the search index (FTS5 table or GIN index)?"""
+    """Does the database have the search index (FTS5 table and its mark, or GIN index)?"""
     connection = connections[using]
     key = (using, str(connection.settings_dict.get("NAME")))
     if key in _KNOWN:
         return True
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
+            # The mark table is the last thing ensure_search_index creates: a
+            # database indexed by the first design (no mark) is upgraded.
             cursor.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [FTS_TABLE]
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [MARK_TABLE]
             )
         elif connection.vendor == "postgresql":
             cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [PG_INDEX])
@@ -101,20 +218,62 @@ def has_search_index(using: str = "default") -> bool:
 
 
 def ensure_search_index(using: str = "default") -> bool:
-    """Create the search index if it is missing and fill it; ``True`` when it was created."""
+    """Create the search index if it is missing and fill it; ``True`` when it was created.
+
+    On SQLite a database whose FTS5 table predates the batched tail (its
+    triggers indexed every insert) gets the new triggers and a mark after its
+    last row.
+    """
     connection = connections[using]
     if connection.vendor not in ("sqlite", "postgresql") or has_search_index(using):
         return False
-    with connection.cursor() as cursor:
+    with transaction.atomic(using=using), connection.cursor() as cursor:
         if connection.vendor == "sqlite":
+            for trigger in _OLD_TRIGGERS:
+                cursor.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            cursor.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [FTS_TABLE]
+            )
+            indexed = cursor.fetchone() is not None
             for statement in _SQLITE_DDL:
                 cursor.execute(statement)
-            cursor.execute(_SQLITE_FILL)
+            if indexed:
+                # The old triggers kept every row indexed: nothing to fill.
+                cursor.execute(
+                    f"INSERT OR IGNORE INTO {MARK_TABLE} (id, upto) "
+                    f"SELECT 1, COALESCE(MAX(id), 0) FROM {ENTRY_TABLE}"
+                )
+            for statement in _SQLITE_FLUSH:
+                cursor.execute(statement)
         else:
             cursor.execute(
                 f"CREATE INDEX IF NOT EXISTS {PG_INDEX} ON {ENTRY_TABLE} USING gin ({PG_VECTOR})"
             )
     return True
+
+
+def flush_search_index(using: str = "default") -> int:
+    """Index the SQLite tail now (``maintenance``, tests); the entry ids it covered.
+
+    Searches are exact either way; a flush only moves work from later appends
+    and searches to now. Nothing to do on PostgreSQL (``0``).
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite" or not has_search_index(using):
+        return 0
+
+    def flush() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT upto FROM {MARK_TABLE} WHERE id = 1")
+            before = int(cursor.fetchone()[0])
+            for statement in _SQLITE_FLUSH:
+                cursor.execute(statement)
+            cursor.execute(f"SELECT upto FROM {MARK_TABLE} WHERE id = 1")
+            return int(cursor.fetchone()[0]) - before
+
+    from agentstore.db import atomic_write
+
+    return atomic_write(flush, using=using)
 
 
 def terms(text: str) -> list[str]:
@@ -138,14 +297,24 @@ def match_sql(
     params: list[Any] = []
     if connection.vendor == "sqlite":
         # Every word quoted (no FTS5 syntax from users), the last one a prefix.
-        query = " ".join(f'"{w}"' for w in words[:-1]) + f' "{words[-1]}"*'
+        query = (" ".join(f'"{w}"' for w in words[:-1]) + f' "{words[-1]}"*').strip()
+        indexed_where = tail_where = ""
         if session_id:
-            where = f" AND rowid IN (SELECT id FROM {ENTRY_TABLE} WHERE session_id = %s)"
+            indexed_where = f" AND rowid IN (SELECT id FROM {ENTRY_TABLE} WHERE session_id = %s)"
+            tail_where = " AND session_id = %s"
+        scope = [session_id] if session_id else []
+        # Both halves in one statement, so one snapshot: the index holds
+        # exactly the rows up to the mark, the tail is matched row by row
+        # with the same query (module docstring).
         sql = (
-            f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s{where} "
-            "ORDER BY rowid DESC LIMIT %s"
+            f"SELECT id FROM (SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
+            f"{indexed_where} ORDER BY rowid DESC LIMIT %s) "
+            f"UNION ALL SELECT id FROM (SELECT id FROM {ENTRY_TABLE} "
+            f"WHERE id > {_UPTO}{tail_where} AND ({_HAS_TEXT.format(row=ENTRY_TABLE)}) "
+            f"AND {MATCH_FUNCTION}(%s, id, content, summary)) "
+            "ORDER BY id DESC LIMIT %s"
         )
-        params = [query.strip(), *([session_id] if session_id else []), limit]
+        params = [query, *scope, limit, *scope, query, limit]
         return sql, params
     query = " & ".join(words[:-1] + [f"{words[-1]}:*"])
     if session_id:

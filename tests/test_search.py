@@ -7,11 +7,21 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from agentstore.demo import log as demo_log
 from agentstore.models import Entry, Session
-from agentstore.search import has_search_index, match_sql
+from agentstore.search import (
+    FTS_TABLE,
+    MARK_TABLE,
+    TAIL_IDS,
+    flush_search_index,
+    has_search_index,
+    match_sql,
+    terms,
+)
 from agentstore.selectors.sessions import search_sessions
 from agentstore.stores.tree import TreeStore
 from agentstore.types import MessageEntity
@@ -77,3 +87,80 @@ def test_admin_and_api_search(admin_client: Client) -> None:
     api.force_authenticate(User.objects.create_superuser("s", "s@example.com", "pw"))
     listed = api.get("/api/v1/sessions", {"search": "flak"}).json()
     assert [row["id"] for row in listed["results"]] == [sid]
+
+
+# -- SQLite: the unindexed tail (docs/decisions.md, "search index: appends leave a tail")
+
+sqlite_only = pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="the tail is SQLite's (PostgreSQL indexes on write)"
+)
+
+
+def _mark() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT upto FROM {MARK_TABLE} WHERE id = 1")
+        return int(cursor.fetchone()[0])
+
+
+def _indexed() -> set[int]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", ['"zebra"'])
+        return {row[0] for row in cursor.fetchall()}
+
+
+@sqlite_only
+def test_appends_are_indexed_in_batches_and_search_sees_both_parts() -> None:
+    flush_search_index()
+    store = TreeStore()
+    sid = store.create_session("/repo").id
+    parent = None
+    pks = []
+    for n in range(TAIL_IDS + 5):
+        parent = store.append_message(
+            sid, parent, MessageEntity(role="user", content=f"zebra number w{n}")
+        ).id
+        pks.append(Entry.objects.get(session_id=sid, entry_id=parent).pk)
+    # The batch went in when the tail reached TAIL_IDS ids; the rest waits.
+    assert _mark() == pks[TAIL_IDS - 1]
+    assert _indexed() == set(pks[:TAIL_IDS])
+    assert _ids("zebra") == set(pks)
+    assert _ids("zebra w6") == {pks[6], *pks[60:69]}  # w6, w60…w68 (prefix)
+    # Updates and deletes keep the indexed part in step and leave the tail alone.
+    Entry.objects.filter(pk__in=[pks[0], pks[-1]]).update(content="okapi")
+    assert _ids("okapi") == {pks[0], pks[-1]}
+    assert pks[0] not in _indexed() and pks[-1] not in _indexed()
+    Entry.objects.filter(pk__in=[pks[1], pks[-2]]).delete()
+    assert _ids("zebra") == set(pks[2:-2])
+    assert _ids("zebra", session_id=sid) == set(pks[2:-2])
+    assert _ids("zebra", session_id="nope") == set()
+    # A flush indexes the tail now: same answers.
+    assert flush_search_index() == pks[-1] - pks[TAIL_IDS - 1]
+    assert _mark() == pks[-1] and _ids("zebra") == set(pks[2:-2])
+    assert _ids("okapi") == {pks[0], pks[-1]}
+
+
+_ALPHABET = "aAeéÉiïoöuüßñ_1 .,-'\"*()"
+_texts = st.lists(st.text(alphabet=_ALPHABET, max_size=30), min_size=1, max_size=6)
+
+
+@sqlite_only
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(texts=_texts, query=st.text(alphabet=_ALPHABET, min_size=1, max_size=12))
+def test_the_tail_matches_exactly_as_the_index(texts: list[str], query: str) -> None:
+    """The same query over the same rows, unindexed then indexed: the same entries."""
+    flush_search_index()
+    store = TreeStore()
+    sid = store.create_session("/repo").id
+    for text in texts:
+        store.append_message(sid, None, MessageEntity(role="user", content=text))
+    # Queries made of the rows' own words (whole, prefixes, accents changed) and the drawn text.
+    words = [w for text in texts for w in terms(text)]
+    queries = [query, *words[:4], *(w[:2] for w in words[:3]), " ".join(words[:3])]
+    queries = [q for q in queries if terms(q)]
+    in_tail = {q: _ids(q, session_id=sid) for q in queries}
+    flush_search_index()
+    assert {q: _ids(q, session_id=sid) for q in queries} == in_tail

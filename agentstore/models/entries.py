@@ -50,6 +50,9 @@ class Entry(models.Model):
         verbose_name=_("session"),
         on_delete=models.CASCADE,
         related_name="entries",
+        # No index of its own: the (session, seq) index starts with it and serves
+        # every lookup by session (docs/decisions.md, decision 241).
+        db_index=False,
     )
     seq = models.BigIntegerField(_("sequence"))
     entry_id = models.CharField(_("entry id"), max_length=128)

@@ -30,6 +30,9 @@ class Step(models.Model):
         verbose_name=_("session"),
         on_delete=models.CASCADE,
         related_name="steps",
+        # No index of its own: the (session, id) index starts with it and serves
+        # every lookup by session (docs/decisions.md, decision 241).
+        db_index=False,
     )
     step_index = models.IntegerField(_("step index"))
     step_type = models.CharField(_("step type"), max_length=64)
