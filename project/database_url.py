@@ -7,7 +7,8 @@
     postgres://…/name?pool_min_size=2&pool_max_size=8&pool_timeout=10
 
 SQLite databases always get agentstore's recommended options (WAL, IMMEDIATE,
-a busy timeout); see docs/operations.md.
+a busy timeout); see docs/operations.md. Under ASGI ``project/asgi.py`` turns
+persistent connections off with :func:`for_asgi`.
 """
 
 from __future__ import annotations
@@ -120,3 +121,20 @@ def parse_database_url(url: str, *, base_dir: Path) -> dict[str, Any]:
     raise ImproperlyConfigured(
         f"DATABASE_URL {url!r}: unsupported scheme {parts.scheme!r} (use sqlite:// or postgres://)"
     )
+
+
+def for_asgi(databases: dict[str, dict[str, Any]]) -> None:
+    """Close each unpooled connection at the end of its request: what ASGI needs.
+
+    Under ASGI Django serves every request in a thread of its own (one per
+    request context), so a persistent connection (``CONN_MAX_AGE`` > 0) is
+    never reused by a later request and never closed by Django either: it
+    stays open until the garbage collector finds it. A uvicorn process
+    serving 200 follow streams held dozens of such connections and ran
+    PostgreSQL out of ``max_connections`` (docs/operations.md, "Scaling
+    out"; Django's own advice is the same: under ASGI, no persistent
+    connections — use a pool). Pooled aliases already use ``CONN_MAX_AGE=0``.
+    """
+    for config in databases.values():
+        if not config.get("OPTIONS", {}).get("pool"):
+            config["CONN_MAX_AGE"] = 0

@@ -7,14 +7,16 @@ PostgreSQL when ``DATABASE_URL=postgres://…``. Tests marked ``sqlite_only`` or
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,13 +66,21 @@ def test_database_url(transactional_db: None) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _close_notify_listeners(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Close this process's LISTEN connections before the test database is dropped.
+def _close_leftover_connections(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Close this process's other PostgreSQL connections before the test database is dropped.
 
-    On PostgreSQL a follower or worker in a test starts a listener
-    (agentstore/notify.py) that stays connected to the test database, and
-    ``DROP DATABASE`` refuses a database with sessions. Requesting
-    ``django_db_setup`` here makes this teardown run before its.
+    ``DROP DATABASE`` refuses a database with sessions ("is being accessed by
+    other users"), and two kinds outlive the tests that opened them:
+
+    * the LISTEN connection a follower or worker starts (agentstore/notify.py);
+    * the connection of asgiref's one shared sync thread: an ORM call made
+      through ``sync_to_async`` from a bare ``asyncio.run`` (``aenqueue``,
+      ``aget_result``, ``LogStore.afollow`` in a test) runs in that thread,
+      which lives as long as the process, and its connection with it.
+      Thread-sensitive code run the same way lands in the same thread, so
+      ``close_all`` there closes it.
+
+    Requesting ``django_db_setup`` here makes this teardown run before its.
     """
     if database_vendor() != "postgresql":
         yield
@@ -80,3 +90,4 @@ def _close_notify_listeners(request: pytest.FixtureRequest) -> Iterator[None]:
     from agentstore import notify
 
     notify.shutdown()
+    asyncio.run(sync_to_async(connections.close_all)())

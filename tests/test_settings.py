@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from agentstore.conf import DEFAULTS, agentstore_settings
-from project.database_url import SQLITE_INIT_COMMAND, parse_database_url
+from project.database_url import SQLITE_INIT_COMMAND, for_asgi, parse_database_url
 
 BASE = Path("/srv/app")
 
@@ -85,3 +85,18 @@ def test_postgres_url_with_a_pool() -> None:
     assert parse_database_url("postgres://u@h/n", base_dir=BASE)["CONN_MAX_AGE"] == 60
     with pytest.raises(ImproperlyConfigured, match="pool_max_size"):
         parse_database_url("postgres://u@h/n?pool_max_size=lots", base_dir=BASE)
+
+
+def test_asgi_closes_unpooled_connections_per_request() -> None:
+    databases = {
+        "default": parse_database_url("postgres://u@h/n", base_dir=BASE),
+        "pooled": parse_database_url("postgres://u@h/n?pool=1", base_dir=BASE),
+        "local": parse_database_url("sqlite:///db.sqlite3", base_dir=BASE),
+    }
+    for_asgi(databases)
+    assert {alias: c["CONN_MAX_AGE"] for alias, c in databases.items()} == {
+        "default": 0,
+        "pooled": 0,
+        "local": 0,
+    }
+    assert databases["pooled"]["OPTIONS"]["pool"] is True

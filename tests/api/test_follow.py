@@ -7,9 +7,11 @@ once as Django's dev server (WSGI, a thread per request) and once under uvicorn
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import queue
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -41,6 +43,8 @@ class Follower:
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
         self.conn.request("GET", f"{API}/sessions/{session_id}/follow", headers=headers)
+        # Kept for close(): once the response owns the socket the connection may drop it.
+        self.sock = self.conn.sock
         self.response = self.conn.getresponse()
         assert self.response.status == 200
         assert self.response.getheader("Content-Type", "").startswith("text/event-stream")
@@ -74,7 +78,18 @@ class Follower:
         return got
 
     def close(self) -> None:
+        """Hang up now: the server sees the connection end, the reader sees end of stream.
+
+        ``conn.close()`` alone does not: the response's buffered reader keeps
+        the socket open, and closing it waits for the reader thread's
+        ``readline`` — until the server's next keep-alive (15 s).
+        """
+        if self.sock is not None:
+            with contextlib.suppress(OSError):  # the server hung up first
+                self.sock.shutdown(socket.SHUT_RDWR)
+        self.thread.join(timeout=30)
         self.conn.close()
+        self.response.close()
 
 
 def post_json(port: int, token: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
