@@ -50,7 +50,7 @@ def test_quick_run_prints_one_table_of_ratios_from_every_benchmark() -> None:
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-3000:]
     lines = done.stdout.strip().splitlines()
     summary = json.loads(lines[-1])
     documents = {d["bench"]: d for d in summary["documents"]}
