@@ -53,7 +53,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
 
@@ -201,6 +201,58 @@ def _claim_ready_sql(queues: int, kinds: int, limit: int, vendor: str) -> str:
         f"ORDER BY priority DESC, created_at, id LIMIT {limit}{_skip_locked(vendor)}"
     )
     return _CLAIM_PICKED.format(picked=_picked(pick, vendor), fields=", ".join(TASK_FIELDS))
+
+
+# The next event of the task a CTE named ``{source}`` returned (one row per task).
+# Inside one statement every part reads the statement's snapshot, so this
+# MAX + 1 can miss an event another transaction committed after the snapshot
+# was taken: the insert then collides on UNIQUE(task, sequence) and the whole
+# statement fails — nothing is written, and the caller falls back to
+# statement-per-step (see TaskRepository.finish_and_claim).
+_NEXT_SEQUENCE = (
+    f"(SELECT COALESCE(MAX(sequence), 0) + 1 FROM {EVENT_TABLE} WHERE task_id = {{source}}.id)"
+)
+
+
+@lru_cache(maxsize=64)
+def _finish_and_claim_pg_sql(
+    finishes: tuple[tuple[int, bool], ...], queues: int, kinds: int, limit: int
+) -> str:
+    """``finish_and_claim`` on PostgreSQL as one statement (docs/tasks.md, "Performance").
+
+    Data-modifying CTEs: each finish is ``_finish_sql``'s guarded UPDATE and
+    its event; then the claim and its ``task_started`` events. Sent in
+    autocommit it is its own transaction: one round trip and one commit per
+    task, where BEGIN, five statements and COMMIT took seven. ``finishes`` is
+    the shape of each finish (``from_states`` count, owned). The result has
+    one row per claimed task (or one all-NULL row): the finish flags, then
+    :data:`TASK_FIELDS`.
+    """
+    parts = []
+    for n, (states, owned) in enumerate(finishes):
+        parts.append(f"f{n} AS ({_finish_sql(states, owned)} RETURNING id)")
+        parts.append(
+            f"e{n} AS (INSERT INTO {EVENT_TABLE} ({_EVENT_COLUMNS}) "
+            f"SELECT f{n}.id, {_NEXT_SEQUENCE.format(source=f'f{n}')}, %s, %s, %s, %s "
+            f"FROM f{n})"
+        )
+    claim = _claim_ready_sql(queues, kinds, limit, "postgresql")
+    parts.append(f"c AS ({claim})")
+    # Event ids in claim order (priority, age, id): the n-th claimed task takes the n-th id.
+    parts.append(
+        f"s AS (INSERT INTO {EVENT_TABLE} ({_EVENT_COLUMNS}) "
+        f"SELECT n.id, {_NEXT_SEQUENCE.format(source='n')}, (%s::varchar[])[n.rn], %s, "
+        "'{\"worker_id\": ' || %s || ', \"attempt\": ' || n.attempts || '}', %s "
+        "FROM (SELECT id, attempts, "
+        "row_number() OVER (ORDER BY priority DESC, created_at, id) AS rn FROM c) AS n)"
+    )
+    flags = ", ".join(f"(SELECT COUNT(*) FROM f{n})" for n in range(len(finishes)))
+    flags = f"ARRAY[{flags}]::int[]" if finishes else "'{}'::int[]"
+    fields = ", ".join(f"c.{name}" for name in TASK_FIELDS)
+    return (
+        f"WITH {', '.join(parts)} "
+        f"SELECT {flags}, {fields} FROM (SELECT 1) AS one LEFT JOIN c ON TRUE"
+    )
 
 
 @lru_cache(maxsize=64)
@@ -1243,14 +1295,96 @@ class TaskRepository(StoreBase):
             )
             return flags, [task_from_values(row) for row in rows]
 
+        if self.vendor == "postgresql":
+            done = self._finish_and_claim_pg(
+                clean,
+                finish_ids,
+                queues,
+                kinds,
+                limit,
+                [at, lease_owner, expires, at, *queues, *kinds, at],
+                event_ids,
+                event_kind,
+                owner_json,
+                now,
+            )
+            if done is not None:
+                return done
+            # A concurrent event append raced the one statement: step by step.
         # An idle worker polls often: look without the write lock first (hand-written,
-        # like the claim: the ORM would cost more than the query).
-        if look_first:
+        # like the claim: the ORM would cost more than the query). On PostgreSQL
+        # the one-statement claim above is already that cheap when nothing is ready.
+        if look_first and self.vendor != "postgresql":
             cursor = self.cursor()
             cursor.execute(_ready_sql(len(queues), len(kinds)), [*queues, *kinds, at])
             if cursor.fetchone() is None:
                 return (self.finish_many(clean) if clean else []), []
         return self.write(claim_them)
+
+    def _finish_and_claim_pg(
+        self,
+        finishes: Sequence[TaskFinish],
+        finish_ids: Sequence[str],
+        queues: Sequence[str],
+        kinds: Sequence[str],
+        limit: int,
+        claim_params: list[Any],
+        event_ids: list[str],
+        event_kind: str,
+        owner_json: str,
+        now: datetime,
+    ) -> tuple[list[bool], list[TaskEntity]] | None:
+        """:meth:`finish_and_claim` as one statement; ``None`` when it must be re-run in steps.
+
+        Outside a transaction the statement is its own (autocommit): one round
+        trip, one commit. Inside one (a test case) it runs in a savepoint (``write``
+        refuses a caller's transaction outside tests, as everywhere). The
+        one refusal is the event-sequence collision :data:`_NEXT_SEQUENCE`
+        describes; every fence is the same guarded UPDATE as the stepwise path.
+        """
+        at = self._db_time(now)
+        sql = _finish_and_claim_pg_sql(
+            tuple((len(f.from_states), bool(f.lease_owner)) for f in finishes),
+            len(queues),
+            len(kinds),
+            limit,
+        )
+        params: list[Any] = []
+        for finish, finish_id in zip(finishes, finish_ids, strict=True):
+            params += [
+                finish.target_state,
+                finish.result,
+                finish.error_code,
+                finish.error_message,
+                at,
+                at,
+                finish.task_id,
+                *finish.from_states,
+            ]
+            if finish.lease_owner:
+                params += [finish.lease_owner, at]
+            params += [finish_id, finish.event_kind, finish.payload_json, at]
+        params += claim_params
+        params += [event_ids, event_kind, owner_json, at]
+
+        def run() -> list[Any]:
+            with connections[self.using].cursor() as cursor:
+                cursor.execute(sql, params)
+                return list(cursor.fetchall())
+
+        connection = connections[self.using]
+        try:
+            # In a caller's transaction, write() nests a savepoint: a refused
+            # statement rolls back to it and the fallback can still run.
+            rows = self.write(run) if connection.in_atomic_block else run()
+        except IntegrityError:
+            return None
+        flags = [bool(n) for n in rows[0][0]]
+        claimed = [self._row_values(row[1:]) for row in rows if row[1] is not None]
+        if len(claimed) > limit:  # never: the pick runs once (see _picked)
+            raise AssertionError(f"claimed {len(claimed)} tasks, asked for {limit}")
+        claimed.sort(key=lambda row: (-row["priority"], row["created_at"], row["id"]))
+        return flags, [task_from_values(row) for row in claimed]
 
     def _row_values(self, row: Sequence[Any]) -> dict[str, Any]:
         """A raw ``SELECT`` of :data:`TASK_FIELDS` as ``values()`` would return it."""
@@ -1275,14 +1409,19 @@ class TaskRepository(StoreBase):
         expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
         at = self._db_time(self.now())
 
+        ids = list(dict.fromkeys(task_ids))
+        # One statement for every held lease (a worker holds at most a batch).
+        sql = (
+            f"UPDATE {TASK_TABLE} SET lease_expires_at = %s, updated_at = %s "
+            f"WHERE id IN ({_in(ids)}) AND state IN ('running', 'canceling') "
+            "AND lease_owner = %s AND lease_expires_at > %s RETURNING id"
+        )
+
         def renew() -> list[str]:
             cursor = self.cursor()
-            held = []
-            for task_id in task_ids:
-                cursor.execute(_RENEW, [expires, at, task_id, lease_owner, at])
-                if cursor.rowcount == 1:
-                    held.append(task_id)
-            return held
+            cursor.execute(sql, [expires, at, *ids, lease_owner, at])
+            kept = {str(row[0]) for row in cursor.fetchall()}
+            return [task_id for task_id in ids if task_id in kept]
 
         return self.write(renew)
 
