@@ -252,3 +252,68 @@ def expired_requeueable(kinds: int, vendor: str) -> str:
         f"AND lease_expires_at <= %s AND attempts < max_attempts{kind_filter} "
         f"ORDER BY lease_expires_at, id LIMIT {BATCH}{skip_locked(vendor)}"
     )
+
+
+@lru_cache(maxsize=8)
+def renew_many(count: int) -> str:
+    """Renew ``count`` held leases of one owner at once; returns the ids still held.
+
+    Params: expires, at, *ids, owner, at.
+    """
+    return (
+        f"UPDATE {TASK} SET lease_expires_at = %s, updated_at = %s "
+        f"WHERE id IN ({placeholders(count)}) AND state IN ('running', 'canceling') "
+        "AND lease_owner = %s AND lease_expires_at > %s RETURNING id"
+    )
+
+
+# The next event of the task a CTE named ``{source}`` returned (one row per task).
+# Inside one statement every part reads the statement's snapshot, so this
+# MAX + 1 can miss an event another transaction committed after the snapshot
+# was taken: the insert then collides on UNIQUE(task, sequence) and the whole
+# statement fails — nothing is written, and the caller falls back to
+# statement-per-step (TaskRepository.finish_and_claim).
+NEXT_EVENT_OF = (
+    f"(SELECT COALESCE(MAX(sequence), 0) + 1 FROM {TASK_EVENT} WHERE task_id = {{source}}.id)"
+)
+
+
+@lru_cache(maxsize=64)
+def finish_and_claim_pg(
+    finishes: tuple[tuple[int, bool], ...], queues: int, kinds: int, limit: int
+) -> str:
+    """``finish_and_claim`` on PostgreSQL as one statement (docs/tasks.md, "Performance").
+
+    Data-modifying CTEs: each finish is :func:`finish`'s guarded UPDATE and
+    its event; then the claim and its ``task_started`` events. Sent in
+    autocommit it is its own transaction: one round trip and one commit per
+    task, where BEGIN, five statements and COMMIT took seven. ``finishes`` is
+    the shape of each finish (``from_states`` count, owned). The result has
+    one row per claimed task (or one all-NULL row): the finish flags, then
+    :data:`TASK_FIELDS`.
+    """
+    event_columns = columns(TaskEvent)
+    parts = []
+    for n, (states, owned) in enumerate(finishes):
+        parts.append(f"f{n} AS ({finish(states, owned)} RETURNING id)")
+        parts.append(
+            f"e{n} AS (INSERT INTO {TASK_EVENT} ({event_columns}) "
+            f"SELECT f{n}.id, {NEXT_EVENT_OF.format(source=f'f{n}')}, %s, %s, %s, %s "
+            f"FROM f{n})"
+        )
+    parts.append(f"c AS ({claim_ready(queues, kinds, limit, 'postgresql')})")
+    # Event ids in claim order (priority, age, id): the n-th claimed task takes the n-th id.
+    parts.append(
+        f"s AS (INSERT INTO {TASK_EVENT} ({event_columns}) "
+        f"SELECT n.id, {NEXT_EVENT_OF.format(source='n')}, (%s::varchar[])[n.rn], %s, "
+        "'{\"worker_id\": ' || %s || ', \"attempt\": ' || n.attempts || '}', %s "
+        "FROM (SELECT id, attempts, "
+        "row_number() OVER (ORDER BY priority DESC, created_at, id) AS rn FROM c) AS n)"
+    )
+    flags = ", ".join(f"(SELECT COUNT(*) FROM f{n})" for n in range(len(finishes)))
+    flags = f"ARRAY[{flags}]::int[]" if finishes else "'{}'::int[]"
+    fields = ", ".join(f"c.{name}" for name in TASK_FIELDS)
+    return (
+        f"WITH {', '.join(parts)} "
+        f"SELECT {flags}, {fields} FROM (SELECT 1) AS one LEFT JOIN c ON TRUE"
+    )

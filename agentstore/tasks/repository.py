@@ -54,7 +54,7 @@ from datetime import datetime
 from functools import lru_cache, partial
 from typing import Any, Protocol
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from agentstore import notify, sql
@@ -1074,7 +1074,7 @@ class TaskRepository(StoreBase):
             rows = [self._row_values(row) for row in cursor.fetchall()]
             if not rows:
                 return flags, []
-            if len(rows) > limit:  # never: the pick runs once (see _picked); roll back if so
+            if len(rows) > limit:  # never: the pick runs once (sql.tasks.picked)
                 raise AssertionError(f"claimed {len(rows)} tasks, asked for {limit}")
             # RETURNING keeps no order: put the batch back in claim order.
             rows.sort(key=lambda row: (-row["priority"], row["created_at"], row["id"]))
@@ -1094,14 +1094,96 @@ class TaskRepository(StoreBase):
             )
             return flags, [task_from_values(row) for row in rows]
 
+        if self.vendor == "postgresql":
+            done = self._finish_and_claim_pg(
+                clean,
+                finish_ids,
+                queues,
+                kinds,
+                limit,
+                [at, lease_owner, expires, at, *queues, *kinds, at],
+                event_ids,
+                event_kind,
+                owner_json,
+                now,
+            )
+            if done is not None:
+                return done
+            # A concurrent event append raced the one statement: step by step.
         # An idle worker polls often: look without the write lock first (hand-written,
-        # like the claim: the ORM would cost more than the query).
-        if look_first:
+        # like the claim: the ORM would cost more than the query). On PostgreSQL
+        # the one-statement claim above is already that cheap when nothing is ready.
+        if look_first and self.vendor != "postgresql":
             cursor = self.cursor()
             cursor.execute(task_sql.ready(len(queues), len(kinds)), [*queues, *kinds, at])
             if cursor.fetchone() is None:
                 return (self.finish_many(clean) if clean else []), []
         return self.write(claim_them)
+
+    def _finish_and_claim_pg(
+        self,
+        finishes: Sequence[TaskFinish],
+        finish_ids: Sequence[str],
+        queues: Sequence[str],
+        kinds: Sequence[str],
+        limit: int,
+        claim_params: list[Any],
+        event_ids: list[str],
+        event_kind: str,
+        owner_json: str,
+        now: datetime,
+    ) -> tuple[list[bool], list[TaskEntity]] | None:
+        """:meth:`finish_and_claim` as one statement; ``None`` when it must be re-run in steps.
+
+        Outside a transaction the statement is its own (autocommit): one round
+        trip, one commit. Inside one (a test case) it runs in a savepoint (``write``
+        refuses a caller's transaction outside tests, as everywhere). The
+        one refusal is the event-sequence collision :data:`agentstore.sql.tasks.NEXT_EVENT_OF`
+        describes; every fence is the same guarded UPDATE as the stepwise path.
+        """
+        at = self._db_time(now)
+        statement = task_sql.finish_and_claim_pg(
+            tuple((len(f.from_states), bool(f.lease_owner)) for f in finishes),
+            len(queues),
+            len(kinds),
+            limit,
+        )
+        params: list[Any] = []
+        for finish, finish_id in zip(finishes, finish_ids, strict=True):
+            params += [
+                finish.target_state,
+                finish.result,
+                finish.error_code,
+                finish.error_message,
+                at,
+                at,
+                finish.task_id,
+                *finish.from_states,
+            ]
+            if finish.lease_owner:
+                params += [finish.lease_owner, at]
+            params += [finish_id, finish.event_kind, finish.payload_json, at]
+        params += claim_params
+        params += [event_ids, event_kind, owner_json, at]
+
+        def run() -> list[Any]:
+            with connections[self.using].cursor() as cursor:
+                cursor.execute(statement, params)
+                return list(cursor.fetchall())
+
+        connection = connections[self.using]
+        try:
+            # In a caller's transaction, write() nests a savepoint: a refused
+            # statement rolls back to it and the fallback can still run.
+            rows = self.write(run) if connection.in_atomic_block else run()
+        except IntegrityError:
+            return None
+        flags = [bool(n) for n in rows[0][0]]
+        claimed = [self._row_values(row[1:]) for row in rows if row[1] is not None]
+        if len(claimed) > limit:  # never: the pick runs once (agentstore.sql.tasks.picked)
+            raise AssertionError(f"claimed {len(claimed)} tasks, asked for {limit}")
+        claimed.sort(key=lambda row: (-row["priority"], row["created_at"], row["id"]))
+        return flags, [task_from_values(row) for row in claimed]
 
     def _row_values(self, row: Sequence[Any]) -> dict[str, Any]:
         """A raw ``SELECT`` of :data:`TASK_FIELDS` as ``values()`` would return it."""
@@ -1124,14 +1206,15 @@ class TaskRepository(StoreBase):
         expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
         at = self._db_time(self.now())
 
+        ids = list(dict.fromkeys(task_ids))
+        # One statement for every held lease (a worker holds at most a batch).
+        statement = task_sql.renew_many(len(ids))
+
         def renew() -> list[str]:
             cursor = self.cursor()
-            held = []
-            for task_id in task_ids:
-                cursor.execute(task_sql.RENEW, [expires, at, task_id, lease_owner, at])
-                if cursor.rowcount == 1:
-                    held.append(task_id)
-            return held
+            cursor.execute(statement, [expires, at, *ids, lease_owner, at])
+            kept = {str(row[0]) for row in cursor.fetchall()}
+            return [task_id for task_id in ids if task_id in kept]
 
         return self.write(renew)
 

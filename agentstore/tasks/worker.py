@@ -47,7 +47,13 @@ from datetime import datetime, timedelta
 from types import FrameType
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connections,
+)
 
 from agentstore import notify
 from agentstore.conf import agentstore_settings
@@ -73,6 +79,9 @@ from agentstore.types.tasks import TaskEntity, TaskFinish
 __all__ = ["TaskWorker", "sweep"]
 
 logger = logging.getLogger("agentstore.worker")
+
+#: Seconds between two of the worker's ``close_old_connections`` (see ``_recycle_connections``).
+RECYCLE_INTERVAL = 1.0
 
 
 def sweep(tasks: TaskRepository, kinds: Sequence[str], now: datetime) -> dict[str, list[str]]:
@@ -166,6 +175,7 @@ class TaskWorker:
         self._on_stored: dict[str, Callable[[], None]] = {}
         self._running = False
         self._last_sweep = 0.0
+        self._last_recycle = 0.0
         # PostgreSQL: an enqueue on our queues wakes the idle wait at once
         # (agentstore/notify.py; subscribed by run()); else a timed wait.
         self._idle = notify.Subscription(())
@@ -197,16 +207,28 @@ class TaskWorker:
             self._maybe_sweep()
             # The last batch's finishes commit with the next claim: one transaction.
             pending, self._pending = self._pending, []
-            stored, claimed = self.tasks.finish_and_claim(
-                [finish for _, finish, _, _ in pending],
-                self.queues,
-                self.kinds,
-                self.worker_id,
-                self._expiry(),
-                limit=self._claim_size(),
-                # Busy (the last claim found work): skip the lock-free look.
-                look_first=not busy,
-            )
+            try:
+                stored, claimed = self.tasks.finish_and_claim(
+                    [finish for _, finish, _, _ in pending],
+                    self.queues,
+                    self.kinds,
+                    self.worker_id,
+                    self._expiry(),
+                    limit=self._claim_size(),
+                    # Busy (the last claim found work): skip the lock-free look.
+                    look_first=not busy,
+                )
+            except (OperationalError, InterfaceError):
+                # The connection died (a database restart, a network cut). Nothing
+                # of the statement is known to be stored: keep the finishes (each is
+                # fenced, so one that did commit is refused the second time), drop
+                # the broken connection and try again after the poll interval.
+                logger.exception("worker %s: claim failed, reconnecting", self.worker_id)
+                self._pending = pending + self._pending
+                self._last_recycle = 0.0
+                self._recycle_connections()
+                self._idle.wait(max(self.poll_interval, 1.0), self.stop)
+                continue
             self._settled(pending, stored)
             busy = bool(claimed)
             if not claimed:
@@ -261,6 +283,7 @@ class TaskWorker:
             return
         except Exception as error:
             self._running = False
+            self._last_recycle = 0.0  # the handler may have broken the connection: check it now
             self._failed(task, error, started, job)
         else:
             self._running = False
@@ -276,8 +299,24 @@ class TaskWorker:
             )
             self._settle(task, finish, value, "succeeded", started)
         finally:
-            close_old_connections()
+            self._recycle_connections()
         self.done += 1
+
+    def _recycle_connections(self) -> None:
+        """Django's request boundary (``close_old_connections``), at most once a second.
+
+        It closes connections that errored or outlived ``CONN_MAX_AGE`` and, with
+        ``CONN_HEALTH_CHECKS``, makes the next query pay a ``SELECT 1`` first. Per
+        task that check was a third round trip on PostgreSQL for a no-op task
+        (docs/tasks.md, "Performance"); once a second it still catches a dead
+        connection early, a handler's exception brings it forward, and a claim
+        that fails on a dead connection is retried on a new one (:meth:`_loop`).
+        """
+        now = time.monotonic()
+        if now - self._last_recycle < RECYCLE_INTERVAL:
+            return
+        self._last_recycle = now
+        close_old_connections()
 
     def _settle(
         self, task: TaskEntity, finish: TaskFinish, value: Any, outcome: str, started: float
@@ -385,7 +424,10 @@ class TaskWorker:
             held = list(self._held)
         if held:
             kept = self.tasks.renew_leases(held, self.worker_id, self._expiry())
-            for task_id in set(held) - set(kept):
+            with self._held_lock:
+                # A task settled meanwhile is not renewed, and was not lost either.
+                lost = (set(held) - set(kept)) & set(self._held)
+            for task_id in sorted(lost):
                 logger.warning("worker %s: lost the lease of task %s", self.worker_id, task_id)
         now = utc_now()
         beat = Worker.objects.using(self.using).filter(pk=self.worker_id)

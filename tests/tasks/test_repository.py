@@ -453,3 +453,85 @@ def test_a_failing_event_insert_rolls_the_claim_back(graph: Graph, owner: str) -
         graph.tasks.claim_queued(claim_for(task.id, "w", expiry))
     got = graph.tasks.get(task.id)
     assert got is not None and (got.state, got.lease_owner) == ("queued", "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_racing_the_one_statement_finish_is_kept() -> None:
+    """PostgreSQL's one-statement ``finish_and_claim`` reads one snapshot: an event
+    committed while it waited for the task's row lock makes its MAX(sequence) + 1
+    collide. It must fall back to step-by-step and keep both events, in order.
+    """
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the one-statement finish and claim is PostgreSQL's")
+    tasks = TaskRepository()
+    queued = tasks.enqueue(TaskEntity(kind="job", queue_name="race"))
+    expiry = tasks.now() + timedelta(minutes=5)
+    [task] = tasks.claim_ready(["race"], ["job"], "w", expiry)
+    locked, commit = threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def request_cancel() -> None:  # holds the row lock until told to commit
+        try:
+            with transaction.atomic():
+                moved = tasks.transition_row(
+                    tasks.cursor(), task.id, ["running"], "canceling",
+                    "task_cancel_requested", "{}", new_id(), tasks.now(),
+                )  # fmt: skip
+                outcome.append(moved)
+                locked.set()
+                commit.wait(30)
+        finally:
+            connection.close()
+
+    def finish() -> None:
+        try:
+            done = TaskFinish(
+                task_id=task.id,
+                lease_owner="w",
+                from_states=["running", "canceling"],
+                target_state="succeeded",
+                event_kind="task_succeeded",
+                payload_json="{}",
+            )
+            outcome.append(tasks.finish_and_claim([done], ["race"], ["job"], "w", expiry))
+        except BaseException as error:  # reported to the test
+            outcome.append(error)
+        finally:
+            connection.close()
+
+    canceller = threading.Thread(target=request_cancel)
+    canceller.start()
+    assert locked.wait(30)
+    finisher = threading.Thread(target=finish)
+    finisher.start()
+    # Commit the cancel only once the finish statement waits for the row lock.
+    deadline = time.monotonic() + 30
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND query LIKE 'WITH f0 AS%%'"
+            )
+            if cursor.fetchone()[0]:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the finish never waited for the row lock")
+    commit.set()
+    canceller.join()
+    finisher.join()
+    assert outcome == [True, ([True], [])]
+    got = tasks.get(queued.id)
+    assert got is not None and got.state == "succeeded"
+    events = tasks.list_events(task.id)
+    assert [(e.sequence, e.event.kind) for e in events] == [
+        (1, "task_queued"),
+        (2, "task_started"),
+        (3, "task_cancel_requested"),
+        (4, "task_succeeded"),
+    ]
