@@ -98,6 +98,23 @@ TASK_FIELDS = task_sql.TASK_FIELDS
 EVENT_FIELDS = task_sql.EVENT_FIELDS
 
 
+def _finish_params(finish: TaskFinish, at: Any) -> list[Any]:
+    """The parameters of :func:`agentstore.sql.tasks.finish`'s guarded UPDATE for ``finish``."""
+    params: list[Any] = [
+        finish.target_state,
+        finish.result,
+        finish.error_code,
+        finish.error_message,
+        at,
+        at,
+        finish.task_id,
+        *finish.from_states,
+    ]
+    if finish.lease_owner:
+        params += [finish.lease_owner, at]
+    return params
+
+
 class SqlCursor(Protocol):
     """What the hand-written SQL needs from a cursor (Django's, or SQLite's own)."""
 
@@ -326,22 +343,9 @@ class TaskRepository(StoreBase):
         must hold no lease; an owner → that owner's lease must still be live (an
         expired owner cannot settle, even before recovery ran).
         """
-        states = list(finish.from_states)
         at = self._db_time(now)
-        statement = task_sql.finish(len(states), bool(finish.lease_owner))
-        params: list[Any] = [
-            finish.target_state,
-            finish.result,
-            finish.error_code,
-            finish.error_message,
-            at,
-            at,
-            finish.task_id,
-            *states,
-        ]
-        if finish.lease_owner:
-            params += [finish.lease_owner, at]
-        cursor.execute(statement, params)
+        statement = task_sql.finish(len(finish.from_states), bool(finish.lease_owner))
+        cursor.execute(statement, _finish_params(finish, at))
         if cursor.rowcount != 1:
             return False
         self._append_next_event(
@@ -1150,18 +1154,7 @@ class TaskRepository(StoreBase):
         )
         params: list[Any] = []
         for finish, finish_id in zip(finishes, finish_ids, strict=True):
-            params += [
-                finish.target_state,
-                finish.result,
-                finish.error_code,
-                finish.error_message,
-                at,
-                at,
-                finish.task_id,
-                *finish.from_states,
-            ]
-            if finish.lease_owner:
-                params += [finish.lease_owner, at]
+            params += _finish_params(finish, at)
             params += [finish_id, finish.event_kind, finish.payload_json, at]
         params += claim_params
         params += [event_ids, event_kind, owner_json, at]
