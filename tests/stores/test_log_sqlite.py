@@ -429,9 +429,15 @@ def test_afollow() -> None:
                 seen.append(change)
 
         task = asyncio.create_task(consume())
-        while not seen:
+        # Bounded, and watching the consumer: if it fails before its first
+        # change, the failure is the test's answer (not an endless wait).
+        deadline = time.monotonic() + 30.0
+        while not seen and not task.done() and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        await asyncio.to_thread(store.append, s.id, user("two"))
+        if task.done():
+            task.result()  # raises what the consumer raised
+        assert seen, "no snapshot within 30 s"
+        await asyncio.wait_for(asyncio.to_thread(store.append, s.id, user("two")), 60)
         deadline = time.monotonic() + 2.0
         while len(seen) < 2 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
