@@ -35,12 +35,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connections
-from django.db.models import F, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Collate
 
 from agentstore.models import Ref, RefLog
 
-__all__ = ["prefix_upper", "ref_log_rows", "refs_under"]
+__all__ = ["count_refs_under", "prefix_upper", "ref_log_rows", "refs_under"]
 
 
 def prefix_upper(prefix: str) -> str | None:
@@ -69,14 +69,7 @@ def _byte_order(field: str, using: str) -> Any:
     return F(field)
 
 
-def refs_under(
-    prefix: str = "",
-    *,
-    after: str = "",
-    sessions: QuerySet[Any] | None = None,
-    using: str = "default",
-) -> QuerySet[Ref]:
-    """Refs named ``prefix…`` and greater than ``after``, in byte order (slice it for a page)."""
+def _in_range(prefix: str, after: str, using: str) -> QuerySet[Ref]:
     found = Ref.objects.using(using).alias(key=_byte_order("name", using))
     if prefix:
         found = found.filter(key__gte=prefix)
@@ -85,9 +78,40 @@ def refs_under(
             found = found.filter(key__lt=upper)
     if after:
         found = found.filter(key__gt=after)
+    return found
+
+
+def refs_under(
+    prefix: str = "",
+    *,
+    after: str = "",
+    sessions: QuerySet[Any] | None = None,
+    using: str = "default",
+) -> QuerySet[Ref]:
+    """Refs named ``prefix…`` and greater than ``after``, in byte order (slice it for a page)."""
+    found = _in_range(prefix, after, using)
+    if sessions is not None:
+        # EXISTS, not ``session_id IN (…)``: given an IN list, SQLite reads the
+        # refs through the ``session_id`` index and sorts all of them, every
+        # page; a correlated EXISTS leaves the name index as the only access
+        # path, so a page stops after ``LIMIT`` visible names (decision 270).
+        found = found.filter(Exists(sessions.filter(pk=OuterRef("session_id"))))
+    return found.order_by(_byte_order("name", using))
+
+
+def count_refs_under(
+    prefix: str = "", *, sessions: QuerySet[Any] | None = None, using: str = "default"
+) -> int:
+    """How many refs :func:`refs_under` lists (no ``after``): one ``COUNT``.
+
+    It reads every matching index entry — the one part of a ``/refs`` answer
+    that grows with the refs (decision 270). Here the IN list is the better
+    plan: the session index finds a user's refs without probing every name.
+    """
+    found = _in_range(prefix, "", using)
     if sessions is not None:
         found = found.filter(session_id__in=sessions.values("pk"))
-    return found.order_by("key")
+    return found.count()
 
 
 def ref_log_rows(

@@ -18,6 +18,13 @@ so a session deleted and created again under the same id reads as dangling.
 on ``LogStore.refs``, so surfaces and users keep calling the log store; only this
 module writes the rows. The name rules live in :mod:`agentstore.stores.log_refs`.
 
+Reads come in pages (decisions 270–271): ``list_refs(prefix, after=, limit=,
+sessions=)`` reads the names after ``after`` in byte order with ``LIMIT``, and
+``ref_log(name, after=, limit=, sessions=)`` the rows older than position
+``after``; ``sessions`` (a ``Session`` queryset) puts a caller's visibility into
+the query. The queries are :mod:`agentstore.selectors.refs`; surfaces always
+pass a ``limit``.
+
 ``update_ref`` is one write transaction (:func:`retrying_write`) split by
 concern: serialise ref writers, check the expected target, check the new
 target exists, then create or move the ref, then log the change.
@@ -35,7 +42,7 @@ from django.db.models import QuerySet
 from agentstore import exceptions, notify, sql
 from agentstore.models import Entry, Ref, RefLog
 from agentstore.models import Session as SessionRow
-from agentstore.selectors.refs import ref_log_rows, refs_under
+from agentstore.selectors.refs import count_refs_under, ref_log_rows, refs_under
 from agentstore.stores import log_refs
 from agentstore.stores.base import Clock, StoreBase, retrying_write
 from agentstore.stores.log_rows import LOG
@@ -270,8 +277,7 @@ class RefStore(StoreBase):
     def count_refs(self, prefix: str = "", *, sessions: QuerySet[Any] | None = None) -> int:
         """How many refs :meth:`list_refs` lists for ``prefix`` and ``sessions`` (one ``COUNT``)."""
         log_refs.check_prefix(prefix)
-        found = refs_under(prefix, sessions=sessions, using=self.using)
-        return self.read(found.count)
+        return self.read(lambda: count_refs_under(prefix, sessions=sessions, using=self.using))
 
     def ref_log(
         self,

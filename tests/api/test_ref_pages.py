@@ -21,6 +21,7 @@ from rest_framework.test import APIClient
 
 from agentstore.models import Ref, RefLog
 from agentstore.selectors.refs import prefix_upper, ref_log_rows, refs_under
+from agentstore.selectors.sessions import sessions_visible_to
 from agentstore.stores import LogStore
 from agentstore.types import RefTarget
 from tests.api.conftest import API, assert_error
@@ -253,6 +254,19 @@ def test_staff_see_dangling_refs_users_do_not(
     assert [r["name"] for r in staff_api.get(f"{API}/refs").json()["results"]] == ["gone"]
 
 
+def test_sqlite_reads_a_users_page_through_the_name_index(alice: Any) -> None:
+    """With the visibility rule too, a page is a walk of the name index, not a sort."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's query plan")
+    page = refs_under("p/", after="p/1", sessions=sessions_visible_to(alice))[:50]
+    sql, params = page.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+        plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+    assert "sqlite_autoindex_agentstore_ref_1 (name>? AND name<?)" in plan, plan
+    assert "TEMP B-TREE" not in plan, plan
+
+
 def _ref_selects(queries: Any, table: str) -> list[str]:
     return [
         q["sql"]
@@ -292,18 +306,21 @@ def test_each_page_is_one_limited_statement(
 )
 def test_postgresql_serves_the_range_and_order_from_the_primary_key(alice: Any) -> None:
     seed([f"p/{i:05d}" for i in range(2000)], log_of(alice))
-    page = refs_under("p/0", after="p/00010")[:50]
-    sql, params = page.query.sql_with_params()
     with connection.cursor() as cursor:
         # Whatever the (unanalysed) statistics say: if the primary key could
         # not give the rows in byte order, a Sort would still be planned.
         for knob in ("seqscan", "bitmapscan", "sort"):
             cursor.execute(f"SET LOCAL enable_{knob} = off")
-        cursor.execute(f"EXPLAIN {sql}", params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    # The index gives the rows in order: no sort of the matching rows.
-    assert "Index Scan using agentstore_ref_pkey" in plan and "Sort" not in plan, plan
-    assert "Filter" not in plan, plan  # the range and the keyset are index conditions
+    for sessions in (None, sessions_visible_to(alice)):
+        page = refs_under("p/0", after="p/00010", sessions=sessions)[:50]
+        sql, params = page.query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN {sql}", params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        # The index gives the rows in order: no sort of the matching rows, and
+        # the range and the keyset are index conditions.
+        assert "Index Scan using agentstore_ref_pkey" in plan and "Sort" not in plan, plan
+        assert "Index Cond: (((name)::text >= " in plan, plan
     log = ref_log_rows("p/00001", after=10)[:50]
     sql, params = log.query.sql_with_params()
     with connection.cursor() as cursor:
