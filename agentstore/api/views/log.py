@@ -215,7 +215,7 @@ class RefListView(_RefBase):
         limit = query.page_limit()
         store = LogStore(read_only=True)
         sessions = self.visible_sessions()
-        # One more than the page: whether there is a next page, without a count.
+        # One more than the page tells whether a next page exists.
         refs = store.list_refs(prefix, after=after, limit=limit + 1, sessions=sessions)
         page = refs[:limit]
         return keyset_response(
