@@ -30,11 +30,13 @@ __all__ = [
     "MAX_ENTRY_PAGE",
     "CollectionPagination",
     "EntryCursor",
+    "KeysetQuery",
     "SeqCursor",
     "SessionPagination",
     "StepCursorPagination",
     "TaskEventCursorPagination",
     "TaskPagination",
+    "keyset_response",
     "page_response",
 ]
 
@@ -60,6 +62,58 @@ def page_response(items: Any, request: Request, view: Any, serializer: Any) -> R
     paginator = CollectionPagination()
     rows: list[Any] | None = paginator.paginate_queryset(items, request, view=view)
     return paginator.get_paginated_response(serializer(rows, many=True).data)
+
+
+def keyset_response(
+    results: Any, request: Request, *, count: int, next_after: object | None
+) -> Response:
+    """A keyset page in the collection envelope: ``next`` carries ``after=<next_after>``.
+
+    For collections paged by the last item seen rather than a page number
+    (``/refs``, ``/ref-log/{name}``: decision 270). Such pages go forward only,
+    so ``previous`` is always ``null``; ``count`` is the whole collection's.
+    """
+    url: str | None = None
+    if next_after is not None:
+        url = remove_query_param(request.build_absolute_uri(), "page")
+        url = replace_query_param(url, "after", str(next_after))
+    return Response({"count": count, "next": url, "previous": None, "results": results})
+
+
+class KeysetQuery(serializers.Serializer[Any]):
+    """``?limit=`` (1–200, else 400) or the collections' ``?page_size=`` (capped at 200).
+
+    ``?page=`` is refused past 1: a keyset collection has no page numbers, and
+    ignoring one would answer page 1 again (decision 270).
+    """
+
+    limit = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=CollectionPagination.max_page_size,
+        help_text="Items per page (default 50, at most 200).",
+    )
+    page_size = serializers.IntegerField(
+        required=False, min_value=1, help_text="Alias of limit; a larger size is capped at 200."
+    )
+    page = serializers.IntegerField(
+        required=False, help_text="Only 1: later pages are reached by after (follow next)."
+    )
+
+    def validate_page(self, value: int) -> int:
+        if value != 1:
+            raise serializers.ValidationError(
+                "this collection pages by after, not by page number: follow next"
+            )
+        return value
+
+    def page_limit(self) -> int:
+        """The page size the query asks for, within the collections' bounds."""
+        values = self.validated_data
+        if "limit" in values:
+            return int(values["limit"])
+        size = int(values.get("page_size", CollectionPagination.page_size))
+        return min(size, CollectionPagination.max_page_size)
 
 
 class SessionPagination(CollectionPagination):

@@ -11,17 +11,45 @@ Every successful change appends a :class:`RefLog` row (old → new, when, why);
 the log survives deletion of the ref::
 
     RefLog.objects.filter(name="team/main").order_by("-id")
+
+``Ref.name`` is a :class:`ByteOrderCharField`: on PostgreSQL its column (and so
+the primary-key index) has the ``"C"`` collation, byte order, which is what
+SQLite's ``BINARY`` default already is. Listings page by name and filter
+prefixes as ranges (:mod:`agentstore.selectors.refs`); with a locale's collation
+that order would be neither SQLite's nor one the index could serve
+(decision 271).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+if TYPE_CHECKING:
+    _CharField = models.CharField[str, str]
+else:
+    _CharField = models.CharField
+
+
+class ByteOrderCharField(_CharField):
+    """A ``CharField`` whose PostgreSQL column is ``COLLATE "C"`` (byte order; SQLite's already is).
+
+    ``db_collation`` cannot be used: SQLite has no ``"C"`` collation and the
+    model serves both databases, so the collation is chosen per connection here.
+    """
+
+    def db_parameters(self, connection: Any) -> dict[str, Any]:
+        params: dict[str, Any] = super().db_parameters(connection)
+        if connection.vendor == "postgresql":
+            params["collation"] = "C"
+        return params
+
 
 class Ref(models.Model):
-    name = models.CharField(_("name"), max_length=200, primary_key=True)
+    name = ByteOrderCharField(_("name"), max_length=200, primary_key=True)
     session_id = models.CharField(_("session id"), max_length=255)
     entry_id = models.CharField(_("pinned entry id"), max_length=128, default="", blank=True)
     target_incarnation = models.CharField(

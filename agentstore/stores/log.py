@@ -54,7 +54,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, connections
-from django.db.models import OuterRef, Subquery, Sum, Value
+from django.db.models import OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
 from agentstore import exceptions, notify
@@ -947,13 +947,35 @@ class LogStore(StoreBase):
         """The ref's target: :meth:`RefStore.resolve_ref`."""
         return self.refs.resolve_ref(name)
 
-    def list_refs(self, prefix: str = "") -> builtins.list[NamedRef]:
-        """Refs whose name starts with ``prefix``: :meth:`RefStore.list_refs`."""
-        return self.refs.list_refs(prefix)
+    def list_refs(
+        self,
+        prefix: str = "",
+        *,
+        after: str = "",
+        limit: int | None = None,
+        sessions: QuerySet[Any] | None = None,
+    ) -> builtins.list[NamedRef]:
+        """Refs named ``prefix…``, a page after ``after``: :meth:`RefStore.list_refs`."""
+        return self.refs.list_refs(prefix, after=after, limit=limit, sessions=sessions)
 
-    def ref_log(self, name: str) -> builtins.list[RefLogEntry]:
-        """Every successful update of ``name``, newest first: :meth:`RefStore.ref_log`."""
-        return self.refs.ref_log(name)
+    def count_refs(self, prefix: str = "", *, sessions: QuerySet[Any] | None = None) -> int:
+        """How many refs :meth:`list_refs` lists: :meth:`RefStore.count_refs`."""
+        return self.refs.count_refs(prefix, sessions=sessions)
+
+    def ref_log(
+        self,
+        name: str,
+        *,
+        after: int | None = None,
+        limit: int | None = None,
+        sessions: QuerySet[Any] | None = None,
+    ) -> builtins.list[RefLogEntry]:
+        """Updates of ``name``, newest first, a page after ``after``: :meth:`RefStore.ref_log`."""
+        return self.refs.ref_log(name, after=after, limit=limit, sessions=sessions)
+
+    def count_ref_log(self, name: str, *, sessions: QuerySet[Any] | None = None) -> int:
+        """How many rows :meth:`ref_log` lists: :meth:`RefStore.count_ref_log`."""
+        return self.refs.count_ref_log(name, sessions=sessions)
 
     # -- helpers built on the API (agentsession's Continue / SessionFor / …) -----
 

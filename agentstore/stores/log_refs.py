@@ -7,7 +7,8 @@ Private to the stores: :mod:`agentstore.stores.refs` (which owns the rows) and
   empty, ``.`` or ``..``, characters ``[A-Za-z0-9._-]`` only — so ``a..b`` and
   ``.hidden`` are fine, ``a//b``, ``a/./b``, ``a b`` and ``é`` are not.
 * A **prefix** (for listing) is at most 200 bytes of those characters plus
-  ``/``, may be empty and need not end at a segment.
+  ``/``, may be empty and need not end at a segment; so is a listing's
+  ``after`` (the last name a page showed).
 * On **creation** only, against every existing name: refuse a name whose
   leading segments differ from an existing name's *only in ASCII case*
   (``CONVERSATIONS/x`` beside ``conversations/y``), and refuse a name that is a
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 from agentstore import exceptions
 from agentstore.validation import name_problem
 
-__all__ = ["MAX_NAME", "check_name", "check_prefix", "conflict"]
+__all__ = ["MAX_NAME", "check_after", "check_name", "check_prefix", "conflict"]
 
 MAX_NAME = 200
 _SEGMENT = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -58,6 +59,22 @@ def check_prefix(prefix: object) -> str:
             field="prefix",
         )
     return prefix
+
+
+def check_after(after: object) -> str:
+    """Return ``after`` (a listing's keyset: the last name seen) if valid, else ``RefNameError``.
+
+    The prefix rules (``""`` allowed, need not be a whole name), on ``field: after``.
+    """
+    if not isinstance(after, str) or len(after.encode("utf-8")) > MAX_NAME:
+        raise exceptions.RefNameError(
+            f"after: at most {MAX_NAME} bytes of [A-Za-z0-9._/-]", field="after"
+        )
+    if not _PREFIX.match(after):
+        raise exceptions.RefNameError(
+            f"after {after!r}: at most {MAX_NAME} bytes of [A-Za-z0-9._/-]", field="after"
+        )
+    return after
 
 
 def conflict(name: str, existing: Iterable[str]) -> str:

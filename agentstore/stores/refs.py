@@ -18,6 +18,13 @@ so a session deleted and created again under the same id reads as dangling.
 on ``LogStore.refs``, so surfaces and users keep calling the log store; only this
 module writes the rows. The name rules live in :mod:`agentstore.stores.log_refs`.
 
+Reads come in pages (decisions 270–271): ``list_refs(prefix, after=, limit=,
+sessions=)`` reads the names after ``after`` in byte order with ``LIMIT``, and
+``ref_log(name, after=, limit=, sessions=)`` the rows older than position
+``after``; ``sessions`` (a ``Session`` queryset) puts a caller's visibility into
+the query. The queries are :mod:`agentstore.selectors.refs`; surfaces always
+pass a ``limit``.
+
 ``update_ref`` is one write transaction (:func:`retrying_write`) split by
 concern: serialise ref writers, check the expected target, check the new
 target exists, then create or move the ref, then log the change.
@@ -27,18 +34,24 @@ from __future__ import annotations
 
 import builtins
 from datetime import datetime
+from typing import Any
 
 from django.db import connections
+from django.db.models import QuerySet
 
 from agentstore import exceptions, notify, sql
 from agentstore.models import Entry, Ref, RefLog
 from agentstore.models import Session as SessionRow
+from agentstore.selectors.refs import count_refs_under, ref_log_rows, refs_under
 from agentstore.stores import log_refs
 from agentstore.stores.base import Clock, StoreBase, retrying_write
 from agentstore.stores.log_rows import LOG
 from agentstore.types.log import NamedRef, RefLogEntry, RefTarget
 
-__all__ = ["RefStore"]
+__all__ = ["MAX_POSITION", "RefStore"]
+
+#: Largest ref-log position (a 64-bit row id).
+MAX_POSITION = 2**63 - 1
 
 
 def _zero(target: RefTarget | None) -> RefTarget:
@@ -232,42 +245,89 @@ class RefStore(StoreBase):
             )
         return target
 
-    def list_refs(self, prefix: str = "") -> builtins.list[NamedRef]:
-        """Refs whose name starts with ``prefix`` (plain string prefix), in name order.
+    def list_refs(
+        self,
+        prefix: str = "",
+        *,
+        after: str = "",
+        limit: int | None = None,
+        sessions: QuerySet[Any] | None = None,
+    ) -> builtins.list[NamedRef]:
+        """Refs named ``prefix…`` (a plain, case-sensitive prefix) after ``after``, in byte order.
 
-        Dangling refs are listed too (no existence check).
+        One page: at most ``limit`` refs whose names are greater than
+        ``after`` (the last name of the previous page; ``""`` from the start),
+        read with ``LIMIT`` (:func:`agentstore.selectors.refs.refs_under`).
+        ``limit=None`` reads them all — for Python callers; surfaces page.
+        ``sessions`` (a ``Session`` queryset) keeps refs naming one of those
+        sessions; without it dangling refs are listed too (no existence check).
         """
         log_refs.check_prefix(prefix)
-
-        def run() -> builtins.list[tuple[str, str, str, datetime]]:
-            rows = Ref.objects.using(self.using)
-            if prefix:
-                rows = rows.filter(name__startswith=prefix)
-            return list(rows.values_list("name", "session_id", "entry_id", "updated_at"))
-
-        # Filter and sort in Python: LIKE is case-insensitive on SQLite and
-        # PostgreSQL collations need not be byte order.
-        rows = [r for r in self.read(run) if r[0].startswith(prefix)]
-        rows.sort(key=lambda r: r[0])
+        log_refs.check_after(after)
+        limit = _check_limit(limit)
+        found = refs_under(prefix, after=after, sessions=sessions, using=self.using)
+        rows = found.values_list("name", "session_id", "entry_id", "updated_at")
+        if limit is not None:
+            rows = rows[:limit]
         return [
             NamedRef(name=n, target=RefTarget(session=s, entry=e), updated_at=u)
-            for n, s, e, u in rows
+            for n, s, e, u in self.read(lambda: list(rows))
         ]
 
-    def ref_log(self, name: str) -> builtins.list[RefLogEntry]:
-        """Every successful update of ``name``, newest first (kept after the ref is deleted)."""
+    def count_refs(self, prefix: str = "", *, sessions: QuerySet[Any] | None = None) -> int:
+        """How many refs :meth:`list_refs` lists for ``prefix`` and ``sessions`` (one ``COUNT``)."""
+        log_refs.check_prefix(prefix)
+        return self.read(lambda: count_refs_under(prefix, sessions=sessions, using=self.using))
+
+    def ref_log(
+        self,
+        name: str,
+        *,
+        after: int | None = None,
+        limit: int | None = None,
+        sessions: QuerySet[Any] | None = None,
+    ) -> builtins.list[RefLogEntry]:
+        """``name``'s successful updates, newest first (kept after the ref is deleted).
+
+        One page: at most ``limit`` rows older than position ``after`` (the
+        ``position`` of the previous page's last row; ``None`` from the newest),
+        read with ``LIMIT`` (:func:`agentstore.selectors.refs.ref_log_rows`).
+        ``limit=None`` reads them all. ``sessions`` keeps the rows whose every
+        named session is among those sessions.
+        """
         log_refs.check_name(name)
+        if after is not None and (
+            isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_POSITION
+        ):
+            raise exceptions.ValidationError(
+                f"after must be a position from 0 to {MAX_POSITION}", field="after"
+            )
+        limit = _check_limit(limit)
+        found = ref_log_rows(name, after=after, sessions=sessions, using=self.using)
+        if limit is not None:
+            found = found[:limit]
+        return [
+            RefLogEntry(
+                name=r.name,
+                old=_public(RefTarget(session=r.old_session, entry=r.old_entry)),
+                new=_public(RefTarget(session=r.new_session, entry=r.new_entry)),
+                time=r.at,
+                reason=r.reason,
+                position=r.id,
+            )
+            for r in self.read(lambda: list(found))
+        ]
 
-        def run() -> builtins.list[RefLogEntry]:
-            return [
-                RefLogEntry(
-                    name=r.name,
-                    old=_public(RefTarget(session=r.old_session, entry=r.old_entry)),
-                    new=_public(RefTarget(session=r.new_session, entry=r.new_entry)),
-                    time=r.at,
-                    reason=r.reason,
-                )
-                for r in RefLog.objects.using(self.using).filter(name=name).order_by("-id")
-            ]
+    def count_ref_log(self, name: str, *, sessions: QuerySet[Any] | None = None) -> int:
+        """How many rows :meth:`ref_log` lists for ``name`` and ``sessions`` (one ``COUNT``)."""
+        log_refs.check_name(name)
+        return self.read(ref_log_rows(name, sessions=sessions, using=self.using).count)
 
-        return self.read(run)
+
+def _check_limit(limit: object) -> int | None:
+    """``limit`` if it is ``None`` or a positive integer, else ``ValidationError``."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise exceptions.ValidationError("limit must be a positive integer", field="limit")
+    return limit

@@ -65,6 +65,8 @@ class RefLogEntry:
     new: RefTarget | None = None
     time: datetime | None = None
     reason: str = ""
+    #: Where the row stands in the log (its id): the next older page is ``after=position``.
+    position: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -132,3 +132,56 @@ def test_break_lock_of_a_log_session() -> None:
     run("break-lock", sid)
 
     assert not Holder.objects.filter(session_id=sid).exists()
+
+
+def test_refs_and_ref_log_are_read_in_limited_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``refs`` and ``ref --log`` page through the store: ``--limit``, ``--after``, LIMIT."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agentstore.cli import refs as ref_commands
+    from agentstore.models import Ref, RefLog
+
+    monkeypatch.setattr(ref_commands, "PAGE", 7)  # several pages from a few dozen rows
+    store = LogStore()
+    sid = log_session(store)
+    names = [f"many/{i:04d}" for i in range(1030)]
+    now = datetime.now(UTC)
+    Ref.objects.bulk_create([Ref(name=n, session_id=sid, updated_at=now) for n in names])
+
+    with CaptureQueriesContext(connection) as queries:
+        out, err = run("refs", "--json", "--limit", "20")
+    assert [json.loads(line)["name"] for line in out.splitlines()] == names[:20]
+    assert f"--after {names[19]}" in err
+    reads = [q["sql"] for q in queries.captured_queries if 'FROM "agentstore_ref"' in q["sql"]]
+    pages = [q for q in reads if "LIMIT 8" in q or "LIMIT 7" in q]  # 7 + 7 + 6, one more each
+    assert len(pages) == 3, reads
+
+    out, _ = run("refs", "--json")  # the default bound: 1,000
+    assert len(out.splitlines()) == 1000
+    out, err = run("refs", "many/", "--json", "--after", names[999], "--limit", "0")
+    assert [json.loads(line)["name"] for line in out.splitlines()] == names[1000:]
+    assert "--after" not in err
+    out, err = run("refs", "many/", "--after", names[1027])
+    assert names[1028] in out and names[1029] in out and names[1027] not in out
+    fails("refs", "--after", "bad name", code=2)
+    fails("refs", "--limit", "-1", code=2)
+
+    store.update_ref("h", None, RefTarget(session=sid), "0")
+    for index in range(1, 10):
+        store.update_ref("h", RefTarget(session=sid), None, f"{index} off")
+        store.update_ref("h", None, RefTarget(session=sid), f"{index} on")
+    newest = [e.reason for e in store.ref_log("h")]
+    document = json.loads(run("ref", "h", "--log", "--json", "--limit", "9")[0])
+    assert [e["reason"] for e in document["log"]] == newest[:9]
+    older = json.loads(
+        run("ref", "h", "--log", "--json", "--after", str(document["more_after"]))[0]
+    )
+    assert [e["reason"] for e in older["log"]] == newest[9:] and "more_after" not in older
+    out, err = run("ref", "h", "--log", "--limit", "3")
+    assert "9 on" in out and "8 on" in out and "8 off" not in out
+    assert f"--after {document['log'][2]['position']}" in err
+    with CaptureQueriesContext(connection) as queries:
+        run("ref", "h", "--log", "--limit", "0")
+    logs = [q["sql"] for q in queries.captured_queries if RefLog._meta.db_table in q["sql"]]
+    assert len(logs) == 3 and all("LIMIT 8" in q for q in logs), logs  # 19 rows: 7, 7, 5

@@ -5,15 +5,20 @@
     GET  /log-sessions/{id}              header, leaf and entries
     POST /log-sessions/{id}/entries      append one entry (423 while another process holds it)
     GET  /log-sessions/{id}/export       the session as JSON Lines
-    GET  /refs?prefix=                   refs whose session you can see (paged)
+    GET  /refs?prefix=&after=&limit=     refs whose session you can see (keyset pages by name)
     GET  /refs/{name}                    resolve a ref
     PUT  /refs/{name}                    compare-and-swap (409 ``ref_moved``, current target)
-    GET  /ref-log/{name}                 the ref's update log, newest first, paged (rows you see)
+    GET  /ref-log/{name}?after=&limit=   the ref's updates, newest first, keyset pages (yours)
 
 Each request uses a fresh ``LogStore`` and closes it, so the API process holds a
 session only for the length of one append (the hold protocol then tells a
 long-running writer elsewhere apart from us). A ref is visible when the session
 it names is; a dangling ref (its session deleted) only to staff.
+
+Both listings are one bounded read each: the store pages them in SQL (keyset:
+the last name, or log position, seen; ``LIMIT`` one past the page) with the
+visibility rule as part of the query, never filtering a whole list in Python
+(docs/api.md, "Log sessions and refs"; decision 270).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -33,7 +39,12 @@ from rest_framework.views import APIView
 from agentstore.api import log_serializers as g
 from agentstore.api import serializers as s
 from agentstore.api.exceptions import exception_handler
-from agentstore.api.pagination import CollectionPagination, SessionPagination, page_response
+from agentstore.api.pagination import (
+    CollectionPagination,
+    KeysetQuery,
+    SessionPagination,
+    keyset_response,
+)
 from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.views.base import AgentstoreViewSet, errors, session_of_kind
 from agentstore.exceptions import NoRef, NoSession, RefMoved, RefNameError
@@ -42,6 +53,7 @@ from agentstore.routers import read_alias
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
 from agentstore.stores import LogStore
 from agentstore.stores.log_refs import check_name
+from agentstore.stores.refs import MAX_POSITION
 from agentstore.types.log import RefTarget
 
 __all__ = ["LogSessionViewSet", "RefListView", "RefLogView", "RefView"]
@@ -137,12 +149,17 @@ class _RefBase(APIView):
     parser_classes = PARSER_CLASSES
     pagination_class = CollectionPagination
 
-    def page(self, items: list[Any], serializer: type[Any]) -> Response:
-        """One page of ``items`` in the collection envelope (``count``, ``next``, …)."""
-        return page_response(items, self.request, self, serializer)
-
     def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
         return exception_handler
+
+    def visible_sessions(self) -> QuerySet[Any] | None:
+        """The sessions the user may see, as a restriction for the store; ``None`` for staff.
+
+        Staff see dangling refs too (``None``: no restriction at all).
+        """
+        if is_staff(self.request.user):
+            return None
+        return sessions_visible_to(self.request.user)
 
     def visible_ids(self, session_ids: set[str]) -> set[str]:
         if is_staff(self.request.user):
@@ -155,31 +172,58 @@ class _RefBase(APIView):
         # The name is checked as a name (400 ``ref_name`` on ``field: name``)
         # before it is used as the listing prefix below.
         check_name(name)
-        for ref in store.list_refs(name):
-            target: RefTarget = ref.target
-            if ref.name == name and target.session in self.visible_ids({target.session}):
+        # The exact name, when present, is the least name it prefixes: one row.
+        for ref in store.list_refs(name, limit=1, sessions=self.visible_sessions()):
+            if ref.name == name:
+                target: RefTarget = ref.target
                 return target
         return None
 
 
-class _PrefixQuery(serializers.Serializer[Any]):
+class _RefListQuery(KeysetQuery):
     prefix = serializers.CharField(required=False, allow_blank=True, default="", max_length=255)
+    after = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        max_length=255,
+        help_text="The last name seen: the page lists names after it (follow next).",
+    )
+
+
+class _RefLogQuery(KeysetQuery):
+    after = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_POSITION,
+        help_text="The position of the last row seen: the page lists older rows (follow next).",
+    )
 
 
 class RefListView(_RefBase):
     @extend_schema(
-        summary="Refs by name prefix (those naming sessions you can see)",
-        parameters=[_PrefixQuery],
+        summary="Refs by name prefix (those naming sessions you can see), in byte order",
+        parameters=[_RefListQuery],
         responses={200: g.NamedRefSerializer(many=True), **errors(400, 404)},
         tags=["refs"],
     )
     def get(self, request: Request) -> Response:
-        query = _PrefixQuery(data=request.query_params)
+        query = _RefListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        refs = LogStore(read_only=True).list_refs(query.validated_data["prefix"])
-        visible = self.visible_ids({ref.target.session for ref in refs})
-        shown = [ref for ref in refs if ref.target.session in visible]
-        return self.page(shown, g.NamedRefSerializer)
+        prefix, after = query.validated_data["prefix"], query.validated_data["after"]
+        limit = query.page_limit()
+        store = LogStore(read_only=True)
+        sessions = self.visible_sessions()
+        # One more than the page tells whether a next page exists.
+        refs = store.list_refs(prefix, after=after, limit=limit + 1, sessions=sessions)
+        page = refs[:limit]
+        return keyset_response(
+            g.NamedRefSerializer(page, many=True).data,
+            request,
+            count=store.count_refs(prefix, sessions=sessions),
+            next_after=page[-1].name if len(refs) > limit else None,
+        )
 
 
 class RefView(_RefBase):
@@ -255,25 +299,26 @@ def _unavailable(name: str) -> RefNameError:
 class RefLogView(_RefBase):
     @extend_schema(
         summary="The ref's update log, newest first",
-        parameters=[_NAME],
+        parameters=[_NAME, _RefLogQuery],
         responses={200: g.RefLogSerializer(many=True), **errors(400, 404)},
         tags=["refs"],
     )
     def get(self, request: Request, name: str) -> Response:
+        query = _RefLogQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        limit = query.page_limit()
         store = LogStore(read_only=True)
-        if is_staff(request.user):
-            return self.page(store.ref_log(name), g.RefLogSerializer)
-        if self.current(store, name) is None:
+        sessions = self.visible_sessions()
+        if sessions is not None and self.current(store, name) is None:
             raise NoRef(f"no such ref: {name}")
-        # A name outlives its refs: a deleted ref's history (its sessions, its
-        # reasons) belongs to whoever held it, so a row is shown only when every
-        # session it names is one the caller may see.
-        rows = store.ref_log(name)
-        named = {t.session for r in rows for t in (r.old, r.new) if t is not None and t.session}
-        visible = self.visible_ids(named)
-        shown = [
-            r
-            for r in rows
-            if all(t is None or not t.session or t.session in visible for t in (r.old, r.new))
-        ]
-        return self.page(shown, g.RefLogSerializer)
+        # A name outlives its refs: a row is shown only when every session it
+        # names is one the caller may see (the store filters in SQL).
+        after = query.validated_data.get("after")
+        rows = store.ref_log(name, after=after, limit=limit + 1, sessions=sessions)
+        page = rows[:limit]
+        return keyset_response(
+            g.RefLogSerializer(page, many=True).data,
+            request,
+            count=store.count_ref_log(name, sessions=sessions),
+            next_after=page[-1].position if len(rows) > limit else None,
+        )
