@@ -37,9 +37,9 @@ UPSERT_CHECKPOINT = (
     )
 )
 
-#: The columns ``get`` reads, in the order ``CheckpointStore`` unpacks them.
-READ_COLUMNS = names(
-    Checkpoint,
+#: The fields a checkpoint is read with (``get`` here, ``list`` through the ORM),
+#: in the order ``CheckpointStore`` unpacks them.
+READ_FIELDS = (
     "checkpoint_id",
     "parent_checkpoint_id",
     "type",
@@ -48,6 +48,7 @@ READ_COLUMNS = names(
     "channel_versions",
     "created_at",
 )
+READ_COLUMNS = names(Checkpoint, *READ_FIELDS)
 _IN_PLACE = f"FROM {CHECKPOINT} WHERE {names(Checkpoint, 'session')} = %s AND checkpoint_ns = %s"
 #: The latest checkpoint of a namespace: one seek on the unique index. Params: thread, ns.
 GET_LATEST = f"SELECT {READ_COLUMNS} {_IN_PLACE} ORDER BY checkpoint_id DESC LIMIT 1"

@@ -488,17 +488,7 @@ class CheckpointStore:
             else:
                 in_python[key] = value
         rows = rows.order_by("-checkpoint_id", "-session_id", "-checkpoint_ns")
-        fields = (
-            "session_id",
-            "checkpoint_ns",
-            "checkpoint_id",
-            "parent_checkpoint_id",
-            "type",
-            "checkpoint",
-            "metadata",
-            "channel_versions",
-            "created_at",
-        )
+        fields = ("session_id", "checkpoint_ns", *checkpoint_sql.READ_FIELDS)
         page_size = limit if limit is not None and not in_python else LIST_PAGE
         if limit is not None and not in_python:
             page_size = min(limit, LIST_PAGE * 10)
@@ -514,17 +504,7 @@ class CheckpointStore:
             if not page:
                 return
             records = [
-                CheckpointRecord(
-                    thread_id=r[0],
-                    checkpoint_ns=r[1],
-                    checkpoint_id=r[2],
-                    parent_checkpoint_id=r[3],
-                    type=r[4],
-                    checkpoint=bytes(r[5]),
-                    metadata=r[6],
-                    channel_versions=r[7],
-                    created_at=r[8],
-                )
+                _record(r[0], r[1], r[2:])
                 for r in page
                 if all(r[6].get(k) == v for k, v in in_python.items())
             ]
@@ -653,7 +633,11 @@ def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> An
 
 
 def _record(thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> CheckpointRecord:
-    """A row of ``checkpoint_sql.READ_COLUMNS`` as a record (without blobs and writes)."""
+    """A row of ``checkpoint_sql.READ_FIELDS`` as a record (without blobs and writes).
+
+    Read by a raw cursor (``get``) or the ORM (``list``): JSON may be text or
+    decoded, the timestamp text or a datetime.
+    """
     return CheckpointRecord(
         thread_id=thread_id,
         checkpoint_ns=checkpoint_ns,
