@@ -154,12 +154,20 @@ class Subscription:
     wait on something else (``LogStore.follow``'s same-store hub).
     """
 
-    def __init__(self, keys: tuple[str, ...], wake: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        keys: tuple[str, ...],
+        wake: Callable[[], None] | None = None,
+        *,
+        listener: _Listener | None = None,
+    ) -> None:
         self.keys = keys
         self._wake_cb = wake
         self._event = threading.Event()
         self._async: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
-        self._listener: _Listener | None = None
+        # The listener that wakes it (``close`` leaves it); given at construction so
+        # no other code sets this object's private state.
+        self._listener = listener
 
     def wake(self) -> None:
         """Wake the waiter (thread-safe; called by the listener)."""
@@ -236,11 +244,10 @@ def subscribe(using: str, *keys: str, wake: Callable[[], None] | None = None) ->
     ``using`` if needed; elsewhere the subscription is never woken and its
     waits simply time out.
     """
-    subscription = Subscription(keys, wake)
-    if _enabled(using):
-        listener = _listener_for(using)
+    listener = _listener_for(using) if _enabled(using) else None
+    subscription = Subscription(keys, wake, listener=listener)
+    if listener is not None:
         listener.add(subscription)
-        subscription._listener = listener
     return subscription
 
 

@@ -55,17 +55,10 @@ CONTENT = ("Refactor the parser so that the tokenizer and the AST builder share 
 
 
 def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ["DJANGO_DEBUG"] = "0"  # no query recording
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    common.setup_django(url)
     from django.test.utils import setup_test_environment
 
     setup_test_environment()  # lets the test client's "testserver" host in
-    call_command("migrate", verbosity=0)
 
 
 def seed(total_entries: int, sessions: int, big_size: int) -> str:

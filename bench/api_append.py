@@ -34,18 +34,6 @@ from bench.apiclient import API, Connection, free_port, percentile, start_server
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 5)[:200]
 
 
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ["DJANGO_DEBUG"] = "0"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
 class Client(threading.Thread):
     def __init__(self, port: int, token: str, session_id: str, stop_at: float) -> None:
         super().__init__(daemon=True)
@@ -83,7 +71,7 @@ def main() -> None:
 
     tmp = tempfile.TemporaryDirectory()
     url = os.environ.get("DATABASE_URL") or f"sqlite:///{Path(tmp.name) / 'bench.sqlite3'}"
-    setup_django(url)
+    common.setup_django(url)
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 

@@ -39,18 +39,6 @@ CONTENT = ("Refactor the parser so that the tokenizer and the AST builder share 
 ]
 
 
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ["DJANGO_DEBUG"] = "0"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
 def seed(entries: int) -> tuple[str, str]:
     """A user with a token and one session with an ``entries``-long chain: (session, token)."""
     from django.contrib.auth import get_user_model
@@ -139,7 +127,7 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="agentstore-bench-bounded-")
     db_path = os.path.join(tmp, "bench.sqlite3")
     url = f"sqlite:///{db_path}"
-    setup_django(url)
+    common.setup_django(url)
     sid, token = seed(args.entries)
     from django.db import connections
 

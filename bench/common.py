@@ -59,6 +59,7 @@ __all__ = [
     "percentile_ms",
     "record",
     "setup_django",
+    "summarise",
     "timed",
 ]
 
@@ -163,6 +164,23 @@ def percentile_ms(samples: Sequence[float], fraction: float) -> float:
         return 0.0
     ordered = sorted(samples)
     return ordered[max(0, int(len(ordered) * fraction + 0.5) - 1)] * 1000
+
+
+def summarise(
+    name: str, latencies: list[float], total: float, raw_rate: float | None, *, width: int = 8
+) -> float:
+    """Print one append row (rate, p50, p99, ratio to ``raw_rate``); return the rate per second.
+
+    The append benches' (``log_append``, ``tree_append``) one row format.
+    """
+    rate = len(latencies) / total
+    ordered = sorted(latencies)
+    p50 = ordered[len(ordered) // 2] * 1000
+    p99 = ordered[max(int(len(ordered) * 0.99) - 1, 0)] * 1000
+    ratio = f"{rate / raw_rate:.2f}x" if raw_rate else "—"
+    times = f"p50 {p50:6.3f} ms   p99 {p99:6.3f} ms"
+    print(f"  {name:<{width}} {rate:>9.0f} appends/s   {times}   {ratio}")
+    return rate
 
 
 # -- results ------------------------------------------------------------------------------

@@ -51,12 +51,7 @@ PG_URL = "postgres://postgres@127.0.0.1:5432/agentstore_pgscale_bench"
 
 
 def setup_django(url: str, notify: bool) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ["DJANGO_DEBUG"] = "0"
-    import django
-
-    django.setup()
+    common.setup_django(url, migrate=False)
     from django.conf import settings
 
     from agentstore.conf import agentstore_settings

@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import common  # noqa: E402
+from tests.processes import release  # noqa: E402
 
 APPEND = "log: append 1 KB item, 1 process"
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
@@ -64,29 +65,6 @@ def item(n: int) -> dict[str, Any]:
             "content": [{"type": "input_text", "text": f"{n:06d} {TEXT}"[:1024]}],
         },
     }
-
-
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    # Production-like: with DEBUG on, Django records and formats every query.
-    os.environ["DJANGO_DEBUG"] = "0"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-def summarise(name: str, latencies: list[float], total: float, raw_rate: float | None) -> float:
-    rate = len(latencies) / total
-    ordered = sorted(latencies)
-    p50 = ordered[len(ordered) // 2] * 1000
-    p99 = ordered[max(int(len(ordered) * 0.99) - 1, 0)] * 1000
-    ratio = f"{rate / raw_rate:.2f}x" if raw_rate else "—"
-    print(f"  {name:<6} {rate:>9.0f} appends/s   p50 {p50:6.3f} ms   p99 {p99:6.3f} ms   {ratio}")
-    return rate
 
 
 def bench_store(count: int) -> tuple[list[float], float, list[tuple[str, str | None, str]]]:
@@ -278,8 +256,7 @@ def bench_follow(url: str, count: int, gap: float) -> list[float]:
         )
         changes = follower.follow(session_id)
         next(changes)
-        time.sleep(1.5)
-        start.touch()
+        release(start, [proc])  # once the writer has opened the session
         arrived: dict[str, float] = {}
         for change in changes:
             if change.kind == "appended":
@@ -311,14 +288,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "bench.sqlite3")
         url = common.database_url(tmp)  # $DATABASE_URL (PostgreSQL): no raw sqlite3 run
-        setup_django(url)
+        common.setup_django(url)
         print(f"LogStore appends: {args.appends} × 1 KB item entries, one transaction each")
         latencies, total, rows = bench_store(args.appends)
         raw_lat, raw_total = bench_raw(path, rows)
-        raw_rate = summarise("raw", raw_lat, raw_total, None)
+        raw_rate = common.summarise("raw", raw_lat, raw_total, None, width=6)
         narrow_lat, narrow_total = bench_narrow(path, rows)
-        narrow_rate = summarise("narrow", narrow_lat, narrow_total, raw_rate)
-        rate = summarise("store", latencies, total, raw_rate)
+        narrow_rate = common.summarise("narrow", narrow_lat, narrow_total, raw_rate, width=6)
+        rate = common.summarise("store", latencies, total, raw_rate, width=6)
         common.record(APPEND, "raw sqlite3", raw_rate, role="raw")
         common.record(APPEND, "LogStore", rate)
         print(f"  store against the narrow schema: {rate / narrow_rate:.2f}x")

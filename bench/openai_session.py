@@ -80,18 +80,6 @@ def make_item(n: int) -> dict[str, Any]:
     }
 
 
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ["DJANGO_DEBUG"] = "0"  # DEBUG records every query
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
 def timed(samples: list[float]) -> tuple[float, float, float]:
     """(ops/s, p50 ms, p99 ms) of per-operation durations."""
     ordered = sorted(samples)
@@ -246,7 +234,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         # $DATABASE_URL (PostgreSQL): AgentStoreSession there, the SQLite contenders as ever.
-        setup_django(common.database_url(tmp, "agentstore.sqlite3"))
+        common.setup_django(common.database_url(tmp, "agentstore.sqlite3"))
         print(
             f"{args.items} items in the conversation, {args.ops} operations each, "
             f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"

@@ -46,17 +46,10 @@ TOPICS = [f"topic{i}" for i in range(20)]
 
 
 def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ["DJANGO_DEBUG"] = "0"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    common.setup_django(url)
     from django.test.utils import setup_test_environment
 
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
+    setup_test_environment()  # lets the test client's "testserver" host in
 
 
 def seed(total: int, sessions: int) -> None:

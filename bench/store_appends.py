@@ -231,12 +231,10 @@ def run(
         for n in range(processes)
     ]
     # Release them together once every one is set up (no sleep as a barrier).
-    while len(list(work.glob("go.ready-*"))) < processes:
-        if any(p.poll() is not None for p in procs):
-            raise SystemExit(f"{strategy} worker died: {procs[0].communicate()[1][-2000:]}")
-        time.sleep(0.01)
+    from tests.processes import release
+
+    release(start, procs)
     t0 = time.perf_counter()
-    start.touch()
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=3600)

@@ -56,6 +56,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import common  # noqa: E402
+from tests.processes import release  # noqa: E402
+from tests.workers.start import ready_then_wait  # noqa: E402
 
 KIND = "bench"
 
@@ -85,12 +87,6 @@ def seed(count: int) -> None:
     seeding.queued_tasks(owner, count, kind=KIND)
 
 
-def wait_for(path: str) -> None:
-    deadline = time.monotonic() + 120
-    while not os.path.exists(path) and time.monotonic() < deadline:
-        time.sleep(0.002)
-
-
 def worker_agentstore(worker: int, start_file: str) -> dict[str, Any]:
     django_setup()
     from django.db import connection
@@ -115,7 +111,7 @@ def worker_agentstore(worker: int, start_file: str) -> dict[str, Any]:
         TaskEventDraft(kind="progress", payload_json='{"n":2}'),
     ]
     connection.ensure_connection()
-    wait_for(start_file)
+    ready_then_wait(start_file)
     done, errors, fenced, worst = 0, [], 0, 0.0
     t0 = time.monotonic()
     while True:
@@ -150,19 +146,15 @@ def worker_raw(worker: int, start_file: str, path: str, timeout: float) -> dict[
     from django.db import connection
 
     from agentstore.ids import new_id
-    from agentstore.tasks import repository as r
+    from agentstore.sql import tasks as task_sql
 
     postgres = connection.vendor == "postgresql"
-    # The statements agentstore sends (repository.py), with the driver's placeholders.
+    # The statements agentstore sends (agentstore/sql/tasks.py), with the driver's placeholders.
     q = (lambda sql: sql) if postgres else (lambda sql: sql.replace("%s", "?"))
-    claim = q(r._claim_next_sql(connection.vendor))
-    next_event, insert_event = q(r._INSERT_NEXT_EVENT), q(r._INSERT_EVENT)
-    fence = q(
-        f"SELECT (SELECT COALESCE(MAX(sequence), 0) FROM {r.EVENT_TABLE} WHERE task_id = %s) "
-        f"FROM {r.TASK_TABLE} WHERE id = %s AND state IN ('running', 'canceling') "
-        "AND lease_owner = %s AND lease_expires_at > %s" + (" FOR UPDATE" if postgres else "")
-    )
-    finish = q(r._finish_sql(2, True))
+    claim = q(task_sql.claim_next(connection.vendor))
+    next_event, insert_event = q(task_sql.INSERT_NEXT_EVENT), q(task_sql.INSERT_EVENT)
+    fence = q(task_sql.running_fence(connection.vendor))
+    finish = q(task_sql.finish(2, True))
     owner = f"worker-{worker}"
     stamp: Any
     if postgres:
@@ -201,7 +193,7 @@ def worker_raw(worker: int, start_file: str, path: str, timeout: float) -> dict[
         conn.execute("COMMIT")
         return value
 
-    wait_for(start_file)
+    ready_then_wait(start_file)
     done, errors, fenced, worst = 0, [], 0, 0.0
     t0 = time.monotonic()
     while True:
@@ -318,6 +310,9 @@ kwargs = dict(queue_names=["default"], interval=0, batch=True, backend_name="def
               startup_delay=False, max_tasks=None, worker_id=f"w{os.getpid()}",
               excluded_queue_names=[])
 worker = Worker(**{k: v for k, v in kwargs.items() if k in params})
+# The worker half of tests/processes.py's handshake (tests.workers.start's
+# ready file; this script runs under another Python, without the repository).
+open(f"{start_file}.ready-{os.getpid()}", "w").close()
 while not os.path.exists(start_file):
     time.sleep(0.002)
 t0 = time.monotonic()
@@ -358,9 +353,8 @@ def dtdb_round(python: str, count: int, workers: int, url: str = "") -> dict[str
             )
             for _ in range(workers)
         ]
-        time.sleep(3.0)
+        release(start, procs)
         t0 = time.monotonic()
-        start.touch()
         errors: list[str] = []
         for proc in procs:
             out, err = proc.communicate(timeout=3600)
@@ -472,9 +466,8 @@ def run_round(
             )
             for n in range(workers)
         ]
-        time.sleep(2.0)
+        release(start, procs)  # once every worker is set up (tests/processes.py)
         t0 = time.monotonic()
-        start.touch()
         results = []
         for proc in procs:
             out, err = proc.communicate(timeout=3600)

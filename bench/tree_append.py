@@ -40,29 +40,6 @@ APPEND = "tree: append 1 KB message, 1 process"
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
 
 
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    # Production-like: with DEBUG on, Django records and formats every query.
-    os.environ["DJANGO_DEBUG"] = "0"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-def summarise(name: str, latencies: list[float], total: float, raw_rate: float | None) -> float:
-    rate = len(latencies) / total
-    ordered = sorted(latencies)
-    p50 = ordered[len(ordered) // 2] * 1000
-    p99 = ordered[int(len(ordered) * 0.99) - 1] * 1000
-    ratio = f"{rate / raw_rate:.2f}x" if raw_rate else "—"
-    print(f"  {name:<8} {rate:>9.0f} appends/s   p50 {p50:6.3f} ms   p99 {p99:6.3f} ms   {ratio}")
-    return rate
-
-
 def bench_raw(path: str, session_id: str, count: int) -> tuple[list[float], float]:
     import json
 
@@ -232,7 +209,7 @@ def main() -> None:
 
     tmp = tempfile.TemporaryDirectory()
     url = os.environ.get("DATABASE_URL") or f"sqlite:///{Path(tmp.name).resolve()}/bench.sqlite3"
-    setup_django(url)
+    common.setup_django(url)
     from django.db import connection
 
     from agentstore.stores import TreeStore
@@ -244,12 +221,13 @@ def main() -> None:
     if vendor == "sqlite" and not args.skip_raw:
         path = connection.settings_dict["NAME"]
         lat, total = bench_raw(str(path), store.create_session("/bench/raw").id, args.appends)
-        raw_rate = summarise("raw", lat, total, None)
+        raw_rate = common.summarise("raw", lat, total, None)
         common.record(APPEND, "raw sqlite3", raw_rate, role="raw")
         lat, total = bench_naive(store.create_session("/bench/naive").id, args.appends)
-        common.record(APPEND, "naive ORM", summarise("naive", lat, total, raw_rate), role="other")
+        naive = common.summarise("naive", lat, total, raw_rate)
+        common.record(APPEND, "naive ORM", naive, role="other")
     lat, total = bench_store(store.create_session("/bench/store").id, args.appends)
-    common.record(APPEND, "TreeStore", summarise("store", lat, total, raw_rate))
+    common.record(APPEND, "TreeStore", common.summarise("store", lat, total, raw_rate))
     bench_context(args.context_entries, args.runs)
     common.emit("tree_append", args)
     tmp.cleanup()

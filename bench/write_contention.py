@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import common  # noqa: E402
+from tests.processes import release  # noqa: E402
 
 WHO = {
     "raw": ("raw sqlite3", "raw"),
@@ -75,9 +76,10 @@ def run_round(strategy: str, processes: int, writes: int, timeout: float) -> dic
             )
             for n in range(processes)
         ]
-        time.sleep(1.5)
+        # Released together once every writer is set up (the handshake of
+        # tests/processes.py): a fixed sleep let early writers run alone.
+        release(start_file, procs)
         t0 = time.monotonic()
-        start_file.touch()
         results = []
         for proc in procs:
             out, err = proc.communicate(timeout=600)

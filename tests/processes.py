@@ -52,9 +52,11 @@ __all__ = [
     "SERVER_KINDS",
     "Launcher",
     "free_port",
+    "release",
     "run_together",
     "serve",
     "server_command",
+    "wait_ready",
     "wait_serving",
 ]
 
@@ -105,24 +107,11 @@ class Launcher:
 
     def wait_ready(self, procs: list[subprocess.Popen[str]] | None = None) -> None:
         """Block until every worker (of ``procs``, default all) announced it is ready."""
-        waiting = list(self.procs if procs is None else procs)
-        deadline = time.monotonic() + READY_TIMEOUT
-        while waiting:
-            for proc in list(waiting):
-                if ready_path(self.start, proc.pid).exists():
-                    waiting.remove(proc)
-                elif proc.poll() is not None:
-                    _out, err = proc.communicate()
-                    raise AssertionError(f"worker exited ({proc.returncode}) before ready: {err}")
-            if waiting and time.monotonic() > deadline:
-                raise AssertionError(f"{len(waiting)} worker(s) never became ready")
-            if waiting:
-                time.sleep(0.005)
+        wait_ready(self.start, self.procs if procs is None else procs)
 
     def release(self) -> None:
         """Wait until every spawned worker is ready, then start them all at once."""
-        self.wait_ready()
-        self.start.touch()
+        release(self.start, self.procs)
 
     def lines(self, proc: subprocess.Popen[str], timeout: float = 300) -> list[dict[str, Any]]:
         """Every JSON line the worker printed (waits for it to exit; non-zero fails)."""
@@ -153,6 +142,37 @@ class Launcher:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def wait_ready(
+    start: Path, procs: Sequence[subprocess.Popen[Any]], *, timeout: float = READY_TIMEOUT
+) -> None:
+    """Block until each of ``procs`` announced it is ready for ``start`` (tests.workers.start).
+
+    The launcher's half of the handshake, for :class:`Launcher` and for the
+    benchmarks that start their own worker commands (``bench/``). A worker
+    that exits first, or a deadline passed, raises ``RuntimeError`` (with the
+    worker's stderr when piped).
+    """
+    waiting = list(procs)
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for proc in list(waiting):
+            if ready_path(start, proc.pid).exists():
+                waiting.remove(proc)
+            elif proc.poll() is not None:
+                _out, err = proc.communicate()
+                raise RuntimeError(f"worker exited ({proc.returncode}) before ready: {err}")
+        if waiting and time.monotonic() > deadline:
+            raise RuntimeError(f"{len(waiting)} worker(s) never became ready")
+        if waiting:
+            time.sleep(0.005)  # polling the workers' ready files, not a start barrier
+
+
+def release(start: Path, procs: Sequence[subprocess.Popen[Any]]) -> None:
+    """Start ``procs`` together: once every one is ready (:func:`wait_ready`), create ``start``."""
+    wait_ready(start, procs)
+    start.touch()
 
 
 def run_together(

@@ -5,7 +5,9 @@ its user, every column of both) on every request; on the append hot path that
 was a third of a request's CPU time. This subclass runs the same lookup as one
 prepared statement that loads only what authorization needs (the user's key,
 username, ``is_active``, ``is_staff``); any other user field is loaded lazily on
-first access, like a deferred queryset field. Same tokens, same errors, same
+first access, like a deferred queryset field. The statement is
+:func:`agentstore.sql.auth.token_lookup`'s (built from the models' ``_meta``,
+like all raw SQL). Same tokens, same errors, same
 ``request.auth``::
 
     REST_FRAMEWORK = {
@@ -18,43 +20,16 @@ first access, like a deferred queryset field. Same tokens, same errors, same
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connections, router
-from django.db.models import Model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
+from agentstore.sql import auth as auth_sql
+
 __all__ = ["TokenAuthentication"]
-
-
-@cache
-def _lookup(token_model: type[Model], user_model: type[Model]) -> tuple[str, list[str]]:
-    """The SQL and the user attribute names it loads (built once per model pair)."""
-    user_columns = {f.attname: f.column for f in user_model._meta.concrete_fields}
-    token_columns = {f.attname: f.column for f in token_model._meta.concrete_fields}
-    wanted = [
-        user_model._meta.pk.attname,
-        getattr(user_model, "USERNAME_FIELD", ""),
-        "is_active",
-        "is_staff",
-        "is_superuser",
-    ]
-    # In the model's field order (Model.from_db expects it); a custom user
-    # model may lack some of these.
-    names = [f.attname for f in user_model._meta.concrete_fields if f.attname in wanted]
-    # Quoted the SQL-standard way (SQLite and PostgreSQL): "key" is a keyword.
-    columns = ", ".join(f'u."{user_columns[n]}"' for n in names)
-    user_pk = user_columns[user_model._meta.pk.attname]
-    sql = (
-        f'SELECT {columns} FROM "{token_model._meta.db_table}" t '
-        f'JOIN "{user_model._meta.db_table}" u '
-        f'ON u."{user_pk}" = t."{token_columns["user_id"]}" '
-        f'WHERE t."{token_columns["key"]}" = %s'
-    )
-    return sql, names
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
@@ -63,10 +38,10 @@ class TokenAuthentication(authentication.TokenAuthentication):
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
         token_model = self.get_model()
         user_model = get_user_model()
-        sql, names = _lookup(token_model, user_model)
+        statement, names = auth_sql.token_lookup(token_model, user_model)
         alias = router.db_for_read(token_model)
         with connections[alias].cursor() as cursor:
-            cursor.execute(sql, [key])
+            cursor.execute(statement, [key])
             row = cursor.fetchone()
         if row is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))

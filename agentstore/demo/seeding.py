@@ -12,9 +12,10 @@
 
 The stores write one row per call, as an agent does; filling a database with
 100,000 entries that way takes minutes. These helpers write set-based (one
-``executemany`` per batch, in short write transactions), with the column lists
-of ``agentstore.sql`` — so a benchmark, a test that needs a big session,
-and the demo all seed the same way, and none of them copies a column list.
+``executemany`` per batch, in short write transactions), with the statements
+of ``agentstore.sql.seeding`` and ``agentstore.sql.tasks`` — so a benchmark,
+a test that needs a big session, and the demo all seed the same way, and none
+of them writes SQL or copies a column list.
 Session rows still go through ``SessionStore`` (``create``/``create_many``).
 
 :func:`chain` and :func:`steps` go further: one recursive ``INSERT … SELECT``
@@ -35,6 +36,8 @@ from agentstore import sql
 from agentstore.db import atomic_write
 from agentstore.ids import new_id
 from agentstore.models import Entry, Step, Task, TaskEvent
+from agentstore.sql import seeding as seeding_sql
+from agentstore.sql import tasks as task_sql
 from agentstore.stores.sessions import SessionStore
 
 __all__ = [
@@ -56,11 +59,6 @@ BATCH = 5_000
 _START = datetime(2026, 1, 1, tzinfo=UTC)
 #: The one timestamp of every row :func:`chain` and :func:`steps` write.
 STAMP = _START
-_INSERT_ENTRY = f"INSERT INTO {sql.ENTRY} ({sql.columns(Entry)}) VALUES ({sql.marks(Entry)})"
-_INSERT_TASK = f"INSERT INTO {sql.TASK} ({sql.columns(Task)}) VALUES ({sql.marks(Task)})"
-_INSERT_EVENT = (
-    f"INSERT INTO {sql.TASK_EVENT} ({sql.columns(TaskEvent)}) VALUES ({sql.marks(TaskEvent)})"
-)
 
 
 def session(kind: str = "tree", *, using: str = DEFAULT_DB_ALIAS, **fields: Any) -> str:
@@ -139,7 +137,7 @@ def entries(
     def flush() -> None:
         def write() -> None:
             with connection.cursor() as cursor:
-                cursor.executemany(_INSERT_ENTRY, batch)
+                cursor.executemany(seeding_sql.INSERT_ENTRY, batch)
 
         atomic_write(write, using=using)
         batch.clear()
@@ -202,8 +200,8 @@ def queued_tasks(
 
         def write(tasks: list[list[Any]] = tasks, events: list[list[Any]] = events) -> None:
             with connection.cursor() as cursor:
-                cursor.executemany(_INSERT_TASK, tasks)
-                cursor.executemany(_INSERT_EVENT, events)
+                cursor.executemany(task_sql.INSERT_TASK, tasks)
+                cursor.executemany(task_sql.INSERT_EVENT, events)
 
         atomic_write(write, using=using)
     return ids
@@ -223,22 +221,14 @@ def _generated(
     through :func:`sql.row`, so the statement names every column of ``_meta``.
     """
     connection = connections[using]
-    names = sql.column_names(model)
+    statement = seeding_sql.generate(model, computed)
     given: dict[str, Any] = {**dict.fromkeys(computed), **values}
     defaults = sql.row(model, **given)
-    select: list[str] = []
+    # The statement's parameters: the count, then every column it does not compute.
     params: list[Any] = [count]
-    for name, default in zip(names, defaults, strict=True):
-        if name in computed:
-            select.append(computed[name])
-        else:
-            select.append("%s")
+    for name, default in zip(sql.column_names(model), defaults, strict=True):
+        if name not in computed:
             params.append(default)
-    statement = (
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %s) "
-        f"INSERT INTO {model._meta.db_table} ({', '.join(names)}) "
-        f"SELECT {', '.join(select)} FROM n"
-    )
 
     def write() -> None:
         with connection.cursor() as cursor:
@@ -298,11 +288,7 @@ def compact_every(
     def write() -> None:
         with connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {sql.ENTRY} SET type = 'compaction', role = '', content = '',"
-                " model_facing = %s, summary = 'summary ' || entry_id,"
-                " compaction_first_kept_entry_id = 'e' || CAST(seq - %s AS TEXT)"
-                " WHERE session_id = %s AND seq - %s * (seq / %s) = %s",
-                [False, keep, session_id, every, every, offset],
+                seeding_sql.COMPACT_EVERY, [False, keep, session_id, every, every, offset]
             )
 
     atomic_write(write, using=using)

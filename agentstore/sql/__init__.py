@@ -4,12 +4,14 @@ This package is the one home of raw SQL (``docs/development.md``, "Where each
 kind of change goes"). This module is the vocabulary — table names, column
 lists, defaults, the timestamp fast path; the statements live beside it, one
 module per table family: :mod:`agentstore.sql.tasks` (tasks, task events,
-function tasks, workflow runs), :mod:`agentstore.sql.entries` (tree and log
-entries, message parts), :mod:`agentstore.sql.sessions` (session rows and
+function tasks, workflow runs), :mod:`agentstore.sql.tree` (tree entries,
+message parts, the walks), :mod:`agentstore.sql.sessions` (session rows and
 their cascades), :mod:`agentstore.sql.log` (holders, refs, the ref log),
-:mod:`agentstore.sql.steps` (loop steps), :mod:`agentstore.sql.documents` and
-:mod:`agentstore.sql.checkpoints`. Stores import the statement they send;
-none writes SQL text of its own (``tests/test_sql_home.py`` checks).
+:mod:`agentstore.sql.steps` (loop steps), :mod:`agentstore.sql.documents`,
+:mod:`agentstore.sql.checkpoints` (LangGraph), :mod:`agentstore.sql.seeding`
+(bulk seeding) and :mod:`agentstore.sql.auth` (the API's token look-up).
+Stores import the statement they send; none writes SQL text of its own
+(``tests/stores/test_sql.py`` checks).
 
 The hot paths (appends, claims, last-N, branch walks) bypass the ORM and run
 hand-written SQL through Django's connection cursor (``docs/development.md``,

@@ -70,12 +70,6 @@ _CLAIM_PICKED = (
     f"UPDATE {TASK} SET {_CLAIM_SET} WHERE {{picked}} AND state = 'queued' RETURNING {{fields}}"
 )
 
-#: Extend a live lease; params: expires, at, task_id, owner, at.
-RENEW = (
-    f"UPDATE {TASK} SET lease_expires_at = %s, updated_at = %s "
-    "WHERE id = %s AND state IN ('running', 'canceling') "
-    "AND lease_owner = %s AND lease_expires_at > %s"
-)
 #: A worker's retry: back to queued until run_after, fenced on the live lease.
 RETRY = (
     f"UPDATE {TASK} SET state = 'queued', run_after = %s, lease_owner = NULL, "
@@ -256,7 +250,9 @@ def expired_requeueable(kinds: int, vendor: str) -> str:
 
 @lru_cache(maxsize=8)
 def renew_many(count: int) -> str:
-    """Renew ``count`` held leases of one owner at once; returns the ids still held.
+    """Extend ``count`` live leases of one owner; returns the ids still held.
+
+    The one renewal statement: a single renewal is ``count=1`` (decision 280).
 
     Params: expires, at, *ids, owner, at.
     """

@@ -52,6 +52,7 @@ from agentstore.db import atomic_write
 from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
+from agentstore.sql import checkpoints as checkpoint_sql
 from agentstore.stores.sessions import SessionStore
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 
@@ -146,22 +147,31 @@ class CheckpointStore:
             raise ValidationError("checkpoint_id must not be empty", field="checkpoint_id")
         now = self.clock()
         connection = connections[self.using]
-        sql = _statements(connection)
         run_id = metadata.get("run_id")
-        params = [
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-            parent_checkpoint_id,
-            type,
-            checkpoint,
-            sql.json(metadata),
-            sql.json(channel_versions),
-            run_id if isinstance(run_id, str) else "",
-            connection.ops.adapt_datetimefield_value(now),
-        ]
+        params = sql.row(
+            Checkpoint,
+            session_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=parent_checkpoint_id,
+            type=type,
+            checkpoint=checkpoint,
+            metadata=_json_param(metadata, connection),
+            channel_versions=_json_param(channel_versions, connection),
+            run_id=run_id if isinstance(run_id, str) else "",
+            created_at=connection.ops.adapt_datetimefield_value(now),
+        )
         blob_params = [
-            (thread_id, checkpoint_ns, b.channel, str(b.version), b.type, b.blob) for b in blobs
+            sql.row(
+                CheckpointBlob,
+                session_id=thread_id,
+                checkpoint_ns=checkpoint_ns,
+                channel=b.channel,
+                version=str(b.version),
+                type=b.type,
+                blob=b.blob,
+            )
+            for b in blobs
         ]
 
         def write(touch: bool) -> None:
@@ -169,12 +179,15 @@ class CheckpointStore:
                 touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
             with connection.cursor() as cursor:
                 if blob_params:
-                    cursor.executemany(sql.insert_blob, blob_params)
-                cursor.execute(sql.upsert_checkpoint, params)
+                    cursor.executemany(checkpoint_sql.INSERT_BLOB, blob_params)
+                cursor.execute(checkpoint_sql.UPSERT_CHECKPOINT, params)
 
         single = None
-        if sql.single_statement:
-            single = (sql.put(len(blob_params)), [*itertools.chain(*blob_params), *params])
+        if connection.vendor == "postgresql":
+            single = (
+                checkpoint_sql.put(len(blob_params)),
+                [*itertools.chain(*blob_params), *params],
+            )
         # The thread's updated_at moves at most once a second per process: the
         # UPDATE rewrites four session indexes, and listing or pruning by age
         # needs no finer clock. The foreign key still proves the thread exists
@@ -207,27 +220,26 @@ class CheckpointStore:
         if not writes:
             return
         connection = connections[self.using]
-        sql = _statements(connection)
-        rows = [
-            (
-                thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-                w.task_id,
-                w.task_path,
-                w.idx,
-                w.channel,
-                w.type,
-                w.blob,
-            )
-            for w in writes
-        ]
-
         if replace:
             # One row per (task_id, idx), the last one: a single INSERT … DO
             # UPDATE may not change a row twice (executemany would keep the last).
-            rows = builtins.list({(row[3], row[5]): row for row in rows}.values())
-        statement = sql.upsert_write if replace else sql.insert_write
+            writes = builtins.list({(w.task_id, w.idx): w for w in writes}.values())
+        rows = [
+            sql.row(
+                CheckpointWrite,
+                session_id=thread_id,
+                checkpoint_ns=checkpoint_ns,
+                checkpoint_id=checkpoint_id,
+                task_id=w.task_id,
+                task_path=w.task_path,
+                idx=w.idx,
+                channel=w.channel,
+                type=w.type,
+                blob=w.blob,
+            )
+            for w in writes
+        ]
+        statement = checkpoint_sql.UPSERT_WRITE if replace else checkpoint_sql.INSERT_WRITE
         now = self.clock()
 
         def write(touch: bool) -> None:
@@ -237,8 +249,8 @@ class CheckpointStore:
                 cursor.executemany(statement, rows)
 
         single = None
-        if sql.single_statement:
-            single = (sql.many(statement, len(rows)), [*itertools.chain(*rows)])
+        if connection.vendor == "postgresql":
+            single = (checkpoint_sql.many(statement, len(rows)), [*itertools.chain(*rows)])
         # Writes follow their checkpoint's put, which touched the thread; a run
         # saves a step's writes in the background, so they can commit before
         # the checkpoint that creates the thread's session: then _commit does.
@@ -313,7 +325,6 @@ class CheckpointStore:
         the source thread has no checkpoints.
         """
         connection = connections[self.using]
-        sql = _statements(connection)
         now = self.clock()
 
         def copy() -> bool:
@@ -331,7 +342,7 @@ class CheckpointStore:
                 return False
             touch_thread(target_thread_id, now, owner_id=source.first(), using=self.using)
             with connection.cursor() as cursor:
-                for statement in sql.copy_thread:
+                for statement in checkpoint_sql.COPY_THREAD:
                     cursor.execute(statement, [target_thread_id, source_thread_id])
             return True
 
@@ -417,22 +428,21 @@ class CheckpointStore:
     ) -> CheckpointRecord | None:
         """The checkpoint ``checkpoint_id`` of the namespace, or its latest; ``None`` if absent."""
         connection = connections[self.using]
-        sql = _statements(connection)
         with connection.cursor() as cursor:
             if checkpoint_id:
-                cursor.execute(sql.get_by_id, [thread_id, checkpoint_ns, checkpoint_id])
+                cursor.execute(checkpoint_sql.GET_BY_ID, [thread_id, checkpoint_ns, checkpoint_id])
             else:
-                cursor.execute(sql.get_latest, [thread_id, checkpoint_ns])
+                cursor.execute(checkpoint_sql.GET_LATEST, [thread_id, checkpoint_ns])
             row = cursor.fetchone()
             if row is None:
                 return None
-            record = sql.record(thread_id, checkpoint_ns, row)
+            record = _record(thread_id, checkpoint_ns, row)
             # The blobs it reads, by (channel, version) on the unique index, and
             # its pending writes: one more statement of index lookups, never
             # the history.
             versions = sorted(record.channel_versions.items())
             cursor.execute(
-                sql.values_of(len(versions)),
+                checkpoint_sql.values_of(len(versions)),
                 [
                     *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
                     *(thread_id, checkpoint_ns, record.checkpoint_id),
@@ -478,17 +488,7 @@ class CheckpointStore:
             else:
                 in_python[key] = value
         rows = rows.order_by("-checkpoint_id", "-session_id", "-checkpoint_ns")
-        fields = (
-            "session_id",
-            "checkpoint_ns",
-            "checkpoint_id",
-            "parent_checkpoint_id",
-            "type",
-            "checkpoint",
-            "metadata",
-            "channel_versions",
-            "created_at",
-        )
+        fields = ("session_id", "checkpoint_ns", *checkpoint_sql.READ_FIELDS)
         page_size = limit if limit is not None and not in_python else LIST_PAGE
         if limit is not None and not in_python:
             page_size = min(limit, LIST_PAGE * 10)
@@ -504,17 +504,7 @@ class CheckpointStore:
             if not page:
                 return
             records = [
-                CheckpointRecord(
-                    thread_id=r[0],
-                    checkpoint_ns=r[1],
-                    checkpoint_id=r[2],
-                    parent_checkpoint_id=r[3],
-                    type=r[4],
-                    checkpoint=bytes(r[5]),
-                    metadata=r[6],
-                    channel_versions=r[7],
-                    created_at=r[8],
-                )
+                _record(r[0], r[1], r[2:])
                 for r in page
                 if all(r[6].get(k) == v for k, v in in_python.items())
             ]
@@ -637,190 +627,29 @@ def _any_of(conditions: builtins.list[Q]) -> Q:
     return combined
 
 
-_STATEMENTS: dict[str, _Statements] = {}
+def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> Any:
+    """``value`` adapted for a JSON column of the connection's backend (as the ORM would)."""
+    return Checkpoint._meta.get_field("metadata").get_db_prep_save(dict(value), connection)
 
 
-def _statements(connection: BaseDatabaseWrapper) -> _Statements:
-    """The hot paths' SQL for the connection's backend (built on first use)."""
-    sql = _STATEMENTS.get(connection.vendor)
-    if sql is None:
-        sql = _STATEMENTS[connection.vendor] = _Statements(connection)
-    return sql
+def _record(thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> CheckpointRecord:
+    """A row of ``checkpoint_sql.READ_FIELDS`` as a record (without blobs and writes).
 
-
-class _Statements:
-    """Hand-written SQL of ``put``, ``put_writes`` and ``get``, built once per backend.
-
-    ``INSERT … ON CONFLICT`` reads the same on SQLite (≥ 3.24) and PostgreSQL.
-    Column names come from the models' ``_meta``; values of JSON columns are
-    adapted by the fields themselves (``get_db_prep_save``).
+    Read by a raw cursor (``get``) or the ORM (``list``): JSON may be text or
+    decoded, the timestamp text or a datetime.
     """
-
-    def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        self.connection = connection
-        q = connection.ops.quote_name
-
-        def table(model: Any) -> str:
-            return q(model._meta.db_table)
-
-        def columns(model: Any, names: Sequence[str]) -> builtins.list[str]:
-            return [q(str(model._meta.get_field(name).column)) for name in names]
-
-        self._metadata_field = Checkpoint._meta.get_field("metadata")
-        cp_names = (
-            "session",
-            "checkpoint_ns",
-            "checkpoint_id",
-            "parent_checkpoint_id",
-            "type",
-            "checkpoint",
-            "metadata",
-            "channel_versions",
-            "run_id",
-            "created_at",
-        )
-        cp = columns(Checkpoint, cp_names)
-        c = dict(zip(cp_names, cp, strict=True))
-        replaced = ", ".join(
-            f"{c[name]} = excluded.{c[name]}"
-            for name in ("type", "checkpoint", "metadata", "channel_versions", "run_id")
-        )
-        self.upsert_checkpoint = (
-            f"INSERT INTO {table(Checkpoint)} ({', '.join(cp)}) "
-            f"VALUES ({', '.join(['%s'] * len(cp))}) "
-            f"ON CONFLICT ({c['session']}, {c['checkpoint_ns']}, {c['checkpoint_id']}) "
-            f"DO UPDATE SET {replaced}"
-        )
-        read = ", ".join(
-            c[name]
-            for name in (
-                "checkpoint_id",
-                "parent_checkpoint_id",
-                "type",
-                "checkpoint",
-                "metadata",
-                "channel_versions",
-                "created_at",
-            )
-        )
-        where = f"FROM {table(Checkpoint)} WHERE {c['session']} = %s AND {c['checkpoint_ns']} = %s"
-        self.get_latest = f"SELECT {read} {where} ORDER BY {c['checkpoint_id']} DESC LIMIT 1"
-        self.get_by_id = f"SELECT {read} {where} AND {c['checkpoint_id']} = %s"
-
-        blob_names = ("session", "checkpoint_ns", "channel", "version", "type", "blob")
-        b = columns(CheckpointBlob, blob_names)
-        # One exact lookup on the unique (session, ns, channel, version) index per
-        # pair, joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR
-        # …" as a range over (session, ns) — every blob of the thread. The rows
-        # have the writes' shape (see values_of), with 0 first.
-        self._blob_select = (
-            f"SELECT 0, {b[2]}, {b[3]}, CAST(NULL AS INTEGER), NULL, {b[4]}, {b[5]} "
-            f"FROM {table(CheckpointBlob)} "
-            f"WHERE {b[0]} = %s AND {b[1]} = %s AND {b[2]} = %s AND {b[3]} = %s"
-        )
-        self._values_of: dict[int, str] = {}
-        #: Whether ``put`` and ``put_writes`` can be one statement (``put``/``many``).
-        self.single_statement = connection.vendor == "postgresql"
-        self._many: dict[tuple[str, int], str] = {}
-        self.insert_blob = (
-            f"INSERT INTO {table(CheckpointBlob)} ({', '.join(b)}) "
-            f"VALUES ({', '.join(['%s'] * len(b))}) "
-            f"ON CONFLICT ({', '.join(b[:4])}) DO NOTHING"
-        )
-        write_names = (
-            "session",
-            "checkpoint_ns",
-            "checkpoint_id",
-            "task_id",
-            "task_path",
-            "idx",
-            "channel",
-            "type",
-            "blob",
-        )
-        w = columns(CheckpointWrite, write_names)
-        self._writes_select = (
-            f"SELECT 1, {', '.join(w[3:])} FROM {table(CheckpointWrite)} "
-            f"WHERE {w[0]} = %s AND {w[1]} = %s AND {w[2]} = %s"
-        )
-        insert_write = (
-            f"INSERT INTO {table(CheckpointWrite)} ({', '.join(w)}) "
-            f"VALUES ({', '.join(['%s'] * len(w))}) "
-            f"ON CONFLICT ({', '.join(w[:4])}, {w[5]}) "
-        )
-        self.insert_write = insert_write + "DO NOTHING"
-        self.upsert_write = (
-            insert_write
-            + "DO UPDATE SET "
-            + ", ".join(f"{col} = excluded.{col}" for col in (w[6], w[7], w[8], w[4]))
-        )
-
-        # copy_thread: INSERT … SELECT of every column but the primary key, with
-        # the session replaced; ON CONFLICT DO NOTHING keeps rows the target has.
-        self.copy_thread = []
-        for model in (Checkpoint, CheckpointBlob, CheckpointWrite):
-            fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-            names = [q(str(f.column)) for f in fields]
-            select = ", ".join("%s" if f.name == "session" else q(str(f.column)) for f in fields)
-            session_col = q(str(model._meta.get_field("session").column))
-            self.copy_thread.append(
-                f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {select} "
-                f"FROM {table(model)} WHERE {session_col} = %s ON CONFLICT DO NOTHING"
-            )
-
-    def values_of(self, pairs: int) -> str:
-        """SELECT the blobs of ``pairs`` (channel, version) pairs and a checkpoint's writes.
-
-        One statement (one round trip on PostgreSQL). Rows are
-        ``(0, channel, version, NULL, NULL, type, blob)`` for a blob and
-        ``(1, task_id, task_path, idx, channel, type, blob)`` for a write.
-        Parameters: (thread, namespace, channel, version) per pair, then
-        (thread, namespace, checkpoint id).
-        """
-        statement = self._values_of.get(pairs)
-        if statement is None:
-            statement = self._values_of[pairs] = " UNION ALL ".join(
-                [*[self._blob_select] * pairs, self._writes_select]
-            )
-        return statement
-
-    def many(self, statement: str, rows: int) -> str:
-        """``statement`` (an ``INSERT … VALUES (%s, …) …``) inserting ``rows`` rows at once."""
-        key = (statement, rows)
-        many = self._many.get(key)
-        if many is None:
-            head, _, tail = statement.partition(" VALUES (")
-            marks, _, rest = tail.partition(") ")
-            many = self._many[key] = f"{head} VALUES {', '.join([f'({marks})'] * rows)} {rest}"
-        return many
-
-    def put(self, blobs: int) -> str:
-        """``put`` as one PostgreSQL statement: the blobs in a data-modifying CTE.
-
-        Parameters: the ``blobs`` blob rows, then the checkpoint's.
-        """
-        if not blobs:
-            return self.upsert_checkpoint
-        return f"WITH blobs AS ({self.many(self.insert_blob, blobs)}) {self.upsert_checkpoint}"
-
-    def json(self, value: Mapping[str, Any]) -> Any:
-        """``value`` adapted for a JSON column of this backend."""
-        return self._metadata_field.get_db_prep_save(dict(value), self.connection)
-
-    def record(self, thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> CheckpointRecord:
+    return CheckpointRecord(
+        thread_id=thread_id,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=row[0],
+        parent_checkpoint_id=row[1],
+        type=row[2],
+        checkpoint=bytes(row[3]),
+        metadata=_json(row[4]),
+        channel_versions=_json(row[5]),
         # SQLite hands raw cursors the stored text: the one timestamp path (agentstore/sql).
-        created_at = sql.utc(row[6])
-        return CheckpointRecord(
-            thread_id=thread_id,
-            checkpoint_ns=checkpoint_ns,
-            checkpoint_id=row[0],
-            parent_checkpoint_id=row[1],
-            type=row[2],
-            checkpoint=bytes(row[3]),
-            metadata=_json(row[4]),
-            channel_versions=_json(row[5]),
-            created_at=created_at,
-        )
+        created_at=sql.utc(row[6]),
+    )
 
 
 def _json(value: Any) -> dict[str, Any]:

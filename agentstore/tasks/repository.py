@@ -690,18 +690,9 @@ class TaskRepository(StoreBase):
         """Set a new expiry while ``lease_owner`` still holds a live lease; no event.
 
         An expired lease cannot be revived. Renewal bumps ``updated_at``.
+        :meth:`renew_leases` of one id: one statement serves both (decision 280).
         """
-        if not (lease_owner or "").strip() or lease_expires_at is None:
-            raise ValidationError("lease renewal requires an owner and expiry", field="lease_owner")
-        expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
-        at = self._db_time(self.now())
-
-        def renew() -> bool:
-            cursor = self.cursor()
-            cursor.execute(task_sql.RENEW, [expires, at, task_id, lease_owner, at])
-            return bool(cursor.rowcount == 1)
-
-        return self.write(renew)
+        return bool(self.renew_leases([task_id], lease_owner, lease_expires_at))
 
     # -- state changes -----------------------------------------------------------
 
@@ -1189,12 +1180,12 @@ class TaskRepository(StoreBase):
         return values
 
     def renew_leases(
-        self, task_ids: Sequence[str], lease_owner: str, lease_expires_at: datetime
+        self, task_ids: Sequence[str], lease_owner: str, lease_expires_at: datetime | None
     ) -> list[str]:
         """:meth:`renew_lease` for several tasks in one write; return the ids still held."""
         if not task_ids:
             return []
-        if not lease_owner.strip() or lease_expires_at is None:
+        if not (lease_owner or "").strip() or lease_expires_at is None:
             raise ValidationError("lease renewal requires an owner and expiry", field="lease_owner")
         expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
         at = self._db_time(self.now())

@@ -23,6 +23,9 @@ from django.db import models
 
 from agentstore import models as m
 from agentstore import sql
+from agentstore.sql import auth as auth_sql
+from agentstore.sql import checkpoints as checkpoint_sql
+from agentstore.sql import seeding as seeding_sql
 from agentstore.sql import sessions as session_sql
 from agentstore.sql import steps as steps_sql
 from agentstore.sql import tasks as task_sql
@@ -113,6 +116,14 @@ def built_statements() -> list[str]:
         tree_sql.child_counts(2),
         tree_sql.delete_parts(2),
         tree_sql.delete_entries(2),
+        *checkpoint_sql.COPY_THREAD,
+        checkpoint_sql.values_of(2),
+        checkpoint_sql.many(checkpoint_sql.INSERT_WRITE, 3),
+        checkpoint_sql.many(checkpoint_sql.UPSERT_WRITE, 2),
+        checkpoint_sql.put(0),
+        checkpoint_sql.put(2),
+        seeding_sql.generate(m.Entry, {"seq": "n.i", "entry_id": "'e' || CAST(n.i AS TEXT)"}),
+        seeding_sql.generate(m.Step, {"step_index": "n.i"}),
     ]
     return out
 
@@ -194,6 +205,53 @@ def test_a_field_added_to_a_model_reaches_the_insert() -> None:
         sql._PLANS.clear()
 
 
+def test_the_generated_insert_names_every_column_and_computes_only_what_it_is_told() -> None:
+    statement = seeding_sql.generate(m.Step, {"step_index": "n.i"})
+    match = re.search(r"INSERT INTO (\w+) \(([^)]*)\) SELECT (.*) FROM n$", statement)
+    assert match is not None, statement
+    assert match.group(1) == m.Step._meta.db_table
+    inserted = [c.strip() for c in match.group(2).split(",")]
+    assert inserted == meta_columns(m.Step)
+    selected = [c.strip() for c in match.group(3).split(",")]
+    assert dict(zip(inserted, selected, strict=True))["step_index"] == "n.i"
+    assert selected.count("%s") == len(inserted) - 1
+    with pytest.raises(LookupError):
+        seeding_sql.generate(m.Step, {"no_such_column": "n.i"})
+
+
+def test_the_checkpoint_statements_follow_the_models() -> None:
+    # Statements prefixed by a CTE or joined by UNION ALL escape the generic checks.
+    cte = checkpoint_sql.put(2).removeprefix("WITH blobs AS (")
+    assert inserted_table(cte) == m.CheckpointBlob._meta.db_table
+    assert sorted(inserted_columns(cte)) == sorted(meta_columns(m.CheckpointBlob))
+    for select in checkpoint_sql.values_of(1).split(" UNION ALL "):
+        table = re.search(r" FROM (\w+) ", select)
+        assert table is not None and table.group(1) in MODELS
+        known = {str(f.column) for f in MODELS[table.group(1)]._meta.concrete_fields}
+        listed = select.split(" FROM ")[0].removeprefix("SELECT ").split(", ")
+        assert {c for c in listed if re.fullmatch(r"[a-z_]+", c)} <= known, select
+    read = [c.strip() for c in checkpoint_sql.READ_COLUMNS.split(",")]
+    assert set(read) <= set(meta_columns(m.Checkpoint))
+
+
+def test_the_token_lookup_names_the_token_and_user_models_columns() -> None:
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    user = get_user_model()
+    statement, loaded = auth_sql.token_lookup(Token, user)
+    quoted = set(re.findall(r'"([^"]+)"', statement))
+    user_columns = {str(f.column) for f in user._meta.concrete_fields}
+    token_columns = {str(f.column) for f in Token._meta.concrete_fields}
+    tables = {Token._meta.db_table, user._meta.db_table}
+    assert quoted <= user_columns | token_columns | tables, quoted - user_columns - token_columns
+    assert tables <= quoted
+    # The loaded names are the user's, in the model's field order (Model.from_db needs it).
+    order = [f.attname for f in user._meta.concrete_fields]
+    assert loaded == sorted(loaded, key=order.index)
+    assert {"is_active", "is_staff", user._meta.pk.attname} <= set(loaded)
+
+
 def test_names_refuses_a_field_that_is_not_a_column() -> None:
     assert sql.names(m.Entry, "seq", "entry_id", prefix="e.") == "e.seq, e.entry_id"
     assert sql.names(m.Session, "owner") == "owner_id"
@@ -264,10 +322,6 @@ ELSEWHERE = {
     "db.py": "PRAGMAs and transaction modes",
     "notify.py": "pg_notify / LISTEN",
     "maintenance.py": "VACUUM",
-    # Not moved yet (docs/development.md, "Hand-written SQL", says so).
-    "stores/checkpoints.py": "the checkpoint saver's statement builder",
-    "demo/seeding.py": "bulk generators for the demo and benchmarks",
-    "api/authentication.py": "the token look-up on Django's user and DRF's token tables",
 }
 
 
