@@ -31,8 +31,10 @@ pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import itertools
 import json
+import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,10 +50,11 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from agentstore import sql
-from agentstore.db import atomic_write
+from agentstore.db import atomic_write, bare_sqlite, bare_write
 from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
+from agentstore.sql import checkpoints as cp_sql
 from agentstore.stores.sessions import SessionStore
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 
@@ -169,19 +172,24 @@ class CheckpointStore:
                 touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
             with connection.cursor() as cursor:
                 if blob_params:
-                    cursor.executemany(sql.insert_blob, blob_params)
-                cursor.execute(sql.upsert_checkpoint, params)
+                    cursor.executemany(cp_sql.INSERT_BLOB, blob_params)
+                cursor.execute(cp_sql.UPSERT_CHECKPOINT, params)
+
+        def bare(raw: sqlite3.Connection) -> None:
+            if blob_params:
+                raw.executemany(cp_sql.qmark(cp_sql.INSERT_BLOB), blob_params)
+            raw.execute(cp_sql.qmark(cp_sql.UPSERT_CHECKPOINT), params)
 
         single = None
         if sql.single_statement:
-            single = (sql.put(len(blob_params)), [*itertools.chain(*blob_params), *params])
+            single = (cp_sql.put(len(blob_params)), [*itertools.chain(*blob_params), *params])
         # The thread's updated_at moves at most once a second per process: the
         # UPDATE rewrites four session indexes, and listing or pruning by age
         # needs no finer clock. The foreign key still proves the thread exists
         # (and a thread deleted meanwhile is re-created, as on a first put).
         place = (self.using, thread_id)
         touch = _touched.get(place, -TOUCH_EVERY) <= time.monotonic() - TOUCH_EVERY
-        self._commit(write, single, touch=touch)
+        self._commit(write, single, bare, touch=touch)
         if touch:
             if len(_touched) > 10_000:
                 _touched.clear()
@@ -227,7 +235,7 @@ class CheckpointStore:
             # One row per (task_id, idx), the last one: a single INSERT … DO
             # UPDATE may not change a row twice (executemany would keep the last).
             rows = builtins.list({(row[3], row[5]): row for row in rows}.values())
-        statement = sql.upsert_write if replace else sql.insert_write
+        statement = cp_sql.UPSERT_WRITE if replace else cp_sql.INSERT_WRITE
         now = self.clock()
 
         def write(touch: bool) -> None:
@@ -236,37 +244,49 @@ class CheckpointStore:
             with connection.cursor() as cursor:
                 cursor.executemany(statement, rows)
 
+        def bare(raw: sqlite3.Connection) -> None:
+            raw.executemany(cp_sql.qmark(statement), rows)
+
         single = None
         if sql.single_statement:
-            single = (sql.many(statement, len(rows)), [*itertools.chain(*rows)])
+            single = (cp_sql.many(statement, len(rows)), [*itertools.chain(*rows)])
         # Writes follow their checkpoint's put, which touched the thread; a run
         # saves a step's writes in the background, so they can commit before
         # the checkpoint that creates the thread's session: then _commit does.
-        self._commit(write, single, touch=False)
+        self._commit(write, single, bare, touch=False)
 
     def _commit(
         self,
         write: Callable[[bool], None],
         single: tuple[str, builtins.list[Any]] | None,
+        bare: Callable[[sqlite3.Connection], None],
         *,
         touch: bool,
     ) -> None:
         """Run ``write(touch)`` in a write transaction, touching the thread if it must.
 
-        ``single`` is the same write (without the touch) as one statement, on
-        PostgreSQL: outside a transaction, autocommit makes one statement its
-        own durable transaction — one round trip where ``atomic_write`` takes
-        three or four (BEGIN, the statements, COMMIT; decision 191). When the
-        thread's session is missing (a first write, or the thread was deleted
-        meanwhile), the foreign key fails and the write runs again with the touch.
+        Without the touch (nearly every call) the same write takes a shorter
+        road. On PostgreSQL, ``single`` is it as one statement: outside a
+        transaction, autocommit makes one statement its own durable transaction
+        — one round trip where ``atomic_write`` takes three or four (BEGIN, the
+        statements, COMMIT; decision 191). On SQLite, ``bare(raw)`` runs its
+        statements on the ``sqlite3`` connection itself inside
+        :func:`~agentstore.db.bare_write`'s transaction, when nothing observes
+        Django's cursor (decision 295). When the thread's session is missing (a
+        first write, or the thread was deleted meanwhile), the foreign key fails
+        and the write runs again with the touch.
         """
         connection = connections[self.using]
         try:
-            if single is not None and not touch and not connection.in_atomic_block:
+            if touch:
+                atomic_write(partial(write, True), using=self.using)
+            elif single is not None and not connection.in_atomic_block:
                 with connection.cursor() as cursor:
                     cursor.execute(*single)
+            elif bare_sqlite(self.using) is not None:
+                bare_write(bare, using=self.using)
             else:
-                atomic_write(partial(write, touch), using=self.using)
+                atomic_write(partial(write, False), using=self.using)
         except IntegrityError:
             if touch:
                 raise
@@ -418,30 +438,13 @@ class CheckpointStore:
         """The checkpoint ``checkpoint_id`` of the namespace, or its latest; ``None`` if absent."""
         connection = connections[self.using]
         sql = _statements(connection)
-        with connection.cursor() as cursor:
-            if checkpoint_id:
-                cursor.execute(sql.get_by_id, [thread_id, checkpoint_ns, checkpoint_id])
-            else:
-                cursor.execute(sql.get_latest, [thread_id, checkpoint_ns])
-            row = cursor.fetchone()
-            if row is None:
-                return None
-            record = sql.record(thread_id, checkpoint_ns, row)
-            # The blobs it reads, by (channel, version) on the unique index, and
-            # its pending writes: one more statement of index lookups, never
-            # the history.
-            versions = sorted(record.channel_versions.items())
-            cursor.execute(
-                sql.values_of(len(versions)),
-                [
-                    *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
-                    *(thread_id, checkpoint_ns, record.checkpoint_id),
-                ],
-            )
-            rows = cursor.fetchall()
-        blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
-        writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
-        return replace(record, blobs=tuple(blobs), writes=tuple(writes))
+        raw = bare_sqlite(self.using)
+        if raw is None:
+            with connection.cursor() as cursor:
+                return _read(cursor, str, sql, thread_id, checkpoint_ns, checkpoint_id)
+        # The bare sqlite3 cursor when nothing observes Django's (decision 295).
+        with connection.wrap_database_errors, contextlib.closing(raw.cursor()) as cursor:
+            return _read(cursor, cp_sql.qmark, sql, thread_id, checkpoint_ns, checkpoint_id)
 
     def list(
         self,
@@ -608,6 +611,40 @@ class CheckpointStore:
         return hydrated
 
 
+def _read(
+    cursor: Any,
+    mark: Callable[[str], str],
+    sql: _Statements,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+) -> CheckpointRecord | None:
+    """``CheckpointStore.get`` on ``cursor`` (Django's, or sqlite3's with ``mark=qmark``)."""
+    if checkpoint_id:
+        cursor.execute(mark(cp_sql.GET_BY_ID), [thread_id, checkpoint_ns, checkpoint_id])
+    else:
+        cursor.execute(mark(cp_sql.GET_LATEST), [thread_id, checkpoint_ns])
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    record = sql.record(thread_id, checkpoint_ns, row)
+    # The blobs it reads, by (channel, version) on the unique index, and
+    # its pending writes: one more statement of index lookups, never
+    # the history.
+    versions = sorted(record.channel_versions.items())
+    cursor.execute(
+        mark(cp_sql.values_of(len(versions))),
+        [
+            *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
+            *(thread_id, checkpoint_ns, record.checkpoint_id),
+        ],
+    )
+    rows = cursor.fetchall()
+    blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
+    writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
+    return replace(record, blobs=tuple(blobs), writes=tuple(writes))
+
+
 def _blob(channel: str, version: str, type: str, blob: Any) -> ChannelBlob:
     """A blob row (``channel, version, type, blob``) as read by any cursor."""
     return ChannelBlob(
@@ -649,11 +686,13 @@ def _statements(connection: BaseDatabaseWrapper) -> _Statements:
 
 
 class _Statements:
-    """Hand-written SQL of ``put``, ``put_writes`` and ``get``, built once per backend.
+    """Per-backend helpers of the hot paths, built once per backend.
 
-    ``INSERT … ON CONFLICT`` reads the same on SQLite (≥ 3.24) and PostgreSQL.
-    Column names come from the models' ``_meta``; values of JSON columns are
-    adapted by the fields themselves (``get_db_prep_save``).
+    The hot paths' statements are :mod:`agentstore.sql.checkpoints`'; this keeps
+    what depends on the connection: whether ``put`` is one statement, the JSON
+    adaptation, ``copy_thread``'s statements. Column names come from the models'
+    ``_meta``; values of JSON columns are adapted by the fields themselves
+    (``get_db_prep_save``).
     """
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
@@ -663,97 +702,9 @@ class _Statements:
         def table(model: Any) -> str:
             return q(model._meta.db_table)
 
-        def columns(model: Any, names: Sequence[str]) -> builtins.list[str]:
-            return [q(str(model._meta.get_field(name).column)) for name in names]
-
         self._metadata_field = Checkpoint._meta.get_field("metadata")
-        cp_names = (
-            "session",
-            "checkpoint_ns",
-            "checkpoint_id",
-            "parent_checkpoint_id",
-            "type",
-            "checkpoint",
-            "metadata",
-            "channel_versions",
-            "run_id",
-            "created_at",
-        )
-        cp = columns(Checkpoint, cp_names)
-        c = dict(zip(cp_names, cp, strict=True))
-        replaced = ", ".join(
-            f"{c[name]} = excluded.{c[name]}"
-            for name in ("type", "checkpoint", "metadata", "channel_versions", "run_id")
-        )
-        self.upsert_checkpoint = (
-            f"INSERT INTO {table(Checkpoint)} ({', '.join(cp)}) "
-            f"VALUES ({', '.join(['%s'] * len(cp))}) "
-            f"ON CONFLICT ({c['session']}, {c['checkpoint_ns']}, {c['checkpoint_id']}) "
-            f"DO UPDATE SET {replaced}"
-        )
-        read = ", ".join(
-            c[name]
-            for name in (
-                "checkpoint_id",
-                "parent_checkpoint_id",
-                "type",
-                "checkpoint",
-                "metadata",
-                "channel_versions",
-                "created_at",
-            )
-        )
-        where = f"FROM {table(Checkpoint)} WHERE {c['session']} = %s AND {c['checkpoint_ns']} = %s"
-        self.get_latest = f"SELECT {read} {where} ORDER BY {c['checkpoint_id']} DESC LIMIT 1"
-        self.get_by_id = f"SELECT {read} {where} AND {c['checkpoint_id']} = %s"
-
-        blob_names = ("session", "checkpoint_ns", "channel", "version", "type", "blob")
-        b = columns(CheckpointBlob, blob_names)
-        # One exact lookup on the unique (session, ns, channel, version) index per
-        # pair, joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR
-        # …" as a range over (session, ns) — every blob of the thread. The rows
-        # have the writes' shape (see values_of), with 0 first.
-        self._blob_select = (
-            f"SELECT 0, {b[2]}, {b[3]}, CAST(NULL AS INTEGER), NULL, {b[4]}, {b[5]} "
-            f"FROM {table(CheckpointBlob)} "
-            f"WHERE {b[0]} = %s AND {b[1]} = %s AND {b[2]} = %s AND {b[3]} = %s"
-        )
-        self._values_of: dict[int, str] = {}
-        #: Whether ``put`` and ``put_writes`` can be one statement (``put``/``many``).
+        #: Whether ``put`` and ``put_writes`` can be one statement (``cp_sql.put``/``many``).
         self.single_statement = connection.vendor == "postgresql"
-        self._many: dict[tuple[str, int], str] = {}
-        self.insert_blob = (
-            f"INSERT INTO {table(CheckpointBlob)} ({', '.join(b)}) "
-            f"VALUES ({', '.join(['%s'] * len(b))}) "
-            f"ON CONFLICT ({', '.join(b[:4])}) DO NOTHING"
-        )
-        write_names = (
-            "session",
-            "checkpoint_ns",
-            "checkpoint_id",
-            "task_id",
-            "task_path",
-            "idx",
-            "channel",
-            "type",
-            "blob",
-        )
-        w = columns(CheckpointWrite, write_names)
-        self._writes_select = (
-            f"SELECT 1, {', '.join(w[3:])} FROM {table(CheckpointWrite)} "
-            f"WHERE {w[0]} = %s AND {w[1]} = %s AND {w[2]} = %s"
-        )
-        insert_write = (
-            f"INSERT INTO {table(CheckpointWrite)} ({', '.join(w)}) "
-            f"VALUES ({', '.join(['%s'] * len(w))}) "
-            f"ON CONFLICT ({', '.join(w[:4])}, {w[5]}) "
-        )
-        self.insert_write = insert_write + "DO NOTHING"
-        self.upsert_write = (
-            insert_write
-            + "DO UPDATE SET "
-            + ", ".join(f"{col} = excluded.{col}" for col in (w[6], w[7], w[8], w[4]))
-        )
 
         # copy_thread: INSERT … SELECT of every column but the primary key, with
         # the session replaced; ON CONFLICT DO NOTHING keeps rows the target has.
@@ -767,41 +718,6 @@ class _Statements:
                 f"INSERT INTO {table(model)} ({', '.join(names)}) SELECT {select} "
                 f"FROM {table(model)} WHERE {session_col} = %s ON CONFLICT DO NOTHING"
             )
-
-    def values_of(self, pairs: int) -> str:
-        """SELECT the blobs of ``pairs`` (channel, version) pairs and a checkpoint's writes.
-
-        One statement (one round trip on PostgreSQL). Rows are
-        ``(0, channel, version, NULL, NULL, type, blob)`` for a blob and
-        ``(1, task_id, task_path, idx, channel, type, blob)`` for a write.
-        Parameters: (thread, namespace, channel, version) per pair, then
-        (thread, namespace, checkpoint id).
-        """
-        statement = self._values_of.get(pairs)
-        if statement is None:
-            statement = self._values_of[pairs] = " UNION ALL ".join(
-                [*[self._blob_select] * pairs, self._writes_select]
-            )
-        return statement
-
-    def many(self, statement: str, rows: int) -> str:
-        """``statement`` (an ``INSERT … VALUES (%s, …) …``) inserting ``rows`` rows at once."""
-        key = (statement, rows)
-        many = self._many.get(key)
-        if many is None:
-            head, _, tail = statement.partition(" VALUES (")
-            marks, _, rest = tail.partition(") ")
-            many = self._many[key] = f"{head} VALUES {', '.join([f'({marks})'] * rows)} {rest}"
-        return many
-
-    def put(self, blobs: int) -> str:
-        """``put`` as one PostgreSQL statement: the blobs in a data-modifying CTE.
-
-        Parameters: the ``blobs`` blob rows, then the checkpoint's.
-        """
-        if not blobs:
-            return self.upsert_checkpoint
-        return f"WITH blobs AS ({self.many(self.insert_blob, blobs)}) {self.upsert_checkpoint}"
 
     def json(self, value: Mapping[str, Any]) -> Any:
         """``value`` adapted for a JSON column of this backend."""

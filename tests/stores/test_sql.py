@@ -23,6 +23,7 @@ from django.db import models
 
 from agentstore import models as m
 from agentstore import sql
+from agentstore.sql import checkpoints as checkpoint_sql
 from agentstore.sql import sessions as session_sql
 from agentstore.sql import steps as steps_sql
 from agentstore.sql import tasks as task_sql
@@ -113,6 +114,9 @@ def built_statements() -> list[str]:
         tree_sql.child_counts(2),
         tree_sql.delete_parts(2),
         tree_sql.delete_entries(2),
+        checkpoint_sql.values_of(2),
+        checkpoint_sql.put(2),
+        checkpoint_sql.many(checkpoint_sql.UPSERT_WRITE, 3),
     ]
     return out
 

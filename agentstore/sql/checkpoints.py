@@ -1,0 +1,177 @@
+"""The raw SQL of the LangGraph checkpointer's hot paths: ``put``, ``put_writes``, ``get``.
+
+Sent by :class:`agentstore.stores.checkpoints.CheckpointStore`
+(``docs/integrations/langgraph.md``, "Performance")::
+
+    from agentstore.sql import checkpoints as cp_sql
+
+    cursor.execute(cp_sql.UPSERT_CHECKPOINT, params)       # Django's cursor: %s marks
+    raw.execute(cp_sql.qmark(cp_sql.UPSERT_CHECKPOINT), params)   # sqlite3 itself: ? marks
+
+``INSERT … ON CONFLICT`` reads the same on SQLite (≥ 3.24) and PostgreSQL, so
+every statement is one text for both; only its placeholders differ between
+Django's cursor (``%s``, which Django's SQLite wrapper rewrites to ``?`` with a
+regular expression at every execute) and a bare ``sqlite3`` connection (``?``,
+:func:`qmark`, converted once). Statements whose text depends on a count (rows
+in one INSERT, blobs in one read) are built by small cached functions, once per
+shape.
+
+Table and column names, and the ``ON CONFLICT`` targets (the models' unique
+constraints), come from ``_meta`` (:mod:`agentstore.sql`);
+``tests/stores/test_sql.py`` checks the INSERT column lists and table names
+against the models.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.db import models
+
+from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite
+from agentstore.sql import columns, marks, names
+
+__all__ = [
+    "BLOB",
+    "CHECKPOINT",
+    "GET_BY_ID",
+    "GET_LATEST",
+    "INSERT_BLOB",
+    "INSERT_WRITE",
+    "UPSERT_CHECKPOINT",
+    "UPSERT_WRITE",
+    "WRITE",
+    "many",
+    "put",
+    "qmark",
+    "values_of",
+]
+
+CHECKPOINT = Checkpoint._meta.db_table
+BLOB = CheckpointBlob._meta.db_table
+WRITE = CheckpointWrite._meta.db_table
+
+
+def _unique_columns(model: type[models.Model]) -> str:
+    """The columns of the model's one unique constraint: its rows' key, the conflict target."""
+    (unique,) = (c for c in model._meta.constraints if isinstance(c, models.UniqueConstraint))
+    return names(model, *unique.fields)
+
+
+def _replace(model: type[models.Model], *fields: str) -> str:
+    """``column = excluded.column, …``: what an upsert overwrites."""
+    return ", ".join(f"{c} = excluded.{c}" for c in names(model, *fields).split(", "))
+
+
+#: Parameters: the Checkpoint columns in model order (session … created_at).
+#: A checkpoint stored again under its id replaces its data and metadata, as
+#: LangGraph's own savers do.
+UPSERT_CHECKPOINT = (
+    f"INSERT INTO {CHECKPOINT} ({columns(Checkpoint)}) VALUES ({marks(Checkpoint)}) "
+    f"ON CONFLICT ({_unique_columns(Checkpoint)}) DO UPDATE SET "
+    + _replace(Checkpoint, "type", "checkpoint", "metadata", "channel_versions", "run_id")
+)
+#: Parameters: the CheckpointBlob columns in model order. A version names one
+#: value: one already stored is kept as is.
+INSERT_BLOB = (
+    f"INSERT INTO {BLOB} ({columns(CheckpointBlob)}) VALUES ({marks(CheckpointBlob)}) "
+    f"ON CONFLICT ({_unique_columns(CheckpointBlob)}) DO NOTHING"
+)
+_INSERT_WRITE = (
+    f"INSERT INTO {WRITE} ({columns(CheckpointWrite)}) VALUES ({marks(CheckpointWrite)}) "
+    f"ON CONFLICT ({_unique_columns(CheckpointWrite)}) "
+)
+#: A task's regular write: stored once (a retried task re-saving it changes nothing).
+INSERT_WRITE = _INSERT_WRITE + "DO NOTHING"
+#: A special channel's write (error, interrupt, resume): the task's latest state wins.
+UPSERT_WRITE = (
+    _INSERT_WRITE
+    + "DO UPDATE SET "
+    + _replace(CheckpointWrite, "channel", "type", "blob", "task_path")
+)
+
+_READ = names(
+    Checkpoint,
+    "checkpoint_id",
+    "parent_checkpoint_id",
+    "type",
+    "checkpoint",
+    "metadata",
+    "channel_versions",
+    "created_at",
+)
+_PLACE = f"WHERE {names(Checkpoint, 'session')} = %s AND {names(Checkpoint, 'checkpoint_ns')} = %s"
+#: The latest checkpoint of a namespace: the last entry of the unique
+#: (session, ns, checkpoint_id) index, never the history. Parameters: thread, namespace.
+GET_LATEST = (
+    f"SELECT {_READ} FROM {CHECKPOINT} {_PLACE} "
+    f"ORDER BY {names(Checkpoint, 'checkpoint_id')} DESC LIMIT 1"
+)
+#: One checkpoint by id. Parameters: thread, namespace, checkpoint id.
+GET_BY_ID = (
+    f"SELECT {_READ} FROM {CHECKPOINT} {_PLACE} AND {names(Checkpoint, 'checkpoint_id')} = %s"
+)
+
+# One exact lookup on the unique (session, ns, channel, version) index per pair,
+# joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR …" as a
+# range over (session, ns) — every blob of the thread. The rows have the
+# writes' shape (see values_of), with 0 first.
+_BLOB_SELECT = (
+    f"SELECT 0, {names(CheckpointBlob, 'channel', 'version')}, CAST(NULL AS INTEGER), NULL, "
+    f"{names(CheckpointBlob, 'type', 'blob')} FROM {BLOB} WHERE "
+    + " AND ".join(
+        f"{c} = %s"
+        for c in names(CheckpointBlob, "session", "checkpoint_ns", "channel", "version").split(", ")
+    )
+)
+_WRITES_SELECT = (
+    f"SELECT 1, {names(CheckpointWrite, 'task_id', 'task_path', 'idx', 'channel', 'type', 'blob')} "
+    f"FROM {WRITE} WHERE "
+    + " AND ".join(
+        f"{c} = %s"
+        for c in names(CheckpointWrite, "session", "checkpoint_ns", "checkpoint_id").split(", ")
+    )
+)
+
+
+@lru_cache(maxsize=64)
+def values_of(pairs: int) -> str:
+    """SELECT the blobs of ``pairs`` (channel, version) pairs and a checkpoint's writes.
+
+    One statement (one round trip on PostgreSQL). Rows are
+    ``(0, channel, version, NULL, NULL, type, blob)`` for a blob and
+    ``(1, task_id, task_path, idx, channel, type, blob)`` for a write.
+    Parameters: (thread, namespace, channel, version) per pair, then
+    (thread, namespace, checkpoint id).
+    """
+    return " UNION ALL ".join([*[_BLOB_SELECT] * pairs, _WRITES_SELECT])
+
+
+@lru_cache(maxsize=256)
+def many(statement: str, rows: int) -> str:
+    """``statement`` (an ``INSERT … VALUES (%s, …) …``) inserting ``rows`` rows at once."""
+    head, _, tail = statement.partition(" VALUES (")
+    row_marks, _, rest = tail.partition(") ")
+    return f"{head} VALUES {', '.join([f'({row_marks})'] * rows)} {rest}"
+
+
+@lru_cache(maxsize=64)
+def put(blobs: int) -> str:
+    """``put`` as one PostgreSQL statement: the blobs in a data-modifying CTE.
+
+    Parameters: the ``blobs`` blob rows, then the checkpoint's. (SQLite has no
+    data-modifying ``WITH``: there ``put`` is two statements in one transaction.)
+    """
+    if not blobs:
+        return UPSERT_CHECKPOINT
+    return f"WITH blobs AS ({many(INSERT_BLOB, blobs)}) {UPSERT_CHECKPOINT}"
+
+
+@lru_cache(maxsize=256)
+def qmark(statement: str) -> str:
+    """``statement`` with ``?`` placeholders, for a bare ``sqlite3`` cursor.
+
+    The statements above hold no ``%`` but their ``%s`` marks, so a plain
+    replacement is exact.
+    """
+    return statement.replace("%s", "?")
