@@ -135,6 +135,8 @@ def bare_write(fn: Callable[[sqlite3.Connection], T], *, using: str = DEFAULT_DB
     ``raw`` with ``?`` placeholders; the caller checked :func:`bare_sqlite`.
     """
     connection = connections[using]
+    if connection.connection is None:
+        connection.ensure_connection()
     raw: sqlite3.Connection = connection.connection
 
     def attempt() -> T:
