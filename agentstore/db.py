@@ -46,6 +46,7 @@ import random
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -58,6 +59,8 @@ from agentstore.exceptions import DatabaseBusy
 __all__ = [
     "atomic_write",
     "backoff_delay",
+    "bare_sqlite",
+    "bare_write",
     "is_busy_error",
     "is_unique_violation",
     "read_only",
@@ -93,12 +96,73 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
         with transaction.atomic(using=using, durable=True):
             return fn()
 
+    def attempt() -> T:
+        with _sqlite_writer_slot(connection), transaction.atomic(using=using, durable=True):
+            return fn()
+
+    return _sqlite_retrying(attempt, using)
+
+
+def bare_sqlite(using: str = DEFAULT_DB_ALIAS) -> sqlite3.Connection | None:
+    """The ``sqlite3`` connection of ``using`` when a write may bypass Django's cursor.
+
+    That is: SQLite, outside any ``atomic()`` block, and nobody watching the
+    statements — no ``execute_wrapper`` installed, no query log
+    (``DEBUG``, ``CaptureQueriesContext``). Otherwise ``None``, and the caller
+    takes its Django path, so whatever observes statements still sees every one.
+    """
+    connection = connections[using]
+    if (
+        connection.vendor != "sqlite"
+        or connection.in_atomic_block
+        or connection.execute_wrappers
+        or connection.queries_logged
+    ):
+        return None
+    if connection.connection is None:
+        connection.ensure_connection()
+    raw: sqlite3.Connection = connection.connection
+    return raw
+
+
+def bare_write(fn: Callable[[sqlite3.Connection], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
+    """:func:`atomic_write` of ``fn(raw)`` on the ``sqlite3`` connection (:func:`bare_sqlite`).
+
+    The same transaction — the writer queue, ``BEGIN IMMEDIATE``, ``COMMIT``,
+    the busy retries, errors raised as Django's — without Django's cursor and
+    ``atomic()`` bookkeeping around each statement, which cost more than the
+    statements of a small write (decision 295). ``fn`` runs its statements on
+    ``raw`` with ``?`` placeholders; the caller checked :func:`bare_sqlite`.
+    """
+    connection = connections[using]
+    if connection.connection is None:
+        connection.ensure_connection()
+    raw: sqlite3.Connection = connection.connection
+
+    def attempt() -> T:
+        with _sqlite_writer_slot(connection), connection.wrap_database_errors:
+            raw.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(raw)
+                raw.execute("COMMIT")
+            except BaseException:
+                # A failed COMMIT (a deferred foreign key) leaves the
+                # transaction open: end it, or the next BEGIN fails.
+                if raw.in_transaction:
+                    raw.rollback()
+                raise
+            return result
+
+    return _sqlite_retrying(attempt, using)
+
+
+def _sqlite_retrying(attempt: Callable[[], T], using: str) -> T:
+    """Run one write ``attempt`` until SQLite is not busy (``WRITE_ATTEMPTS``, jittered)."""
     attempts = max(1, int(agentstore_settings.WRITE_ATTEMPTS))
     started = time.monotonic()
-    for attempt in range(1, attempts + 1):
+    for number in range(1, attempts + 1):
         try:
-            with _sqlite_writer_slot(connection), transaction.atomic(using=using, durable=True):
-                return fn()
+            return attempt()
         except DatabaseBusy:
             # The writer queue's deadline passed: waiting again would only
             # multiply the caller's wait (docs/operations.md, "Writer queue deadline").
@@ -106,7 +170,7 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
         except DatabaseError as exc:
             if not is_busy_error(exc):
                 raise
-            if attempt == attempts:
+            if number == attempts:
                 waited = time.monotonic() - started
                 logger.warning(
                     "write transaction on %r busy, exhausted after %d attempts (%.3fs)",
@@ -119,8 +183,8 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
                     f"{attempts} attempts ({waited:.3f}s)",
                     attempts=attempts,
                 ) from exc
-            delay = backoff_delay(attempt)
-            logger.debug("write transaction on %r busy (attempt %d), retrying", using, attempt)
+            delay = backoff_delay(number)
+            logger.debug("write transaction on %r busy (attempt %d), retrying", using, number)
             time.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -253,11 +317,12 @@ def _resolve_lock_path(connection: BaseDatabaseWrapper) -> str | None:
 
 
 class _LockFile:
-    """One open description of a lock file, owned by one thread of one process.
+    """One open description of a lock file, owned by one connection of one process.
 
     ``flock`` locks belong to the open file description, and descriptions opened
-    separately conflict even inside one process — so giving every thread its own
-    description lets the kernel queue threads and processes alike. A description
+    separately conflict even inside one process — so giving every connection
+    (every thread's, see ``_files``) its own description lets the kernel queue
+    threads and processes alike. A description
     inherited through ``fork`` is shared with the parent, so a child opens anew.
     """
 
@@ -277,13 +342,27 @@ class _LockFile:
                 os.close(self.fd)
 
 
-_local = threading.local()
+# Each connection object's lock descriptions. A Django connection object
+# belongs to one thread, or is lent to one thread at a time under a lock (the
+# LangGraph savers' shared connection), so one description per connection
+# queues exactly the parties a description per thread did — without opening
+# the file again for every short-lived thread that borrows a shared connection
+# (an open is ~50 µs; LangGraph's executor threads are new at every invoke).
+_files: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[str, _LockFile]] = (
+    weakref.WeakKeyDictionary()
+)
 _unavailable: set[str] = set()
 
 
-def _lock_file(path: str) -> _LockFile | None:
-    files: dict[str, _LockFile] = getattr(_local, "files", None) or {}
-    _local.files = files
+def _lock_files(connection: BaseDatabaseWrapper) -> dict[str, _LockFile]:
+    files = _files.get(connection)
+    if files is None:
+        files = _files[connection] = {}
+    return files
+
+
+def _lock_file(connection: BaseDatabaseWrapper, path: str) -> _LockFile | None:
+    files = _lock_files(connection)
     lock = files.get(path)
     if lock is None or lock.pid != os.getpid():
         if path in _unavailable:
@@ -308,15 +387,15 @@ def _sqlite_writer_slot(connection: BaseDatabaseWrapper) -> Iterator[None]:
     (``SIGSTOP``, a debugger) must not stall every other writer forever.
     """
     path = sqlite_lock_path(connection)
-    lock = _lock_file(path) if path else None
-    if lock is None:
+    lock = _lock_file(connection, path) if path else None
+    if lock is None or path is None:
         yield
         return
     timeout = float(agentstore_settings.WRITE_QUEUE_TIMEOUT or 0)
     if not _acquire(lock, timeout):
         # The abandoned wait owns the old descriptor now (it releases and closes
-        # it when the kernel finally grants it): this thread opens a fresh one.
-        _local.files.pop(path, None)
+        # it when the kernel finally grants it): this connection opens a fresh one.
+        _lock_files(connection).pop(path, None)
         logger.warning("writer queue %s not granted within %.3fs", path, timeout)
         raise DatabaseBusy(
             f"database {connection.alias!r} is busy: the writer queue ({path}) was not "
@@ -389,7 +468,7 @@ def _acquire(lock: _LockFile, timeout: float) -> bool:
 
 def _reset_after_fork() -> None:
     # Descriptions inherited from the parent must not be used by the child.
-    _local.__dict__.clear()
+    _files.clear()
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)

@@ -311,3 +311,100 @@ def test_writer_lock_file_sits_beside_the_database() -> None:
 def test_writer_lock_can_be_turned_off() -> None:
     assert db.sqlite_lock_path(connection) is None
     assert atomic_write(lambda: make_document("unlocked")).key == "unlocked"
+
+
+@pytest.mark.sqlite_only
+def test_a_lock_description_belongs_to_a_connection_not_a_thread(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A connection lent to one short-lived thread after another (the LangGraph
+    # savers' shared connection) opens the lock file once, not once a thread;
+    # two connections still get two descriptions, so they queue on each other.
+    import threading
+
+    from django.db import connections
+
+    opened: list[str] = []
+    real = db._LockFile
+
+    def counting(path: str) -> db._LockFile:
+        opened.append(path)
+        return real(path)
+
+    monkeypatch.setattr(db, "_LockFile", counting)
+    shared = connections.create_connection("default")
+    other = connections.create_connection("default")
+    for each in (shared, other):  # never connected: only the path is read
+        each.settings_dict = {**each.settings_dict, "NAME": str(tmp_path / "probe.sqlite3")}
+
+    def hold() -> None:
+        with db._sqlite_writer_slot(shared):
+            pass
+
+    for _ in range(3):
+        thread = threading.Thread(target=hold)
+        thread.start()
+        thread.join()
+    with db._sqlite_writer_slot(other):
+        pass
+    assert opened == [str(tmp_path / "probe.sqlite3") + ".agentstore-lock"] * 2
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_bare_sqlite_only_when_nothing_observes_the_cursor() -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    assert db.bare_sqlite() is connection.connection
+    with CaptureQueriesContext(connection):
+        assert db.bare_sqlite() is None  # the query log must see every statement
+    with connection.execute_wrapper(lambda execute, *args: execute(*args)):
+        assert db.bare_sqlite() is None
+    with transaction.atomic():
+        assert db.bare_sqlite() is None  # a caller's transaction: Django's path joins it
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_bare_write_commits_rolls_back_and_raises_djangos_errors() -> None:
+    from agentstore import sql
+
+    insert = f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)})"
+    now = str(timezone.now().replace(tzinfo=None))
+
+    def add(key: str, again: bool = False) -> None:
+        row = sql.row(Document, namespace="bare", key=key, updated_at=now)
+
+        def write(raw: sqlite3.Connection) -> None:
+            raw.execute(insert.replace("%s", "?"), row)
+            if again:
+                raw.execute(insert.replace("%s", "?"), row)  # unique (namespace, key)
+
+        db.bare_write(write)
+
+    add("one")
+    with pytest.raises(IntegrityError):  # Django's class, as atomic_write raises it
+        add("two", again=True)
+    # The failed transaction is gone: nothing of it stays, and the connection
+    # is back in autocommit, ready for the next write.
+    assert not connection.connection.in_transaction
+    add("three")
+    assert sorted(Document.objects.filter(namespace="bare").values_list("key", flat=True)) == [
+        "one",
+        "three",
+    ]
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_bare_write_retries_a_busy_database(no_sleep: list[float]) -> None:
+    calls: list[int] = []
+
+    def write(raw: sqlite3.Connection) -> str:
+        calls.append(1)
+        if len(calls) < 2:
+            raise sqlite3.OperationalError("database is locked")
+        return "done"
+
+    assert db.bare_write(write) == "done"
+    assert len(calls) == 2 and len(no_sleep) == 1

@@ -211,7 +211,7 @@ class Migration(migrations.Migration):
                 ('channel', models.TextField(verbose_name='channel')),
                 ('type', models.CharField(max_length=64, verbose_name='serializer type')),
                 ('blob', models.BinaryField(verbose_name='value')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_writes', to='agentstore.session', verbose_name='thread')),
+                ('session', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_writes', to='agentstore.session', verbose_name='thread')),
             ],
             options={
                 'verbose_name': 'checkpoint write',
@@ -227,7 +227,7 @@ class Migration(migrations.Migration):
                 ('version', models.CharField(max_length=255, verbose_name='version')),
                 ('type', models.CharField(max_length=64, verbose_name='serializer type')),
                 ('blob', models.BinaryField(blank=True, null=True, verbose_name='value')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_blobs', to='agentstore.session', verbose_name='thread')),
+                ('session', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_blobs', to='agentstore.session', verbose_name='thread')),
             ],
             options={
                 'verbose_name': 'checkpoint blob',
@@ -247,7 +247,7 @@ class Migration(migrations.Migration):
                 ('channel_versions', models.JSONField(default=dict, verbose_name='channel versions')),
                 ('run_id', models.CharField(blank=True, default='', max_length=255, verbose_name='run id')),
                 ('created_at', models.DateTimeField(verbose_name='stored at')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoints', to='agentstore.session', verbose_name='thread')),
+                ('session', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='checkpoints', to='agentstore.session', verbose_name='thread')),
             ],
             options={
                 'verbose_name': 'checkpoint',

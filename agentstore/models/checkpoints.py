@@ -39,12 +39,18 @@ from django.utils.translation import gettext_lazy as _
 
 
 def _thread(related_name: str) -> models.ForeignKey[Any, Any]:
-    """The thread a row belongs to: its ``graph`` session (the row goes with it)."""
+    """The thread a row belongs to: its ``graph`` session (the row goes with it).
+
+    No index of its own: every table's unique key starts with the session, so
+    that index serves lookups and cascades by thread, and a second one would
+    only cost each ``put`` another b-tree page to write (decision 296).
+    """
     return models.ForeignKey(
         "agentstore.Session",
         verbose_name=_("thread"),
         on_delete=models.CASCADE,
         related_name=related_name,
+        db_index=False,
     )
 
 

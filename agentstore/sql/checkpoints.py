@@ -1,40 +1,96 @@
-"""The raw SQL of the LangGraph checkpoint store (``docs/integrations/langgraph.md``).
+"""The raw SQL of the LangGraph checkpointer: ``put``, ``put_writes``, ``get``, ``copy_thread``.
 
-Sent by :class:`agentstore.stores.checkpoints.CheckpointStore`: ``put`` (the
-channel blobs new in a checkpoint, then the checkpoint), ``put_writes``,
-``get`` (one checkpoint, then its blobs and writes in one statement) and
-``copy_thread``. ``INSERT … ON CONFLICT`` reads the same on SQLite (≥ 3.24)
-and PostgreSQL, so the statements are module constants, not per backend.
+Sent by :class:`agentstore.stores.checkpoints.CheckpointStore`
+(``docs/integrations/langgraph.md``, "Performance")::
 
-Every INSERT names every column of ``_meta`` (:func:`agentstore.sql.columns`),
-so the store builds its parameters with :func:`agentstore.sql.row` and a field
-added to a model reaches the statement with its default. The conflict targets
-are the models' unique constraints, named through :func:`agentstore.sql.names`.
+    from agentstore.sql import checkpoints as cp_sql
+
+    cursor.execute(cp_sql.UPSERT_CHECKPOINT, params)       # Django's cursor: %s marks
+    raw.execute(cp_sql.qmark(cp_sql.UPSERT_CHECKPOINT), params)   # sqlite3 itself: ? marks
+
+``INSERT … ON CONFLICT`` reads the same on SQLite (≥ 3.24) and PostgreSQL, so
+every statement is one text for both; only its placeholders differ between
+Django's cursor (``%s``, which Django's SQLite wrapper rewrites to ``?`` with a
+regular expression at every execute) and a bare ``sqlite3`` connection (``?``,
+:func:`qmark`, converted once). Statements whose text depends on a count (rows
+in one INSERT, blobs in one read) are built by small cached functions, once per
+shape.
+
+Table and column names, and the ``ON CONFLICT`` targets (the models' unique
+constraints), come from ``_meta`` (:mod:`agentstore.sql`);
+``tests/stores/test_sql.py`` checks the INSERT column lists and table names
+against the models.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+from django.db import models
+
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite
 from agentstore.sql import columns, marks, names
+
+__all__ = [
+    "BLOB",
+    "CHECKPOINT",
+    "COPY_THREAD",
+    "GET_BY_ID",
+    "GET_LATEST",
+    "INSERT_BLOB",
+    "INSERT_WRITE",
+    "READ_COLUMNS",
+    "READ_FIELDS",
+    "UPSERT_CHECKPOINT",
+    "UPSERT_WRITE",
+    "WRITE",
+    "many",
+    "put",
+    "qmark",
+    "values_of",
+]
 
 CHECKPOINT = Checkpoint._meta.db_table
 BLOB = CheckpointBlob._meta.db_table
 WRITE = CheckpointWrite._meta.db_table
 
-_KEY = names(Checkpoint, "session", "checkpoint_ns", "checkpoint_id")
-#: Store a checkpoint; stored again under its id it replaces the data and
-#: metadata, as LangGraph's own savers do. Params: ``row(Checkpoint, …)``.
+
+def _unique_columns(model: type[models.Model]) -> str:
+    """The columns of the model's one unique constraint: its rows' key, the conflict target."""
+    (unique,) = (c for c in model._meta.constraints if isinstance(c, models.UniqueConstraint))
+    return names(model, *unique.fields)
+
+
+def _replace(model: type[models.Model], *fields: str) -> str:
+    """``column = excluded.column, …``: what an upsert overwrites."""
+    return ", ".join(f"{c} = excluded.{c}" for c in names(model, *fields).split(", "))
+
+
+#: Parameters: the Checkpoint columns in model order (session … created_at).
+#: A checkpoint stored again under its id replaces its data and metadata, as
+#: LangGraph's own savers do.
 UPSERT_CHECKPOINT = (
     f"INSERT INTO {CHECKPOINT} ({columns(Checkpoint)}) VALUES ({marks(Checkpoint)}) "
-    f"ON CONFLICT ({_KEY}) DO UPDATE SET "
-    + ", ".join(
-        f"{c} = excluded.{c}"
-        for c in names(
-            Checkpoint, "type", "checkpoint", "metadata", "channel_versions", "run_id"
-        ).split(", ")
-    )
+    f"ON CONFLICT ({_unique_columns(Checkpoint)}) DO UPDATE SET "
+    + _replace(Checkpoint, "type", "checkpoint", "metadata", "channel_versions", "run_id")
+)
+#: Parameters: the CheckpointBlob columns in model order. A version names one
+#: value: one already stored is kept as is.
+INSERT_BLOB = (
+    f"INSERT INTO {BLOB} ({columns(CheckpointBlob)}) VALUES ({marks(CheckpointBlob)}) "
+    f"ON CONFLICT ({_unique_columns(CheckpointBlob)}) DO NOTHING"
+)
+_INSERT_WRITE = (
+    f"INSERT INTO {WRITE} ({columns(CheckpointWrite)}) VALUES ({marks(CheckpointWrite)}) "
+    f"ON CONFLICT ({_unique_columns(CheckpointWrite)}) "
+)
+#: A task's regular write: stored once (a retried task re-saving it changes nothing).
+INSERT_WRITE = _INSERT_WRITE + "DO NOTHING"
+#: A special channel's write (error, interrupt, resume): the task's latest state wins.
+UPSERT_WRITE = (
+    _INSERT_WRITE
+    + "DO UPDATE SET "
+    + _replace(CheckpointWrite, "channel", "type", "blob", "task_path")
 )
 
 #: The fields a checkpoint is read with (``get`` here, ``list`` through the ORM),
@@ -49,34 +105,17 @@ READ_FIELDS = (
     "created_at",
 )
 READ_COLUMNS = names(Checkpoint, *READ_FIELDS)
-_IN_PLACE = f"FROM {CHECKPOINT} WHERE {names(Checkpoint, 'session')} = %s AND checkpoint_ns = %s"
-#: The latest checkpoint of a namespace: one seek on the unique index. Params: thread, ns.
-GET_LATEST = f"SELECT {READ_COLUMNS} {_IN_PLACE} ORDER BY checkpoint_id DESC LIMIT 1"
-#: One checkpoint by id. Params: thread, ns, checkpoint id.
-GET_BY_ID = f"SELECT {READ_COLUMNS} {_IN_PLACE} AND checkpoint_id = %s"
-
-#: A version names one value: a blob already stored is kept. Params: ``row(CheckpointBlob, …)``.
-INSERT_BLOB = (
-    f"INSERT INTO {BLOB} ({columns(CheckpointBlob)}) VALUES ({marks(CheckpointBlob)}) "
-    f"ON CONFLICT ({names(CheckpointBlob, 'session', 'checkpoint_ns', 'channel', 'version')}) "
-    "DO NOTHING"
+_PLACE = f"WHERE {names(Checkpoint, 'session')} = %s AND {names(Checkpoint, 'checkpoint_ns')} = %s"
+#: The latest checkpoint of a namespace: the last entry of the unique
+#: (session, ns, checkpoint_id) index, never the history. Parameters: thread, namespace.
+GET_LATEST = (
+    f"SELECT {READ_COLUMNS} FROM {CHECKPOINT} {_PLACE} "
+    f"ORDER BY {names(Checkpoint, 'checkpoint_id')} DESC LIMIT 1"
 )
-
-_INSERT_WRITE = (
-    f"INSERT INTO {WRITE} ({columns(CheckpointWrite)}) VALUES ({marks(CheckpointWrite)}) "
-    f"ON CONFLICT ({names(CheckpointWrite, 'session', 'checkpoint_ns', 'checkpoint_id')}, "
-    f"{names(CheckpointWrite, 'task_id', 'idx')}) "
-)
-#: A retried task re-saving its outputs changes nothing. Params: ``row(CheckpointWrite, …)``.
-INSERT_WRITE = _INSERT_WRITE + "DO NOTHING"
-#: LangGraph's special channels (error, interrupt, resume) hold the task's latest state.
-UPSERT_WRITE = (
-    _INSERT_WRITE
-    + "DO UPDATE SET "
-    + ", ".join(
-        f"{c} = excluded.{c}"
-        for c in names(CheckpointWrite, "channel", "type", "blob", "task_path").split(", ")
-    )
+#: One checkpoint by id. Parameters: thread, namespace, checkpoint id.
+GET_BY_ID = (
+    f"SELECT {READ_COLUMNS} FROM {CHECKPOINT} {_PLACE} "
+    f"AND {names(Checkpoint, 'checkpoint_id')} = %s"
 )
 
 # One exact lookup on the unique (session, ns, channel, version) index per pair,
@@ -85,14 +124,19 @@ UPSERT_WRITE = (
 # writes' shape (see values_of), with 0 first.
 _BLOB_SELECT = (
     f"SELECT 0, {names(CheckpointBlob, 'channel', 'version')}, CAST(NULL AS INTEGER), NULL, "
-    f"{names(CheckpointBlob, 'type', 'blob')} FROM {BLOB} "
-    f"WHERE {names(CheckpointBlob, 'session')} = %s AND checkpoint_ns = %s "
-    "AND channel = %s AND version = %s"
+    f"{names(CheckpointBlob, 'type', 'blob')} FROM {BLOB} WHERE "
+    + " AND ".join(
+        f"{c} = %s"
+        for c in names(CheckpointBlob, "session", "checkpoint_ns", "channel", "version").split(", ")
+    )
 )
 _WRITES_SELECT = (
     f"SELECT 1, {names(CheckpointWrite, 'task_id', 'task_path', 'idx', 'channel', 'type', 'blob')} "
-    f"FROM {WRITE} WHERE {names(CheckpointWrite, 'session')} = %s AND checkpoint_ns = %s "
-    "AND checkpoint_id = %s"
+    f"FROM {WRITE} WHERE "
+    + " AND ".join(
+        f"{c} = %s"
+        for c in names(CheckpointWrite, "session", "checkpoint_ns", "checkpoint_id").split(", ")
+    )
 )
 
 
@@ -127,18 +171,29 @@ def values_of(pairs: int) -> str:
 
 @lru_cache(maxsize=256)
 def many(statement: str, rows: int) -> str:
-    """``statement`` (an ``INSERT … VALUES (%s, …) …`` above) inserting ``rows`` rows at once."""
+    """``statement`` (an ``INSERT … VALUES (%s, …) …``) inserting ``rows`` rows at once."""
     head, _, tail = statement.partition(" VALUES (")
     row_marks, _, rest = tail.partition(") ")
     return f"{head} VALUES {', '.join([f'({row_marks})'] * rows)} {rest}"
 
 
+@lru_cache(maxsize=64)
 def put(blobs: int) -> str:
     """``put`` as one PostgreSQL statement: the blobs in a data-modifying CTE.
 
     Parameters: the ``blobs`` blob rows, then the checkpoint's. (SQLite has no
-    data-modifying CTEs; there ``put`` is two statements in one transaction.)
+    data-modifying ``WITH``: there ``put`` is two statements in one transaction.)
     """
     if not blobs:
         return UPSERT_CHECKPOINT
     return f"WITH blobs AS ({many(INSERT_BLOB, blobs)}) {UPSERT_CHECKPOINT}"
+
+
+@lru_cache(maxsize=256)
+def qmark(statement: str) -> str:
+    """``statement`` with ``?`` placeholders, for a bare ``sqlite3`` cursor.
+
+    The statements above hold no ``%`` but their ``%s`` marks, so a plain
+    replacement is exact.
+    """
+    return statement.replace("%s", "?")

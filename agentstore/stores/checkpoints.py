@@ -31,8 +31,10 @@ pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import itertools
 import json
+import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,7 +50,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from agentstore import sql
-from agentstore.db import atomic_write
+from agentstore.db import atomic_write, bare_sqlite, bare_write
 from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
@@ -182,6 +184,11 @@ class CheckpointStore:
                     cursor.executemany(checkpoint_sql.INSERT_BLOB, blob_params)
                 cursor.execute(checkpoint_sql.UPSERT_CHECKPOINT, params)
 
+        def bare(raw: sqlite3.Connection) -> None:
+            if blob_params:
+                raw.executemany(checkpoint_sql.qmark(checkpoint_sql.INSERT_BLOB), blob_params)
+            raw.execute(checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
+
         single = None
         if connection.vendor == "postgresql":
             single = (
@@ -194,7 +201,7 @@ class CheckpointStore:
         # (and a thread deleted meanwhile is re-created, as on a first put).
         place = (self.using, thread_id)
         touch = _touched.get(place, -TOUCH_EVERY) <= time.monotonic() - TOUCH_EVERY
-        self._commit(write, single, touch=touch)
+        self._commit(write, single, bare, touch=touch)
         if touch:
             if len(_touched) > 10_000:
                 _touched.clear()
@@ -248,37 +255,49 @@ class CheckpointStore:
             with connection.cursor() as cursor:
                 cursor.executemany(statement, rows)
 
+        def bare(raw: sqlite3.Connection) -> None:
+            raw.executemany(checkpoint_sql.qmark(statement), rows)
+
         single = None
         if connection.vendor == "postgresql":
             single = (checkpoint_sql.many(statement, len(rows)), [*itertools.chain(*rows)])
         # Writes follow their checkpoint's put, which touched the thread; a run
         # saves a step's writes in the background, so they can commit before
         # the checkpoint that creates the thread's session: then _commit does.
-        self._commit(write, single, touch=False)
+        self._commit(write, single, bare, touch=False)
 
     def _commit(
         self,
         write: Callable[[bool], None],
         single: tuple[str, builtins.list[Any]] | None,
+        bare: Callable[[sqlite3.Connection], None],
         *,
         touch: bool,
     ) -> None:
         """Run ``write(touch)`` in a write transaction, touching the thread if it must.
 
-        ``single`` is the same write (without the touch) as one statement, on
-        PostgreSQL: outside a transaction, autocommit makes one statement its
-        own durable transaction — one round trip where ``atomic_write`` takes
-        three or four (BEGIN, the statements, COMMIT; decision 191). When the
-        thread's session is missing (a first write, or the thread was deleted
-        meanwhile), the foreign key fails and the write runs again with the touch.
+        Without the touch (nearly every call) the same write takes a shorter
+        road. On PostgreSQL, ``single`` is it as one statement: outside a
+        transaction, autocommit makes one statement its own durable transaction
+        — one round trip where ``atomic_write`` takes three or four (BEGIN, the
+        statements, COMMIT; decision 191). On SQLite, ``bare(raw)`` runs its
+        statements on the ``sqlite3`` connection itself inside
+        :func:`~agentstore.db.bare_write`'s transaction, when nothing observes
+        Django's cursor (decision 295). When the thread's session is missing (a
+        first write, or the thread was deleted meanwhile), the foreign key fails
+        and the write runs again with the touch.
         """
         connection = connections[self.using]
         try:
-            if single is not None and not touch and not connection.in_atomic_block:
+            if touch:
+                atomic_write(partial(write, True), using=self.using)
+            elif single is not None and not connection.in_atomic_block:
                 with connection.cursor() as cursor:
                     cursor.execute(*single)
+            elif bare_sqlite(self.using) is not None:
+                bare_write(bare, using=self.using)
             else:
-                atomic_write(partial(write, touch), using=self.using)
+                atomic_write(partial(write, False), using=self.using)
         except IntegrityError:
             if touch:
                 raise
@@ -428,30 +447,13 @@ class CheckpointStore:
     ) -> CheckpointRecord | None:
         """The checkpoint ``checkpoint_id`` of the namespace, or its latest; ``None`` if absent."""
         connection = connections[self.using]
-        with connection.cursor() as cursor:
-            if checkpoint_id:
-                cursor.execute(checkpoint_sql.GET_BY_ID, [thread_id, checkpoint_ns, checkpoint_id])
-            else:
-                cursor.execute(checkpoint_sql.GET_LATEST, [thread_id, checkpoint_ns])
-            row = cursor.fetchone()
-            if row is None:
-                return None
-            record = _record(thread_id, checkpoint_ns, row)
-            # The blobs it reads, by (channel, version) on the unique index, and
-            # its pending writes: one more statement of index lookups, never
-            # the history.
-            versions = sorted(record.channel_versions.items())
-            cursor.execute(
-                checkpoint_sql.values_of(len(versions)),
-                [
-                    *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
-                    *(thread_id, checkpoint_ns, record.checkpoint_id),
-                ],
-            )
-            rows = cursor.fetchall()
-        blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
-        writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
-        return replace(record, blobs=tuple(blobs), writes=tuple(writes))
+        raw = bare_sqlite(self.using)
+        if raw is None:
+            with connection.cursor() as cursor:
+                return _read(cursor, str, thread_id, checkpoint_ns, checkpoint_id)
+        # The bare sqlite3 cursor when nothing observes Django's (decision 295).
+        with connection.wrap_database_errors, contextlib.closing(raw.cursor()) as cursor:
+            return _read(cursor, checkpoint_sql.qmark, thread_id, checkpoint_ns, checkpoint_id)
 
     def list(
         self,
@@ -596,6 +598,39 @@ class CheckpointStore:
                 )
             )
         return hydrated
+
+
+def _read(
+    cursor: Any,
+    mark: Callable[[str], str],
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+) -> CheckpointRecord | None:
+    """``CheckpointStore.get`` on ``cursor`` (Django's, or sqlite3's with ``mark=qmark``)."""
+    if checkpoint_id:
+        cursor.execute(mark(checkpoint_sql.GET_BY_ID), [thread_id, checkpoint_ns, checkpoint_id])
+    else:
+        cursor.execute(mark(checkpoint_sql.GET_LATEST), [thread_id, checkpoint_ns])
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    record = _record(thread_id, checkpoint_ns, row)
+    # The blobs it reads, by (channel, version) on the unique index, and
+    # its pending writes: one more statement of index lookups, never
+    # the history.
+    versions = sorted(record.channel_versions.items())
+    cursor.execute(
+        mark(checkpoint_sql.values_of(len(versions))),
+        [
+            *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
+            *(thread_id, checkpoint_ns, record.checkpoint_id),
+        ],
+    )
+    rows = cursor.fetchall()
+    blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
+    writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
+    return replace(record, blobs=tuple(blobs), writes=tuple(writes))
 
 
 def _blob(channel: str, version: str, type: str, blob: Any) -> ChannelBlob:

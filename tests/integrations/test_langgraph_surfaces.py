@@ -273,3 +273,22 @@ def test_put_and_get_latest_issue_the_same_indexed_queries_at_10_or_100000_check
     assert Checkpoint.objects.filter(session_id="long").count() == 100_001
     page = list(saver.list(_config("long"), limit=3))
     assert [t.metadata["step"] for t in page] == [100_000, 99_999, 99_998]
+
+
+def test_writes_that_commit_before_their_thread_exists_create_it() -> None:
+    # A run can save a step's writes before the checkpoint that creates the
+    # thread's session. The short write path (one statement on PostgreSQL, the
+    # bare sqlite3 transaction on SQLite) fails on the foreign key, rolls back
+    # and runs again with the session's creation; the connection stays usable.
+    from dataclasses import replace
+
+    from agentstore.types.checkpoints import PendingWriteRow
+
+    store = CheckpointStore()
+    row = PendingWriteRow(
+        task_id="task", task_path="", idx=0, channel="c", type="msgpack", blob=b"x"
+    )
+    store.put_writes("early-thread", "", "cp-1", [row])
+    assert Session.objects.filter(pk="early-thread", kind="graph").exists()
+    store.put_writes("early-thread", "", "cp-1", [row, replace(row, idx=1)])
+    assert [w.idx for w in store.writes_of("early-thread", "", "cp-1")] == [0, 1]

@@ -124,6 +124,7 @@ def built_statements() -> list[str]:
         checkpoint_sql.put(2),
         seeding_sql.generate(m.Entry, {"seq": "n.i", "entry_id": "'e' || CAST(n.i AS TEXT)"}),
         seeding_sql.generate(m.Step, {"step_index": "n.i"}),
+        checkpoint_sql.many(checkpoint_sql.UPSERT_WRITE, 3),
     ]
     return out
 
