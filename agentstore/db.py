@@ -50,7 +50,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.db.backends import utils as backend_utils
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 
 from agentstore.conf import agentstore_settings
 from agentstore.exceptions import DatabaseBusy
@@ -60,9 +62,11 @@ __all__ = [
     "backoff_delay",
     "is_busy_error",
     "is_unique_violation",
+    "lean_write",
     "read_only",
     "read_snapshot",
     "sqlite_lock_path",
+    "watched",
 ]
 
 T = TypeVar("T")
@@ -93,12 +97,102 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
         with transaction.atomic(using=using, durable=True):
             return fn()
 
+    def attempt() -> T:
+        with transaction.atomic(using=using, durable=True):
+            return fn()
+
+    return _sqlite_attempts(connection, using, attempt)
+
+
+def lean_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
+    """:func:`atomic_write` for a body of hand-written statements: the append hot paths.
+
+    ``fn`` may only run statements on :func:`agentstore.sql.cursor` and plain
+    ORM reads: no ORM write, no nested ``atomic()``, no ``on_commit`` (all of
+    which need Django to know a transaction is open). On a SQLite connection in
+    autocommit, outside any ``atomic()`` block and with nothing watching its
+    statements (:func:`watched`), the transaction is the sqlite3 connection's
+    own ``BEGIN IMMEDIATE`` … ``COMMIT`` — inside the same writer queue and the
+    same busy retry as :func:`atomic_write`, without Django's transaction layer,
+    which cost more than the statements of a one-item append (decision 291).
+    Everywhere else it *is* :func:`atomic_write`.
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
+        return atomic_write(fn, using=using)
+    connection.ensure_connection()
+    if not connection.autocommit:
+        # Django's manual-transaction mode: the connection may already be in one.
+        return atomic_write(fn, using=using)
+    begin = f"BEGIN {connection.transaction_mode or ''}".rstrip()  # type: ignore[attr-defined]
+
+    def attempt() -> T:
+        raw = connection.connection
+        with connection.wrap_database_errors:
+            raw.execute(begin)
+        try:
+            result = fn()
+            with connection.wrap_database_errors:
+                raw.execute("COMMIT")
+        except BaseException:
+            _rollback(connection)
+            raise
+        return result
+
+    return _sqlite_attempts(connection, using, attempt)
+
+
+def _rollback(connection: BaseDatabaseWrapper) -> None:
+    """Roll back a :func:`lean_write` transaction; a connection that cannot is closed."""
+    try:
+        if connection.connection.in_transaction:
+            connection.connection.execute("ROLLBACK")
+    except Exception:
+        # Never leave a half-open transaction on a connection Django believes
+        # is in autocommit: the next request would write into it.
+        logger.exception("could not roll back a write transaction; closing the connection")
+        connection.close()
+
+
+def watched(connection: BaseDatabaseWrapper) -> bool:
+    """Whether something watches ``connection``'s statements through Django.
+
+    ``connection.queries`` (``DEBUG``, ``assertNumQueries``, ``CaptureQueriesContext``),
+    an ``execute_wrapper()``, a ``cursor`` replaced on the connection (the debug
+    toolbar, tracers that patch connections) or a patched ``CursorWrapper.execute``
+    (tracers that patch the class). The lean paths (:func:`lean_write`,
+    :func:`agentstore.sql.cursor`) then step aside, so every statement is seen.
+    ``AGENTSTORE["LEAN_SQL"] = False`` makes them step aside always.
+    """
+    return (
+        connection.queries_logged
+        or bool(connection.execute_wrappers)
+        or "cursor" in vars(connection)
+        or CursorWrapper.execute.__code__ is not _DJANGO_EXECUTE
+        or CursorWrapper.executemany.__code__ is not _DJANGO_EXECUTEMANY
+        or not agentstore_settings.LEAN_SQL
+    )
+
+
+def _django_code(name: str) -> Any:
+    """The code of Django's own ``CursorWrapper.<name>`` (a patch replaces it)."""
+    code = getattr(CursorWrapper, name).__code__
+    # A tracer may have patched the class before this module was imported.
+    return code if code.co_filename == backend_utils.__file__ else None
+
+
+_DJANGO_EXECUTE = _django_code("execute")
+_DJANGO_EXECUTEMANY = _django_code("executemany")
+
+
+def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Callable[[], T]) -> T:
+    """Run ``attempt`` (one transaction) in the writer queue; again on SQLITE_BUSY."""
     attempts = max(1, int(agentstore_settings.WRITE_ATTEMPTS))
     started = time.monotonic()
-    for attempt in range(1, attempts + 1):
+    for number in range(1, attempts + 1):
         try:
-            with _sqlite_writer_slot(connection), transaction.atomic(using=using, durable=True):
-                return fn()
+            with _sqlite_writer_slot(connection):
+                return attempt()
         except DatabaseBusy:
             # The writer queue's deadline passed: waiting again would only
             # multiply the caller's wait (docs/operations.md, "Writer queue deadline").
@@ -106,7 +200,7 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
         except DatabaseError as exc:
             if not is_busy_error(exc):
                 raise
-            if attempt == attempts:
+            if number == attempts:
                 waited = time.monotonic() - started
                 logger.warning(
                     "write transaction on %r busy, exhausted after %d attempts (%.3fs)",
@@ -119,8 +213,8 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
                     f"{attempts} attempts ({waited:.3f}s)",
                     attempts=attempts,
                 ) from exc
-            delay = backoff_delay(attempt)
-            logger.debug("write transaction on %r busy (attempt %d), retrying", using, attempt)
+            delay = backoff_delay(number)
+            logger.debug("write transaction on %r busy (attempt %d), retrying", using, number)
             time.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
 
