@@ -201,6 +201,17 @@ class StoredSession(Session):
         found = self._known[entry_id] = (int(row[0]), _entry(str(row[1])))
         return found
 
+    def _held(self, entry_id: str, *, fresh: bool) -> Entry | None:
+        if fresh and not self._full and entry_id not in self._known:
+            # A ts read from the system clock just now cannot be a stored
+            # line's: skip the probe (decision 292), and tell commit's check
+            # the same. UNIQUE(session, entry_id) still refuses a duplicate row.
+            if len(self._absent) > 64:
+                self._absent.clear()
+            self._absent.add(entry_id)
+            return None
+        return super()._held(entry_id, fresh=fresh)
+
     def __len__(self) -> int:
         return len(self._entries) if self._full else self._count
 

@@ -168,3 +168,55 @@ def test_the_heartbeat_moves_at_most_once_a_second() -> None:
         assert Entry.objects.filter(session_id=sid).count() == 4
     finally:
         store.close()
+
+
+def probes(captured: CaptureQueriesContext) -> list[str]:
+    """The held-entry look-ups among the captured statements (parameters filled in)."""
+    return [
+        q["sql"]
+        for q in captured.captured_queries
+        if q["sql"].startswith("SELECT seq, line FROM agentstore_entry")
+        and "entry_id =" in q["sql"]
+    ]
+
+
+def test_an_entry_stamped_now_skips_the_held_entry_probe() -> None:
+    made = LogStore()
+    clocked = LogStore(clock=Clock())
+    try:
+        sid = made.create({"id": "fresh"}).id
+        made.append(sid, USER)
+        made.release(sid)  # the next append opens it afresh: nothing known in memory
+        with CaptureQueriesContext(connection) as captured:
+            made.append(sid, user("stamped now"))
+        assert captured.captured_queries and not probes(captured)
+        made.release(sid)
+        # A ts from an injected clock (or given by the caller) may repeat: looked up.
+        with CaptureQueriesContext(connection) as captured:
+            clocked.append(sid, user("stamped by a clock"))
+        assert len(probes(captured)) == 1
+    finally:
+        made.close()
+        clocked.close()
+
+
+def test_a_repeated_fresh_stamp_is_refused_not_stored_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentstore.formats.agentsession import session as format_session
+
+    # A system clock that repeats a reading (stepped back to the same nanosecond):
+    # the unique index refuses the second row.
+    monkeypatch.setattr(format_session, "_now_ts", lambda: "2026-06-01T12:00:00.5Z")
+    made = LogStore()
+    try:
+        sid = made.create({"id": "repeat"}).id
+        root = {**user("same"), "parent": None}  # the same root twice: the same id
+        first = made.append(sid, root)
+        assert made.append(sid, root) == first  # known in memory: a no-op
+        made.release(sid)  # opened afresh, the store knows nothing in memory
+        with pytest.raises(exceptions.ConcurrentWriter):
+            made.append(sid, root)
+        assert Entry.objects.filter(session_id=sid).count() == 1
+    finally:
+        made.close()

@@ -364,6 +364,16 @@ class Session:
         """True when a ``function_call`` item of the session already has ``call_id``."""
         return call_id in self._call_ids
 
+    def _held(self, entry_id: str, *, fresh: bool) -> Entry | None:
+        """The entry :meth:`prepare` is about to add, if the session already holds it.
+
+        ``fresh``: its ``ts`` is the system clock's reading of this very
+        ``prepare`` (nanoseconds), which no stored entry can share — a store
+        that would have to look that up elsewhere may skip it
+        (``agentstore.stores.log_open.StoredSession``).
+        """
+        return self.entry(entry_id)
+
     def entry(self, entry_id: str) -> Entry | None:
         """The entry with that id, or ``None``."""
         i = self._index.get(entry_id)
@@ -776,6 +786,7 @@ class Session:
             else:
                 obj.pop("parents")
         self._check_parents(obj.get("parents"), parent, "entry")
+        fresh = False
         if "ts" in obj and obj["ts"] not in (None, ""):
             check_ts(obj["ts"])
         elif self.clock:
@@ -784,6 +795,7 @@ class Session:
             # format_ts writes the one spelling; re-checking it (a regex and a
             # strptime) cost a tenth of an append.
             obj["ts"] = _now_ts()
+            fresh = True
         # One walk decides whether normalising could change anything and
         # whether the three encodings below may skip their own (the common
         # case: no floats, no big integers, no lone surrogates).
@@ -801,7 +813,7 @@ class Session:
         new_id = entry_id(obj, plain=plain)
         if given_id is not None and given_id != new_id:
             raise exceptions.BadID(f"entry id {given_id} does not match its content ({new_id})")
-        held = self.entry(new_id)
+        held = self._held(new_id, fresh=fresh)
         if held is not None:
             return PendingAppend(
                 entry=held,
