@@ -57,6 +57,13 @@ DEFAULTS: dict[str, Any] = {
     # statements are then invisible to connection.queries, execute_wrapper()
     # and debug tooling. Off by default; docs/operations.md.
     "SQLITE_RAW_TASK_CURSOR": False,
+    # The log store's appends run their statements on the DB-API cursor under
+    # Django's connection, and on SQLite their transaction without Django's
+    # transaction layer, whenever nothing watches the connection (DEBUG,
+    # connection.queries, execute_wrapper(), a patched cursor: then Django's
+    # path is taken and every statement is seen). False: always Django's path
+    # (a tracer agentstore cannot detect). docs/operations.md, "Lean SQL".
+    "LEAN_SQL": True,
     # How deeply a JSON value may nest arrays and objects, in request bodies
     # and imported files. Python's parser and encoder recurse and fail near
     # 1000 levels; agentstore's own data needs a handful (docs/operations.md).

@@ -51,7 +51,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.db.backends import utils as backend_utils
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 
 from agentstore.conf import agentstore_settings
 from agentstore.exceptions import DatabaseBusy
@@ -63,9 +65,11 @@ __all__ = [
     "bare_write",
     "is_busy_error",
     "is_unique_violation",
+    "lean_write",
     "read_only",
     "read_snapshot",
     "sqlite_lock_path",
+    "watched",
 ]
 
 T = TypeVar("T")
@@ -97,72 +101,136 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
             return fn()
 
     def attempt() -> T:
-        with _sqlite_writer_slot(connection), transaction.atomic(using=using, durable=True):
+        with transaction.atomic(using=using, durable=True):
             return fn()
 
-    return _sqlite_retrying(attempt, using)
+    return _sqlite_attempts(connection, using, attempt)
+
+
+def lean_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
+    """:func:`atomic_write` for a body of hand-written statements: the append hot paths.
+
+    ``fn`` may only run statements on :func:`agentstore.sql.cursor` and plain
+    ORM reads: no ORM write, no nested ``atomic()``, no ``on_commit`` (all of
+    which need Django to know a transaction is open). On a SQLite connection in
+    autocommit, outside any ``atomic()`` block and with nothing watching its
+    statements (:func:`watched`), the transaction is the sqlite3 connection's
+    own ``BEGIN IMMEDIATE`` … ``COMMIT`` — inside the same writer queue and the
+    same busy retry as :func:`atomic_write`, without Django's transaction layer,
+    which cost more than the statements of a one-item append (decision 291).
+    Everywhere else it *is* :func:`atomic_write`.
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
+        return atomic_write(fn, using=using)
+    connection.ensure_connection()
+    if not connection.autocommit:
+        # Django's manual-transaction mode: the connection may already be in one.
+        return atomic_write(fn, using=using)
+    begin = f"BEGIN {connection.transaction_mode or ''}".rstrip()  # type: ignore[attr-defined]
+
+    def attempt() -> T:
+        raw = connection.connection
+        with connection.wrap_database_errors:
+            raw.execute(begin)
+        try:
+            result = fn()
+            with connection.wrap_database_errors:
+                raw.execute("COMMIT")
+        except BaseException:
+            _rollback(connection)
+            raise
+        return result
+
+    return _sqlite_attempts(connection, using, attempt)
 
 
 def bare_sqlite(using: str = DEFAULT_DB_ALIAS) -> sqlite3.Connection | None:
     """The ``sqlite3`` connection of ``using`` when a write may bypass Django's cursor.
 
-    That is: SQLite, outside any ``atomic()`` block, and nobody watching the
-    statements — no ``execute_wrapper`` installed, no query log
-    (``DEBUG``, ``CaptureQueriesContext``). Otherwise ``None``, and the caller
-    takes its Django path, so whatever observes statements still sees every one.
+    That is: SQLite in autocommit, outside any ``atomic()`` block, and nothing
+    watching the statements (:func:`watched`). Otherwise ``None``, and the
+    caller takes its Django path, so whatever observes statements still sees
+    every one.
     """
     connection = connections[using]
-    if (
-        connection.vendor != "sqlite"
-        or connection.in_atomic_block
-        or connection.execute_wrappers
-        or connection.queries_logged
-    ):
+    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
         return None
-    if connection.connection is None:
-        connection.ensure_connection()
+    connection.ensure_connection()
+    if not connection.autocommit:
+        return None
     raw: sqlite3.Connection = connection.connection
     return raw
 
 
 def bare_write(fn: Callable[[sqlite3.Connection], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
-    """:func:`atomic_write` of ``fn(raw)`` on the ``sqlite3`` connection (:func:`bare_sqlite`).
+    """:func:`lean_write` of ``fn(raw)``: statements sent on the ``sqlite3`` connection itself.
 
-    The same transaction — the writer queue, ``BEGIN IMMEDIATE``, ``COMMIT``,
-    the busy retries, errors raised as Django's — without Django's cursor and
-    ``atomic()`` bookkeeping around each statement, which cost more than the
-    statements of a small write (decision 295). ``fn`` runs its statements on
-    ``raw`` with ``?`` placeholders; the caller checked :func:`bare_sqlite`.
+    The same transaction as :func:`atomic_write` — the writer queue, ``BEGIN
+    IMMEDIATE``, ``COMMIT``, the busy retries, errors raised as Django's —
+    without Django's cursor around each statement (decision 295). ``fn`` uses
+    ``?`` placeholders; the caller checked :func:`bare_sqlite`.
     """
     connection = connections[using]
-    if connection.connection is None:
-        connection.ensure_connection()
-    raw: sqlite3.Connection = connection.connection
 
-    def attempt() -> T:
-        with _sqlite_writer_slot(connection), connection.wrap_database_errors:
-            raw.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(raw)
-                raw.execute("COMMIT")
-            except BaseException:
-                # A failed COMMIT (a deferred foreign key) leaves the
-                # transaction open: end it, or the next BEGIN fails.
-                if raw.in_transaction:
-                    raw.rollback()
-                raise
-            return result
+    def body() -> T:
+        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+            return fn(connection.connection)
 
-    return _sqlite_retrying(attempt, using)
+    return lean_write(body, using=using)
 
 
-def _sqlite_retrying(attempt: Callable[[], T], using: str) -> T:
-    """Run one write ``attempt`` until SQLite is not busy (``WRITE_ATTEMPTS``, jittered)."""
+def _rollback(connection: BaseDatabaseWrapper) -> None:
+    """Roll back a :func:`lean_write` transaction; a connection that cannot is closed."""
+    try:
+        if connection.connection.in_transaction:
+            connection.connection.execute("ROLLBACK")
+    except Exception:
+        # Never leave a half-open transaction on a connection Django believes
+        # is in autocommit: the next request would write into it.
+        logger.exception("could not roll back a write transaction; closing the connection")
+        connection.close()
+
+
+def watched(connection: BaseDatabaseWrapper) -> bool:
+    """Whether something watches ``connection``'s statements through Django.
+
+    ``connection.queries`` (``DEBUG``, ``assertNumQueries``, ``CaptureQueriesContext``),
+    an ``execute_wrapper()``, a ``cursor`` replaced on the connection (the debug
+    toolbar, tracers that patch connections) or a patched ``CursorWrapper.execute``
+    (tracers that patch the class). The lean paths (:func:`lean_write`,
+    :func:`agentstore.sql.cursor`) then step aside, so every statement is seen.
+    ``AGENTSTORE["LEAN_SQL"] = False`` makes them step aside always.
+    """
+    return (
+        connection.queries_logged
+        or bool(connection.execute_wrappers)
+        or "cursor" in vars(connection)
+        or CursorWrapper.execute.__code__ is not _DJANGO_EXECUTE
+        or CursorWrapper.executemany.__code__ is not _DJANGO_EXECUTEMANY
+        or not agentstore_settings.LEAN_SQL
+    )
+
+
+def _django_code(name: str) -> Any:
+    """The code of Django's own ``CursorWrapper.<name>`` (a patch replaces it)."""
+    code = getattr(CursorWrapper, name).__code__
+    # A tracer may have patched the class before this module was imported.
+    return code if code.co_filename == backend_utils.__file__ else None
+
+
+_DJANGO_EXECUTE = _django_code("execute")
+_DJANGO_EXECUTEMANY = _django_code("executemany")
+
+
+def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Callable[[], T]) -> T:
+    """Run ``attempt`` (one transaction) in the writer queue; again on SQLITE_BUSY."""
     attempts = max(1, int(agentstore_settings.WRITE_ATTEMPTS))
     started = time.monotonic()
     for number in range(1, attempts + 1):
         try:
-            return attempt()
+            with _sqlite_writer_slot(connection):
+                return attempt()
         except DatabaseBusy:
             # The writer queue's deadline passed: waiting again would only
             # multiply the caller's wait (docs/operations.md, "Writer queue deadline").

@@ -229,7 +229,7 @@ async def bench_agentstore(items: int, ops: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--items", type=int, default=100_000)
-    parser.add_argument("--ops", type=int, default=1000)
+    parser.add_argument("--ops", type=int, default=10_000)
     common.add_json_flag(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -99,7 +99,7 @@ PLAN: list[Bench] = [
         ["--appends", "30", "--follow", "2", "--gap", "0.05"],
     ),
     Bench(
-        "openai_session", ["--items", "100000", "--ops", "1000"], ["--items", "50", "--ops", "5"]
+        "openai_session", ["--items", "100000", "--ops", "10000"], ["--items", "50", "--ops", "5"]
     ),
     Bench("tree_context", ["--entries", "100000", "--repeats", "20"], ["--entries", "600"]),
     Bench(

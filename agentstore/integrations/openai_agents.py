@@ -46,6 +46,7 @@ exits); different conversations never contend beyond SQLite's writer queue.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar, cast
 
@@ -118,16 +119,17 @@ async def _finish(awaitable: Awaitable[T]) -> T:
     sessions, wait for the outcome, then re-raise the cancellation.
     """
     task = asyncio.ensure_future(awaitable)
-    cancelled: asyncio.CancelledError | None = None
+    try:
+        # The common case, in one await: shield() keeps the write running if
+        # the caller is cancelled (then the loop below waits for its end).
+        return await asyncio.shield(task)
+    except asyncio.CancelledError as exc:
+        cancelled = exc  # the caller's, or the write's own (task.result() re-raises it)
     while not task.done():
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    result = task.result()
-    if cancelled is not None:
-        raise cancelled
-    return result
+    task.result()  # a write that failed raises its own error
+    raise cancelled
 
 
 class AgentStoreSession(SessionABC):

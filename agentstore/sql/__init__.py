@@ -33,6 +33,14 @@ Column names are written unquoted: every agentstore column is a lowercase
 identifier that is not reserved on SQLite or PostgreSQL (the test checks that
 too), which keeps the statements identical on both backends.
 
+Executing: :func:`cursor` gives the hot paths (the log store's appends) a
+cursor for these statements — Django's own whenever anything watches the
+connection (``DEBUG``, ``connection.queries``, ``execute_wrapper()``, a tracer
+that patches the cursor: :func:`agentstore.db.watched`), else a
+:class:`LeanCursor` on the DB-API cursor underneath, which skips Django's
+per-statement bookkeeping (~20 µs a statement, more than a one-row INSERT
+costs SQLite) but still raises ``django.db``'s exceptions (decision 291).
+
 Timestamps: Django stores SQLite datetimes as naive-UTC text and registers a
 converter that runs a regex per value; reading the column ``CAST … AS TEXT``
 (:func:`timestamp_column`) and parsing it with :func:`utc` is several times
@@ -42,14 +50,20 @@ of that fast path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
-from django.db import models
+from django.db import connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
+from django.utils.asyncio import async_unsafe
 from django.utils.dateparse import parse_datetime
 
 from agentstore import exceptions
+from agentstore.db import watched
 from agentstore.models import (
     Document,
     Entry,
@@ -78,8 +92,10 @@ __all__ = [
     "TASK",
     "TASK_EVENT",
     "WORKFLOW_RUN",
+    "LeanCursor",
     "column_names",
     "columns",
+    "cursor",
     "for_update",
     "marks",
     "names",
@@ -248,3 +264,78 @@ def utc(value: Any) -> datetime:
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
+
+
+# -- executing (the hot paths) ---------------------------------------------------
+
+#: Django's own rewrite of ``%s`` to SQLite's ``?`` (``SQLiteCursorWrapper.convert_query``).
+_FORMAT = re.compile(r"(?<!%)%s")
+
+
+@lru_cache(maxsize=512)
+def _qmark(statement: str) -> str:
+    # The statements are module constants (or cached builders): converted once each.
+    return _FORMAT.sub("?", statement).replace("%%", "%")
+
+
+class LeanCursor(CursorWrapper):
+    """The DB-API cursor under Django's connection, taking ``%s`` SQL (see :func:`cursor`).
+
+    A :class:`~django.db.backends.utils.CursorWrapper` to its callers —
+    ``db``, ``execute``, ``executemany``, ``fetchone``, ``fetchall``,
+    ``rowcount``, ``with`` — on the same connection and in the same
+    transaction, raising ``django.db``'s exceptions; what it leaves out is the
+    per-statement bookkeeping only a watcher needs.
+    """
+
+    def __init__(self, cursor: Any, db: BaseDatabaseWrapper) -> None:
+        super().__init__(cursor, db)
+        self._errors = db.wrap_database_errors
+        self._sqlite = db.vendor == "sqlite"
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        with self._errors:
+            if params is None:
+                return self.cursor.execute(sql)
+            return self.cursor.execute(_qmark(sql) if self._sqlite else sql, params)
+
+    def executemany(self, sql: Any, param_list: Sequence[Any]) -> Any:
+        with self._errors:
+            return self.cursor.executemany(_qmark(sql) if self._sqlite else sql, param_list)
+
+    def fetchone(self) -> Any:
+        with self._errors:
+            return self.cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        with self._errors:
+            return list(self.cursor.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        return int(self.cursor.rowcount)
+
+
+@async_unsafe
+def cursor(using: str) -> CursorWrapper:
+    """A cursor for this package's ``%s`` statements on ``using`` (use it in a ``with``).
+
+    Django's ``connection.cursor()`` when :func:`agentstore.db.watched` says
+    something watches the connection, so every statement shows where it
+    always did; else a :class:`LeanCursor`. Either works inside or outside a
+    write transaction (:func:`agentstore.db.lean_write`, ``atomic_write``).
+    """
+    connection = connections[using]
+    if watched(connection):
+        return connection.cursor()
+    # What Django's cursor() does first: a connection that failed its health
+    # check (CONN_HEALTH_CHECKS) is replaced, a missing one opened.
+    connection.close_if_health_check_failed()
+    if connection.connection is None:
+        connection.ensure_connection()
+    if connection.vendor == "sqlite":
+        # The plain sqlite3 cursor: LeanCursor converts (and caches) the
+        # placeholders itself, Django's cursor class would convert every time.
+        return LeanCursor(connection.connection.cursor(), connection)
+    # The backend's own cursor (on PostgreSQL it carries the connection's time zone).
+    return LeanCursor(connection.create_cursor(), connection)

@@ -16,7 +16,17 @@ from __future__ import annotations
 from functools import lru_cache
 
 from agentstore.models import Session
-from agentstore.sql import ENTRY, PART, SESSION, STEP, columns, for_update, marks, names
+from agentstore.sql import (
+    ENTRY,
+    HOLDER,
+    PART,
+    SESSION,
+    STEP,
+    columns,
+    for_update,
+    marks,
+    names,
+)
 
 INSERT = f"INSERT INTO {SESSION} ({columns(Session)}) VALUES ({marks(Session)})"
 KIND_OF = f"SELECT kind FROM {SESSION} WHERE id = %s"
@@ -47,6 +57,22 @@ def update(names: tuple[str, ...]) -> str:
     """``UPDATE … SET name = %s, … WHERE id = %s`` (``names``: checked column names)."""
     sets = ", ".join(f"{name} = %s" for name in names)
     return f"UPDATE {SESSION} SET {sets} WHERE id = %s"
+
+
+@lru_cache(maxsize=128)
+def update_held(names: tuple[str, ...], vendor: str) -> str:
+    """:func:`update`, applied only while the hold is this store's; params: …, id, id, token.
+
+    The fence of an append (docs/log-store.md, "Holds"): no row changed means
+    the hold was broken or taken. On PostgreSQL the holder row is share-locked
+    until commit, so a ``break_lock`` waits for the append instead of slipping
+    in between; SQLite's writer lock already excludes it.
+    """
+    lock = "" if vendor == "sqlite" else " FOR SHARE"
+    return (
+        f"{update(names)} AND EXISTS (SELECT 1 FROM {HOLDER} "
+        f"WHERE session_id = %s AND token = %s{lock})"
+    )
 
 
 @lru_cache(maxsize=128)

@@ -30,7 +30,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS
 
-from agentstore.db import atomic_write, read_only
+from agentstore.db import atomic_write, lean_write, read_only
 from agentstore.validation import require_aware
 
 T = TypeVar("T")
@@ -55,8 +55,15 @@ class StoreBase:
         """Return the clock's time in UTC (refusing a naive clock)."""
         return require_aware(self.clock(), "clock()")
 
-    def write(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` in one short write transaction (see ``agentstore.db.atomic_write``)."""
+    def write(self, fn: Callable[[], T], *, lean: bool = False) -> T:
+        """Run ``fn`` in one short write transaction (see ``agentstore.db.atomic_write``).
+
+        ``lean``: ``fn`` runs only hand-written statements on
+        ``agentstore.sql.cursor`` (no ORM write, no nested ``atomic()``), which
+        lets SQLite skip Django's transaction layer (``agentstore.db.lean_write``).
+        """
+        if lean:
+            return lean_write(fn, using=self.using)
         return atomic_write(fn, using=self.using)
 
     def read(self, fn: Callable[[], T]) -> T:

@@ -50,14 +50,14 @@ import os
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, connections
 from django.db.models import OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
-from agentstore import exceptions, notify
+from agentstore import exceptions, notify, sql
 from agentstore.db import is_unique_violation, read_only
 from agentstore.formats.agentsession import (
     CURRENT_FORMAT,
@@ -113,6 +113,8 @@ logger = logging.getLogger("agentstore.stores.log")
 _MAX_ID = 255
 _MAX_NAME = 500
 _CURRENT_MINOR = format_version(CURRENT_FORMAT)[1]
+#: How stale the heartbeat of a held session may get before an append writes it.
+HEARTBEAT_EVERY = timedelta(seconds=1)
 
 
 def _stale_format(header: dict[str, Any]) -> bool:
@@ -154,6 +156,8 @@ class LogStore(StoreBase):
         #: Ids whose hold this store has, tracked apart from the cache: a failed
         #: append drops the cached session but the hold stays ours until release.
         self._held: set[str] = set()
+        #: When this store last wrote each held session's heartbeat (decision 290).
+        self._beats: dict[str, datetime] = {}
         self._hub = log_follow.Hub()
         #: The owner of the session rows and holds (this store keeps the lines).
         self.sessions = SessionStore(using=using, clock=clock)
@@ -192,6 +196,16 @@ class LogStore(StoreBase):
     def _drop(self, session_id: str) -> None:
         self._open.pop(session_id, None)
         self._stale.discard(session_id)
+
+    def _beat_due(self, session_id: str, now: datetime) -> bool:
+        """Whether an append at ``now`` writes the heartbeat: none this second (decision 290).
+
+        The fence runs in every append regardless (``SessionStore.update_held``);
+        the heartbeat only says when the holder last appended, to within
+        :data:`HEARTBEAT_EVERY`. A clock that went back writes it too.
+        """
+        last = self._beats.get(session_id)
+        return last is None or not last <= now < last + HEARTBEAT_EVERY
 
     # -- sessions ---------------------------------------------------------------
 
@@ -463,17 +477,24 @@ class LogStore(StoreBase):
         if not written:
             return ids
         raise_header = session_id in self._stale
-        statements = self._append_statements(session_id, session, written, self.now(), raise_header)
+        now = self.now()
+        beat = self._beat_due(session_id, now)
+        statements = self._append_statements(
+            session_id, session, written, now, raise_header, beat=beat
+        )
 
         def tx() -> None:
-            with connections[self.using].cursor() as cursor:
+            with sql.cursor(self.using) as cursor:
                 statements(cursor)
 
         try:
-            self._write_append(session_id, written[0], tx)
+            # Only hand-written statements: the lean transaction (decision 291).
+            self._write_append(session_id, written[0], tx, lean=True)
         except BaseException:
             session.truncate(base_len, base_leaf)
             raise
+        if beat:
+            self._beats[session_id] = now
         if raise_header:
             session.raise_format()
             self._stale.discard(session_id)
@@ -486,13 +507,16 @@ class LogStore(StoreBase):
         written: Sequence[PendingAppend],
         now: datetime,
         raise_header: bool,
+        *,
+        beat: bool = True,
     ) -> Callable[[Any], None]:
         """The statements (on a cursor, in a write transaction) of appends already in ``session``.
 
-        The heartbeat (the fence), the header raised if stale, every row in one
-        statement, and one session update: ``updated_at``, the head that the
-        next open trusts (stores/log_open.py), and the name or successor the
-        last ``info``/``link`` among them sets.
+        One session update that is also the fence (only while this store holds
+        the session: ``updated_at``, the head that the next open trusts —
+        stores/log_open.py — and the name or successor the last
+        ``info``/``link`` among them sets), the holder's heartbeat if ``beat``,
+        the header raised if stale, and every row in one statement.
         """
         columns: dict[str, Any] = {
             "updated_at": now,
@@ -511,30 +535,40 @@ class LogStore(StoreBase):
         rows = [p.entry for p in written]
 
         def statements(cursor: Any) -> None:
-            # The fence: zero rows means another store broke or took our hold.
-            log_holds.heartbeat(cursor, session_id, self.token, now)
+            # The fence first: zero rows means another store broke or took our
+            # hold (SessionLocked), before any row could clash with its appends.
+            if not self.sessions.update_held(cursor, session_id, self.token, **columns):
+                log_holds.lost(cursor, session_id)
+            if beat:
+                log_holds.heartbeat(cursor, session_id, self.token, now)
             if raise_header:
                 self._raise_header(cursor, session_id)
             insert_entries(cursor, session_id, first_seq, rows, now)
-            self.sessions.update(cursor, session_id, **columns)
 
         return statements
 
     def _write_append(
-        self, session_id: str, pending: PendingAppend, tx: Callable[[], None]
+        self,
+        session_id: str,
+        pending: PendingAppend,
+        tx: Callable[[], None],
+        *,
+        lean: bool = False,
     ) -> None:
         """Run a transaction that appends ``pending`` to ``session_id``; map its failures.
 
         A lost hold refuses the session (``SessionLocked``) and a UNIQUE clash on
         the sequence means another writer appended (``ConcurrentWriter``), both
-        until :meth:`release`; any failure drops the cached session.
+        until :meth:`release`; any failure drops the cached session. ``lean``:
+        ``tx`` runs only hand-written statements (:meth:`StoreBase.write`).
         """
         new = pending.entry
         try:
-            self.write(tx)
+            self.write(tx, lean=lean)
         except exceptions.SessionLocked as exc:
             self._drop(session_id)
             self._held.discard(session_id)
+            self._beats.pop(session_id, None)
             self._refused[session_id] = exc
             raise
         except IntegrityError as exc:
@@ -603,6 +637,7 @@ class LogStore(StoreBase):
 
     def _release_hold(self, session_id: str) -> None:
         self._held.discard(session_id)
+        self._beats.pop(session_id, None)
         if self.read_only:
             return
 
@@ -646,6 +681,7 @@ class LogStore(StoreBase):
                 self._drop(session_id)
                 self._refused.pop(session_id, None)
                 self._held.discard(session_id)
+                self._beats.pop(session_id, None)
                 self._hub.ring()
 
     def close(self) -> None:
@@ -656,6 +692,7 @@ class LogStore(StoreBase):
             self._refused.clear()
             self._stale.clear()
             self._held.clear()
+            self._beats.clear()
             if held and not self.read_only:
 
                 def tx() -> None:

@@ -6,10 +6,15 @@ write transaction. The protocol (docs/log-store.md, "Holds: one writer per sessi
 * **claim** (in the transaction that creates or opens the session): no row →
   insert ours; a row with our token → already ours; a row on this host whose
   pid is dead → take it over and report it; otherwise ``SessionLocked``.
-* **heartbeat** (in every append's transaction): ``UPDATE … WHERE token = ours``.
-  Zero rows means the hold was broken or taken — the writer must stop rather
-  than interleave its entries with the new holder's. That row count is the
-  fence; nothing else (no time-based expiry: the heartbeat is informational).
+* **fence** (in every append's transaction): the session row's UPDATE runs
+  only while a holder row has our token (``SessionStore.update_held``). Zero
+  rows means the hold was broken or taken — the writer must stop rather than
+  interleave its entries with the new holder's (:func:`lost`). That row count
+  is the fence; nothing else (no time-based expiry).
+* **heartbeat**: ``UPDATE … WHERE token = ours`` of the holder's ``heartbeat``
+  (also a fence), written by an append when the last one this store wrote is
+  a second old or more — "last append" to within a second, informational
+  (decision 290).
 * **release**: delete our row (``token = ours`` so we never drop another's).
 
 The token identifies one *store instance*, not a connection or a thread:
@@ -21,6 +26,7 @@ from __future__ import annotations
 import errno
 import os
 from datetime import UTC, datetime
+from typing import NoReturn
 
 from django.db import IntegrityError, transaction
 from django.db.backends.utils import CursorWrapper
@@ -31,7 +37,7 @@ from agentstore.models import Holder
 from agentstore.sql import log as log_sql
 from agentstore.types.log import LockInfo
 
-__all__ = ["claim", "describe", "heartbeat", "lock_info", "pid_alive"]
+__all__ = ["claim", "describe", "heartbeat", "lock_info", "lost", "pid_alive"]
 
 
 def pid_alive(pid: int) -> bool:
@@ -147,6 +153,11 @@ def heartbeat(cursor: CursorWrapper, session_id: str, token: str, now: datetime)
     )
     if cursor.rowcount == 1:
         return
+    lost(cursor, session_id)
+
+
+def lost(cursor: CursorWrapper, session_id: str) -> NoReturn:
+    """Raise ``SessionLocked`` for a fence that found the hold gone, naming who has it now."""
     current = lock_info(cursor, session_id)
     holder = describe(session_id, current[0]) if current else "no holder"
     raise exceptions.SessionLocked(f"hold on {session_id} lost to {holder}")

@@ -39,10 +39,9 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from django.db import connections
 from django.db.backends.utils import CursorWrapper
 
-from agentstore import exceptions
+from agentstore import exceptions, sql
 from agentstore.db import read_only
 from agentstore.formats.agentsession import (
     Entry,
@@ -190,7 +189,7 @@ class StoredSession(Session):
         known = self._known.get(entry_id)
         if known is not None or not isinstance(entry_id, str) or entry_id in self._absent:
             return known
-        with connections[self._using].cursor() as cursor:
+        with sql.cursor(self._using) as cursor:
             cursor.execute(log_sql.LOOKUP, [self.id, entry_id])
             row = cursor.fetchone()
         # A line beyond the count is another writer's: not in this session.
@@ -201,6 +200,17 @@ class StoredSession(Session):
             return None
         found = self._known[entry_id] = (int(row[0]), _entry(str(row[1])))
         return found
+
+    def _held(self, entry_id: str, *, fresh: bool) -> Entry | None:
+        if fresh and not self._full and entry_id not in self._known:
+            # A ts read from the system clock just now cannot be a stored
+            # line's: skip the probe (decision 292), and tell commit's check
+            # the same. UNIQUE(session, entry_id) still refuses a duplicate row.
+            if len(self._absent) > 64:
+                self._absent.clear()
+            self._absent.add(entry_id)
+            return None
+        return super()._held(entry_id, fresh=fresh)
 
     def __len__(self) -> int:
         return len(self._entries) if self._full else self._count
@@ -236,7 +246,7 @@ class StoredSession(Session):
             return super()._call_id_used(call_id)
         if call_id in self._new_calls:
             return True
-        with connections[self._using].cursor() as cursor:
+        with sql.cursor(self._using) as cursor:
             cursor.execute(log_sql.CALL, [self.id, call_id_key(call_id)])
             # A line beyond the count is another writer's: not in this session.
             return any(int(seq) <= self._opened for (seq,) in cursor.fetchall())
@@ -320,7 +330,7 @@ class StoredSession(Session):
             return out
         if self._full:
             return out
-        with connections[self._using].cursor() as cursor:
+        with sql.cursor(self._using) as cursor:
             return walk_path(cursor, self.id, self._leaf, len(self), limit, wanted)
 
 

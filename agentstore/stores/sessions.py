@@ -384,6 +384,27 @@ class SessionStore(StoreBase):
             notify.notify(self.using, notify.session_key(session_id))
         return count
 
+    def update_held(
+        self, cursor: CursorWrapper, session_id: str, token: str, **values: Any
+    ) -> bool:
+        """:meth:`update`, only while ``token`` holds the session; ``False``: it does not.
+
+        One statement for an append's session touch and its fence (the hold
+        check that used to be the heartbeat's UPDATE; decision 290).
+        """
+        _check_columns(values)
+        statement = session_sql.update_held(tuple(values), cursor.db.vendor)
+        ops = cursor.db.ops
+        params = [
+            ops.adapt_datetimefield_value(v) if isinstance(v, datetime) else v
+            for v in values.values()
+        ]
+        cursor.execute(statement, [*params, session_id, session_id, token])
+        if cursor.rowcount == 0:
+            return False
+        notify.notify(self.using, notify.session_key(session_id))
+        return True
+
     def prepare_upsert(
         self, kind: str, session_id: str, *, stamp: datetime, **values: Any
     ) -> PreparedUpsert:

@@ -137,9 +137,9 @@ def test_add_items_is_one_transaction_and_all_or_nothing() -> None:
     writes: list[int] = []
     original = store.write
 
-    def counting(fn: Any) -> Any:
+    def counting(fn: Any, **options: Any) -> Any:
         writes.append(1)
-        return original(fn)
+        return original(fn, **options)
 
     store.write = counting  # type: ignore[method-assign]
     session.add_items_sync([CALL, OUTPUT, ANSWER])
@@ -275,6 +275,41 @@ def test_the_event_loop_keeps_running_during_database_work() -> None:
 
     assert run(main()) == [USER, ANSWER]
     assert ticks == ["tick"]
+
+
+def test_a_cancelled_add_items_still_completes_the_write() -> None:
+    # The write runs in a thread that cancellation cannot stop: the caller's
+    # cancellation is delivered only once the write has ended, and the items
+    # are stored.
+    started, release = threading.Event(), threading.Event()
+
+    async def main() -> tuple[bool, list[Any]]:
+        session = AgentStoreSession("cancelled")
+        real = session.add_items_sync
+
+        def blocked(items: Any) -> None:
+            started.set()
+            if not release.wait(timeout=30):
+                raise AssertionError("never released")
+            real(items)
+
+        session.add_items_sync = blocked  # type: ignore[method-assign]
+        task = asyncio.ensure_future(session.add_items([USER]))
+        await asyncio.to_thread(started.wait, 30)
+        task.cancel()
+        for _ in range(5):
+            await asyncio.sleep(0)  # let the cancellation reach the waiting caller
+        waited = not task.done()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        items = await session.get_items()
+        await session.aclose()
+        return waited, items
+
+    waited, items = run(main())
+    assert waited  # the cancelled caller was still waiting for the write
+    assert items == [USER]
 
 
 def test_harness_and_header_members() -> None:

@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 from agentstore.exceptions import ValidationError
 from agentstore.models import Session as SessionRow
 from agentstore.models import Task
-from agentstore.stores import LogStore, TreeStore, log_holds
+from agentstore.stores import LogStore, SessionStore, TreeStore
 from agentstore.tasks import TaskRepository
 from agentstore.types import TaskEntity
 from tests.api.conftest import API, assert_error
@@ -128,22 +128,25 @@ def test_a_failure_midway_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> Non
     store = LogStore()
     old = store.create({})
     store.append(old.id, {"type": "info", "name": "first"})
-    real = log_holds.heartbeat
+    real = SessionStore.update_held
 
-    def fail_on_the_old_session(cursor: Any, session_id: str, *args: Any) -> Any:
-        # The link on the old session is the last write of a continuation.
+    def fail_on_the_old_session(
+        self: SessionStore, cursor: Any, session_id: str, *args: Any, **values: Any
+    ) -> Any:
+        # The link on the old session (its fenced touch) is the last write of a
+        # continuation: the successor's rows are already inserted.
         if session_id == old.id:
             raise RuntimeError("killed between the successor and the link")
-        return real(cursor, session_id, *args)
+        return real(self, cursor, session_id, *args, **values)
 
-    monkeypatch.setattr(log_holds, "heartbeat", fail_on_the_old_session)
+    monkeypatch.setattr(SessionStore, "update_held", fail_on_the_old_session)
     with pytest.raises(RuntimeError):
         store.continue_session(old.id)
     assert list(SessionRow.objects.filter(kind="log").values_list("id", flat=True)) == [old.id]
     assert SessionRow.objects.get(pk=old.id).superseded_by == ""
     assert len(LogStore(read_only=True).read(old.id).entries) == 1
 
-    monkeypatch.setattr(log_holds, "heartbeat", real)
+    monkeypatch.setattr(SessionStore, "update_held", real)
     successor = store.continue_session(old.id)
     assert SessionRow.objects.get(pk=old.id).superseded_by == successor.id
     assert [e.type for e in LogStore(read_only=True).read(successor.id).entries] == [

@@ -44,9 +44,9 @@ def test_append_many_chains_entries_in_one_transaction(h: Harness) -> None:
     writes: list[int] = []
     original = store.write
 
-    def counting(fn: Any) -> Any:
+    def counting(fn: Any, **options: Any) -> Any:
         writes.append(1)
-        return original(fn)
+        return original(fn, **options)
 
     store.write = counting  # type: ignore[method-assign]
     ids = store.append_many(sid, [user("a"), call("c1"), assistant("b")])

@@ -45,6 +45,7 @@ __all__ = [
     "hash_value",
     "normalise",
     "parse",
+    "plain",
     "render_number",
 ]
 
@@ -226,15 +227,49 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def dumps(value: Any) -> bytes:
+def plain(value: Any) -> bool:
+    """Whether ``value`` is *plain*: :func:`normalise` leaves it as it is and
+    ``json.dumps`` gives its canonical bytes (see :func:`dumps`).
+
+    Plain is: dicts with ASCII ``str`` member names, lists, strings without a
+    lone surrogate, safe integers, booleans and ``None`` — exact types, so a
+    subclass (or a tuple) answers ``False`` and takes the general path. Never
+    raises. A writer that encodes one entry three times (content, envelope,
+    line) and normalises it first asks once and passes ``plain=True``.
+    """
+    kind = type(value)
+    if kind is str:
+        if value.isascii():
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not key.isascii() or not plain(item):
+                return False
+        return True
+    if kind is list:
+        return all(plain(item) for item in value)
+    if value is None or kind is bool:
+        return True
+    if kind is int:
+        return bool(-_SAFE_INT <= value <= _SAFE_INT)
+    return False
+
+
+def dumps(value: Any, *, plain: bool = False) -> bytes:
     """The RFC 8785 canonical bytes of a JSON value (dicts, lists, str, numbers …).
 
     Values made only of strings, safe integers, booleans, nulls and ASCII member
     names take a fast path through the C ``json`` encoder, which produces the
     same bytes for them (a property test checks this against ``rfc8785``);
-    everything else goes through ``rfc8785``.
+    everything else goes through ``rfc8785``. ``plain=True`` says the caller
+    already knows the value is plain (:func:`plain`): no walk to find out.
     """
-    if _plain(value):
+    if plain or _plain(value):
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
             "utf-8"
         )
@@ -255,9 +290,9 @@ def hash_text(text: str) -> str:
     return hash_bytes(text.encode("utf-8"))
 
 
-def hash_value(value: Any) -> str:
-    """``sha256:`` + hex SHA-256 of the JCS bytes of ``value``."""
-    return hash_bytes(dumps(value))
+def hash_value(value: Any, *, plain: bool = False) -> str:
+    """``sha256:`` + hex SHA-256 of the JCS bytes of ``value`` (``plain``: see :func:`dumps`)."""
+    return hash_bytes(dumps(value, plain=plain))
 
 
 def _pointer_token(key: str) -> str:

@@ -122,18 +122,21 @@ def content_of(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ENVELOPE}
 
 
-def content_hash(obj: dict[str, Any]) -> str:
-    """``sha256:`` of the JCS bytes of the entry's content."""
-    return canonical.hash_value(content_of(obj))
+def content_hash(obj: dict[str, Any], *, plain: bool = False) -> str:
+    """``sha256:`` of the JCS bytes of the entry's content.
+
+    ``plain``: the caller knows ``obj`` is plain (``canonical.plain``).
+    """
+    return canonical.hash_value(content_of(obj), plain=plain)
 
 
-def envelope_of(obj: dict[str, Any]) -> dict[str, Any]:
+def envelope_of(obj: dict[str, Any], *, plain: bool = False) -> dict[str, Any]:
     """The object the id hashes: type, parent, parents (if any), ts, content hash."""
     env: dict[str, Any] = {
         "type": obj.get("type"),
         "parent": obj.get("parent"),
         "ts": obj.get("ts"),
-        "content": content_hash(obj),
+        "content": content_hash(obj, plain=plain),
     }
     parents = obj.get("parents")
     if parents:
@@ -141,9 +144,13 @@ def envelope_of(obj: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
-def entry_id(obj: dict[str, Any]) -> str:
-    """The entry's id: ``sha256:`` of the JCS bytes of its envelope."""
-    return canonical.hash_value(envelope_of(obj))
+def entry_id(obj: dict[str, Any], *, plain: bool = False) -> str:
+    """The entry's id: ``sha256:`` of the JCS bytes of its envelope.
+
+    ``plain``: the caller knows ``obj`` is plain (``canonical.plain``); its
+    envelope, made of its members and a hash, then is too.
+    """
+    return canonical.hash_value(envelope_of(obj, plain=plain), plain=plain)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

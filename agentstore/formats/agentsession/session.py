@@ -50,7 +50,6 @@ from agentstore.formats.agentsession.entry import (
     Entry,
     check_ts,
     entry_id,
-    format_ts,
 )
 from agentstore.formats.agentsession.header import (
     CURRENT_FORMAT,
@@ -136,12 +135,20 @@ def _check_reserved(obj: dict[str, Any], where: str) -> None:
         )
 
 
-def _now_ts() -> str:
-    ns = time.time_ns()
-    secs, nanos = divmod(ns, 1_000_000_000)
-    from datetime import UTC, datetime
+#: (second, its ``YYYY-MM-DDTHH:MM:SS``): appends in one second share the rendering.
+_SECOND: tuple[int, str] = (-1, "")
 
-    return format_ts(datetime.fromtimestamp(secs, UTC), nanos=nanos)
+
+def _now_ts() -> str:
+    """Now in the ``ts`` spelling (nanoseconds), as ``format_ts`` writes it."""
+    global _SECOND
+    secs, nanos = divmod(time.time_ns(), 1_000_000_000)
+    second, prefix = _SECOND
+    if secs != second:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
+        _SECOND = (secs, prefix)  # one tuple: threads see a matching pair
+    frac = f"{nanos:09d}".rstrip("0")
+    return f"{prefix}.{frac}Z" if frac else f"{prefix}Z"
 
 
 class Session:
@@ -356,6 +363,16 @@ class Session:
     def _call_id_used(self, call_id: str) -> bool:
         """True when a ``function_call`` item of the session already has ``call_id``."""
         return call_id in self._call_ids
+
+    def _held(self, entry_id: str, *, fresh: bool) -> Entry | None:
+        """The entry :meth:`prepare` is about to add, if the session already holds it.
+
+        ``fresh``: its ``ts`` is the system clock's reading of this very
+        ``prepare`` (nanoseconds), which no stored entry can share — a store
+        that would have to look that up elsewhere may skip it
+        (``agentstore.stores.log_open.StoredSession``).
+        """
+        return self.entry(entry_id)
 
     def entry(self, entry_id: str) -> Entry | None:
         """The entry with that id, or ``None``."""
@@ -769,6 +786,7 @@ class Session:
             else:
                 obj.pop("parents")
         self._check_parents(obj.get("parents"), parent, "entry")
+        fresh = False
         if "ts" in obj and obj["ts"] not in (None, ""):
             check_ts(obj["ts"])
         elif self.clock:
@@ -777,19 +795,25 @@ class Session:
             # format_ts writes the one spelling; re-checking it (a regex and a
             # strptime) cost a tenth of an append.
             obj["ts"] = _now_ts()
-        body = {k: v for k, v in obj.items() if k not in ENVELOPE}
-        fixed, records = canonical.normalise(body)
-        if records:
-            previous = body.get("normalised")
-            merged = (list(previous) if isinstance(previous, list) else []) + records
-            merged.sort(key=lambda r: str(r.get("at", "")) if isinstance(r, dict) else "")
-            fixed["normalised"] = merged
-            obj = {**{k: v for k, v in obj.items() if k in ENVELOPE}, **fixed}
+            fresh = True
+        # One walk decides whether normalising could change anything and
+        # whether the three encodings below may skip their own (the common
+        # case: no floats, no big integers, no lone surrogates).
+        plain = canonical.plain(obj)
+        if not plain:
+            body = {k: v for k, v in obj.items() if k not in ENVELOPE}
+            fixed, records = canonical.normalise(body)
+            if records:
+                previous = body.get("normalised")
+                merged = (list(previous) if isinstance(previous, list) else []) + records
+                merged.sort(key=lambda r: str(r.get("at", "")) if isinstance(r, dict) else "")
+                fixed["normalised"] = merged
+                obj = {**{k: v for k, v in obj.items() if k in ENVELOPE}, **fixed}
         self._check_body(obj)
-        new_id = entry_id(obj)
+        new_id = entry_id(obj, plain=plain)
         if given_id is not None and given_id != new_id:
             raise exceptions.BadID(f"entry id {given_id} does not match its content ({new_id})")
-        held = self.entry(new_id)
+        held = self._held(new_id, fresh=fresh)
         if held is not None:
             return PendingAppend(
                 entry=held,
@@ -800,7 +824,7 @@ class Session:
             )
         self._check_calls(obj, parent)
         obj["id"] = new_id
-        line = canonical.dumps(obj).decode("utf-8")
+        line = canonical.dumps(obj, plain=plain).decode("utf-8")
         # A private decoded copy of exactly what the line says (our own
         # canonical output, so the plain decoder is enough).
         new_entry = Entry.from_object(json.loads(line), line)
