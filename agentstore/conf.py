@@ -53,10 +53,12 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CONTEXT_BRANCH": 2_000,
     # Run the task repository's hot-path SQL on SQLite through the sqlite3
     # cursor under Django's connection instead of Django's cursor wrapper.
-    # Faster (bench/tasks_claim.py --raw-cursor measures it), but those
-    # statements are then invisible to connection.queries, execute_wrapper()
-    # and debug tooling. Off by default; docs/operations.md.
-    "SQLITE_RAW_TASK_CURSOR": False,
+    # None (the default): only while nothing could see the difference — no
+    # connection.execute_wrapper() installed and no query logging (DEBUG,
+    # CaptureQueriesContext); True: always; False: never (tools that patch
+    # Django's CursorWrapper, such as some APM agents, then see every
+    # statement). docs/operations.md; decision 285.
+    "SQLITE_RAW_TASK_CURSOR": None,
     # How deeply a JSON value may nest arrays and objects, in request bodies
     # and imported files. Python's parser and encoder recurse and fail near
     # 1000 levels; agentstore's own data needs a handful (docs/operations.md).
@@ -74,6 +76,10 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_RETRY_BACKOFF_MAX": 300.0,
     # SIGTERM/SIGINT: how long the running task may take before it is released.
     "WORKER_GRACE": 30.0,
+    # SQLite: seconds between the worker's background WAL checkpoints (a thread
+    # of its own), so the claim loop does not pay SQLite's automatic checkpoint
+    # and its fsyncs; 0 leaves checkpoints to SQLite (decision 287).
+    "WORKER_SQLITE_CHECKPOINT_INTERVAL": 0.05,
     # PostgreSQL: writes send NOTIFY in their transaction and followers and idle
     # workers LISTEN (one connection per process), so they wake at once instead
     # of at their next poll (docs/operations.md, "Scaling out"). Ignored on SQLite.
