@@ -53,10 +53,12 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CONTEXT_BRANCH": 2_000,
     # Run the task repository's hot-path SQL on SQLite through the sqlite3
     # cursor under Django's connection instead of Django's cursor wrapper.
-    # Faster (bench/tasks_claim.py --raw-cursor measures it), but those
-    # statements are then invisible to connection.queries, execute_wrapper()
-    # and debug tooling. Off by default; docs/operations.md.
-    "SQLITE_RAW_TASK_CURSOR": False,
+    # None (the default): only while nothing watches the connection
+    # (agentstore.db.watched: DEBUG, connection.queries, execute_wrapper(), a
+    # patched cursor, LEAN_SQL off); True: always; False: never (tools that patch
+    # Django's CursorWrapper, such as some APM agents, then see every
+    # statement). docs/operations.md; decision 285.
+    "SQLITE_RAW_TASK_CURSOR": None,
     # The log store's appends run their statements on the DB-API cursor under
     # Django's connection, and on SQLite their transaction without Django's
     # transaction layer, whenever nothing watches the connection (DEBUG,
@@ -81,6 +83,10 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_RETRY_BACKOFF_MAX": 300.0,
     # SIGTERM/SIGINT: how long the running task may take before it is released.
     "WORKER_GRACE": 30.0,
+    # SQLite: seconds between the worker's background WAL checkpoints (a thread
+    # of its own), so the claim loop does not pay SQLite's automatic checkpoint
+    # and its fsyncs; 0 leaves checkpoints to SQLite (decision 287).
+    "WORKER_SQLITE_CHECKPOINT_INTERVAL": 0.05,
     # PostgreSQL: writes send NOTIFY in their transaction and followers and idle
     # workers LISTEN (one connection per process), so they wake at once instead
     # of at their next poll (docs/operations.md, "Scaling out"). Ignored on SQLite.

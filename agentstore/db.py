@@ -59,6 +59,7 @@ from agentstore.conf import agentstore_settings
 from agentstore.exceptions import DatabaseBusy
 
 __all__ = [
+    "WalCheckpointer",
     "atomic_write",
     "backoff_delay",
     "bare_sqlite",
@@ -565,6 +566,72 @@ def describe_connection(using: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
         "transaction_mode": getattr(connection, "transaction_mode", None),
         "write_lock": sqlite_lock_path(connection),
     }
+
+
+# -- checkpoints off the writer's path ---------------------------------------------
+
+#: A writer connection whose WAL a :class:`WalCheckpointer` keeps short checkpoints
+#: by itself only past this many frames (SQLite's default is 1,000): the safety
+#: net if the checkpointer stalls.
+DEFERRED_AUTOCHECKPOINT = 10_000
+
+
+class WalCheckpointer(threading.Thread):
+    """Checkpoint a SQLite database's WAL every ``interval`` seconds, in this thread.
+
+    In WAL mode the commit that takes the log past ``wal_autocheckpoint``
+    frames (1,000 by default) copies the log into the database and, at
+    ``synchronous=NORMAL``, waits for two fsyncs — milliseconds on a real disk,
+    paid inside the write transaction's caller every few dozen short commits.
+    A busy writer (the task worker) hands that work to this thread: it runs a
+    ``PASSIVE`` checkpoint, which never blocks writers or readers, on a
+    connection of its own, and :meth:`defer` raises the writer connection's
+    own threshold to :data:`DEFERRED_AUTOCHECKPOINT` so it checkpoints only if
+    this thread falls behind. A frequent checkpoint also copies each hot page
+    once, where the automatic one copies every version the log holds.
+    """
+
+    def __init__(self, using: str = DEFAULT_DB_ALIAS, interval: float = 0.05) -> None:
+        super().__init__(name=f"agentstore-wal-checkpoint-{using}", daemon=True)
+        self.using = using
+        self.interval = interval
+        self.stopped = threading.Event()
+        self.runs = 0
+
+    @staticmethod
+    def applies(using: str = DEFAULT_DB_ALIAS) -> bool:
+        """Whether ``using`` is a file-backed SQLite database (a WAL to checkpoint)."""
+        connection = connections[using]
+        if connection.vendor != "sqlite":
+            return False
+        return not connection.is_in_memory_db()  # type: ignore[attr-defined]
+
+    @staticmethod
+    def defer(using: str = DEFAULT_DB_ALIAS) -> None:
+        """Raise this thread's connection's automatic checkpoint threshold (see the class)."""
+        with connections[using].cursor() as cursor:
+            cursor.execute(f"PRAGMA wal_autocheckpoint = {DEFERRED_AUTOCHECKPOINT}")
+
+    def checkpoint(self) -> None:
+        """One ``PASSIVE`` checkpoint; a busy database only skips it."""
+        with connections[self.using].cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            cursor.fetchall()
+        self.runs += 1
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                try:
+                    self.checkpoint()
+                except DatabaseError:  # another checkpoint runs: the next one catches up
+                    logger.debug("WAL checkpoint of %r skipped", self.using, exc_info=True)
+        finally:
+            connections[self.using].close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=5)
 
 
 # -- classifying integrity errors ----------------------------------------------

@@ -71,6 +71,7 @@ __all__ = [
     "Subscription",
     "listening",
     "notify",
+    "payload_of",
     "queue_key",
     "ref_key",
     "session_key",
@@ -117,16 +118,27 @@ def _enabled(using: str) -> bool:
 # -- the writer's side ------------------------------------------------------------
 
 
+def payload_of(using: str, key: str) -> str | None:
+    """The payload :func:`notify` sends for ``key`` on ``using``; ``None``: it sends nothing.
+
+    For a statement that carries its own ``pg_notify(CHANNEL, payload)`` (the
+    task repository's one-statement enqueue).
+    """
+    if not _enabled(using):
+        return None
+    return key if len(key.encode()) <= MAX_PAYLOAD else ALL
+
+
 def notify(using: str, key: str) -> None:
     """Announce ``key`` to every listening process when the current transaction commits.
 
     Call it inside the write transaction (a store's ``write``); outside one the
     notification goes out at once. A no-op on SQLite and with ``NOTIFY`` off.
     """
-    if not _enabled(using):
+    payload = payload_of(using, key)
+    if payload is None:
         return
     connection = connections[using]
-    payload = key if len(key.encode()) <= MAX_PAYLOAD else ALL
     if connection.in_atomic_block:
         # Fold repeats within one transaction (an append_many touches its
         # session once per entry): remember what this transaction sent,

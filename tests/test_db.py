@@ -408,3 +408,44 @@ def test_bare_write_retries_a_busy_database(no_sleep: list[float]) -> None:
 
     assert db.bare_write(write) == "done"
     assert len(calls) == 2 and len(no_sleep) == 1
+
+
+# -- WalCheckpointer ----------------------------------------------------------------
+
+
+def _file_digest(path: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_wal_checkpointer_takes_the_checkpoint_off_the_writer() -> None:
+    """Deferred, the writer's commits stay in the WAL; the checkpointer's thread copies them."""
+    import threading
+
+    assert db.WalCheckpointer.applies()
+    db.WalCheckpointer.defer()
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        assert cursor.fetchone()[0] == db.DEFERRED_AUTOCHECKPOINT
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # start from an empty WAL
+    path = str(connection.settings_dict["NAME"])
+    before = _file_digest(path)
+    for n in range(50):
+        atomic_write(lambda n=n: make_document(f"wal-{n}"))
+    assert _file_digest(path) == before  # every commit is still only in the WAL
+
+    checkpointer = db.WalCheckpointer(interval=60)
+    done = threading.Thread(target=checkpointer.checkpoint)  # its own connection, as in run()
+    done.start()
+    done.join(timeout=30)
+    assert checkpointer.runs == 1
+    assert _file_digest(path) != before  # the pages reached the database file
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db
+def test_wal_checkpointer_does_not_apply_to_postgresql() -> None:
+    assert not db.WalCheckpointer.applies()

@@ -104,10 +104,22 @@ INSERT_FUNCTION = (
     f"INSERT INTO {FunctionTask._meta.db_table} ({columns(FunctionTask)}) "
     f"VALUES ({marks(FunctionTask)})"
 )
+#: The call columns of a function task, in the order ``SELECT_FUNCTION`` and
+#: ``functions_of`` return them (after the task id).
+CALL_FIELDS: tuple[str, ...] = ("function", "backend", "arguments_json")
 SELECT_FUNCTION = (
-    f"SELECT {names(FunctionTask, 'function', 'backend', 'arguments_json')} "
+    f"SELECT {names(FunctionTask, *CALL_FIELDS)} "
     f"FROM {FunctionTask._meta.db_table} WHERE task_id = %s"
 )
+
+
+@lru_cache(maxsize=8)
+def functions_of(count: int) -> str:
+    """The calls of ``count`` function tasks at once: task_id, then :data:`CALL_FIELDS`."""
+    return (
+        f"SELECT {names(FunctionTask, 'task', *CALL_FIELDS)} "
+        f"FROM {FunctionTask._meta.db_table} WHERE task_id IN ({placeholders(count)})"
+    )
 
 
 def picked(pick: str, vendor: str) -> str:
@@ -119,6 +131,23 @@ def picked(pick: str, vendor: str) -> str:
     SQLite evaluates an uncorrelated ``IN`` subquery once.
     """
     return f"id IN ({pick})" if vendor == "sqlite" else f"id = ANY(ARRAY({pick}))"
+
+
+@lru_cache(maxsize=8)
+def enqueue_pg(detail: str, notify: bool) -> str:
+    """``TaskRepository.enqueue`` on PostgreSQL as one statement (docs/tasks.md, "Performance").
+
+    The task, its ``task_queued`` event and the ``detail`` INSERT (one row that
+    names the task; ``""``: none) as data-modifying CTEs, then the queue's
+    ``pg_notify`` (``notify``) — sent in autocommit, one round trip where
+    BEGIN, four statements and COMMIT took six. Params: :data:`INSERT_TASK`'s,
+    :data:`INSERT_EVENT`'s, ``detail``'s, then channel and payload.
+    """
+    parts = [f"t AS ({INSERT_TASK})", f"e AS ({INSERT_EVENT})"]
+    if detail:
+        parts.append(f"d AS ({detail})")
+    tail = "SELECT pg_notify(%s, %s)" if notify else "SELECT 1"
+    return f"WITH {', '.join(parts)} {tail}"
 
 
 @lru_cache(maxsize=4)
@@ -276,7 +305,7 @@ NEXT_EVENT_OF = (
 
 @lru_cache(maxsize=64)
 def finish_and_claim_pg(
-    finishes: tuple[tuple[int, bool], ...], queues: int, kinds: int, limit: int
+    finishes: tuple[tuple[int, bool], ...], queues: int, kinds: int, limit: int, calls: bool
 ) -> str:
     """``finish_and_claim`` on PostgreSQL as one statement (docs/tasks.md, "Performance").
 
@@ -286,7 +315,9 @@ def finish_and_claim_pg(
     task, where BEGIN, five statements and COMMIT took seven. ``finishes`` is
     the shape of each finish (``from_states`` count, owned). The result has
     one row per claimed task (or one all-NULL row): the finish flags, then
-    :data:`TASK_FIELDS`.
+    :data:`TASK_FIELDS`, then — ``calls`` — the claimed task's function call
+    (:data:`CALL_FIELDS`, NULL for other kinds), so the worker needs no second
+    round trip to learn what to run.
     """
     event_columns = columns(TaskEvent)
     parts = []
@@ -309,7 +340,12 @@ def finish_and_claim_pg(
     flags = ", ".join(f"(SELECT COUNT(*) FROM f{n})" for n in range(len(finishes)))
     flags = f"ARRAY[{flags}]::int[]" if finishes else "'{}'::int[]"
     fields = ", ".join(f"c.{name}" for name in TASK_FIELDS)
+    join = ""
+    if calls:
+        fields += ", " + names(FunctionTask, *CALL_FIELDS, prefix="fn.")
+        task_column = names(FunctionTask, "task", prefix="fn.")
+        join = f" LEFT JOIN {FunctionTask._meta.db_table} fn ON {task_column} = c.id"
     return (
         f"WITH {', '.join(parts)} "
-        f"SELECT {flags}, {fields} FROM (SELECT 1) AS one LEFT JOIN c ON TRUE"
+        f"SELECT {flags}, {fields} FROM (SELECT 1) AS one LEFT JOIN c ON TRUE{join}"
     )

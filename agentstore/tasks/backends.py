@@ -31,6 +31,7 @@ import dataclasses
 import json
 import traceback
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -43,7 +44,7 @@ from agentstore.models import FunctionTask
 from agentstore.sql import tasks as task_sql
 from agentstore.tasks.framework import framework
 from agentstore.tasks.handlers import FUNCTION_KIND, NotRetryable
-from agentstore.tasks.repository import SqlCursor, TaskRepository
+from agentstore.tasks.repository import DetailInsert, TaskRepository
 from agentstore.types.tasks import TaskEntity
 
 if TYPE_CHECKING:
@@ -117,16 +118,13 @@ class AgentStoreBackend(_BaseBackend):  # type: ignore[misc]
         arguments = json.dumps({"args": args, "kwargs": kwargs})
         path, alias = task.module_path, self.alias
 
-        def details(cursor: SqlCursor, task_id: str) -> None:
-            cursor.execute(
-                task_sql.INSERT_FUNCTION,
-                sql.row(
-                    FunctionTask,
-                    task_id=task_id,
-                    function=path,
-                    backend=alias,
-                    arguments_json=arguments,
-                ),
+        def details(task_id: str) -> list[Any]:
+            return sql.row(
+                FunctionTask,
+                task_id=task_id,
+                function=path,
+                backend=alias,
+                arguments_json=arguments,
             )
 
         entity = TaskRepository(using=self.database).enqueue(
@@ -137,7 +135,7 @@ class AgentStoreBackend(_BaseBackend):  # type: ignore[misc]
                 run_after=task.run_after,
                 max_attempts=getattr(task, "max_attempts", 0) or self.max_attempts,
             ),
-            also=details,
+            detail=DetailInsert(task_sql.INSERT_FUNCTION, details),
         )
         result = _F.TaskResult(
             task=task,
@@ -174,9 +172,17 @@ def _task_object(path: str, entity: TaskEntity) -> Any:
         entity.run_after,
     ):
         return found  # the common case; using() would validate the task again
-    return found.using(
-        priority=entity.priority, queue_name=entity.queue_name, run_after=entity.run_after
-    )
+    return _task_variant(found, entity.priority, entity.queue_name, entity.run_after)
+
+
+@lru_cache(maxsize=256)
+def _task_variant(found: Any, priority: int, queue_name: str, run_after: Any) -> Any:
+    """``found.using(…)``, once per variant: ``using()`` validates and copies the task.
+
+    Task objects are frozen (hashable) dataclasses, so the variant of one call
+    serves every later call with the same priority, queue and run_after.
+    """
+    return found.using(priority=priority, queue_name=queue_name, run_after=run_after)
 
 
 def function_result(result_id: str, using: str, alias: str) -> Any:
@@ -302,13 +308,15 @@ def run_function(job: Job) -> str:
     Sends the framework's ``task_started`` before the call; the worker sends
     ``task_finished`` (:func:`send_finished`) once the outcome is stored.
     """
-    # Hand-written: this read is on every task's path, and the ORM costs more than it.
-    with connections[job.tasks.using].cursor() as cursor:
-        cursor.execute(task_sql.SELECT_FUNCTION, [job.task.id])
-        found = cursor.fetchone()
+    found: Any = job.call  # the worker's claim read it (decision 286)
+    if found is None:
+        # Hand-written: the ORM would cost more than the read.
+        with connections[job.tasks.using].cursor() as cursor:
+            cursor.execute(task_sql.SELECT_FUNCTION, [job.task.id])
+            found = cursor.fetchone()
     if found is None:
         raise NotRetryable(f"function task {job.task.id} has no call details")
-    row = dict(zip(("function", "backend", "arguments_json"), found, strict=True))
+    row = dict(zip(task_sql.CALL_FIELDS, found, strict=True))
     task = _task_object(row["function"], job.task)
     arguments = json.loads(row["arguments_json"] or "{}")
     args, kwargs = arguments.get("args", []), arguments.get("kwargs", {})

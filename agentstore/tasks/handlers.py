@@ -92,6 +92,9 @@ class Job:
     #: The framework's ``TaskResult`` of a ``function`` task as it started (set by
     #: its handler; the worker sends ``task_finished`` from it once the finish is stored).
     task_result: Any = None
+    #: A ``function`` task's call (function, backend, arguments_json) as the claim
+    #: read it (``TaskRepository.finish_and_claim(calls=…)``); ``None``: read it.
+    call: tuple[str, str, str] | None = None
     _details: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -52,12 +52,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache, partial
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from agentstore import notify, sql
+from agentstore import db, notify, sql
 from agentstore.conf import agentstore_settings
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.ids import new_id
@@ -172,6 +172,33 @@ class _SQLiteCursor:
         return list(self._cursor.fetchall())
 
 
+def _raw_cursor_allowed(connection: BaseDatabaseWrapper) -> bool:
+    """Whether the task SQL may skip Django's cursor wrapper on this SQLite connection.
+
+    Django's wrapper costs about 10 µs a statement — more than most of these
+    statements — and a worker's settle-and-claim sends five per task while it
+    holds the writer lock. What the wrapper adds is observation (query logging,
+    ``execute_wrapper``, patched cursors), so by default it is skipped only
+    while nothing watches: the one predicate the lean paths share,
+    :func:`agentstore.db.watched`.
+    """
+    mode = agentstore_settings.SQLITE_RAW_TASK_CURSOR
+    if mode is None:
+        return not db.watched(connection)
+    return bool(mode)
+
+
+class DetailInsert(NamedTuple):
+    """One detail row inserted with a task (:meth:`TaskRepository.enqueue`).
+
+    ``statement`` is a single-row ``INSERT … VALUES`` (``%s`` placeholders);
+    ``params(task_id)`` its parameters once the task's id is known.
+    """
+
+    statement: str
+    params: Callable[[str], Sequence[Any]]
+
+
 def task_from_values(row: dict[str, Any]) -> TaskEntity:
     """Build a :class:`TaskEntity` from a ``values(*TASK_FIELDS)`` row."""
     return TaskEntity(
@@ -274,12 +301,15 @@ class TaskRepository(StoreBase):
     def cursor(self) -> SqlCursor:
         """A cursor for hand-written ``%s`` SQL inside the current write transaction.
 
-        Django's cursor, so every statement shows in ``connection.queries`` and
-        passes ``execute_wrapper``; the ``SQLITE_RAW_TASK_CURSOR`` setting
-        trades that for the raw sqlite3 cursor (see :class:`_SQLiteCursor`).
+        On SQLite, the sqlite3 cursor under Django's connection (see
+        :class:`_SQLiteCursor`) while nothing observes the connection: no
+        ``execute_wrapper`` installed, no query logging (``DEBUG``,
+        ``CaptureQueriesContext``). Observed, it is Django's cursor, so every
+        statement shows in ``connection.queries`` and passes the wrappers.
+        ``SQLITE_RAW_TASK_CURSOR`` ``True``/``False`` forces either (decision 285).
         """
         connection = connections[self.using]
-        if self.vendor == "sqlite" and agentstore_settings.SQLITE_RAW_TASK_CURSOR:
+        if self.vendor == "sqlite" and _raw_cursor_allowed(connection):
             return _SQLiteCursor(connection)
         return connection.cursor()
 
@@ -911,16 +941,18 @@ class TaskRepository(StoreBase):
     def enqueue(
         self,
         task: TaskEntity,
-        also: Callable[[SqlCursor, str], None] | None = None,
+        detail: DetailInsert | None = None,
     ) -> TaskEntity:
-        """Insert a queued task and its ``task_queued`` event; ``also`` adds detail rows.
+        """Insert a queued task and its ``task_queued`` event; ``detail`` adds a detail row.
 
         Unlike :meth:`create` the owner session is optional (a ``django.tasks``
         function has none) and the scheduling fields are taken from ``task``:
         ``queue_name`` (``""`` is ``default``), ``priority`` (-100..100),
         ``run_after`` (aware or ``None``) and ``max_attempts`` (0 is 1).
-        ``also(cursor, task_id)`` runs in the same write transaction, so the
-        task and its details appear together or not at all.
+        ``detail`` (an INSERT and its parameters given the new task's id) runs
+        in the same write transaction, so the task and its details appear
+        together or not at all. On PostgreSQL a task without owner or parent
+        is one statement in autocommit (decision 288).
         """
         kind = require_text(task.kind, "task.kind").strip()
         require_max_length(kind, 64, "task.kind")
@@ -958,35 +990,54 @@ class TaskRepository(StoreBase):
                         f"enqueue task: task.parent_task_id {parent} names no task",
                         field="task.parent_task_id",
                     )
-            at = self._db_time(now)
-            cursor.execute(
-                task_sql.INSERT_TASK,
-                sql.row(
-                    Task,
-                    id=task_id,
-                    kind=kind,
-                    state=QUEUED,
-                    parent_task_id=parent or None,
-                    owner_session_id=owner or None,
-                    concurrency_key=task.concurrency_key,
-                    result="",
-                    error_code="",
-                    error_message="",
-                    created_at=at,
-                    updated_at=at,
-                    queue_name=queue,
-                    priority=task.priority,
-                    run_after=self._db_time(run_after),
-                    attempts=0,
-                    max_attempts=max_attempts,
-                ),
-            )
-            cursor.execute(task_sql.INSERT_EVENT, [task_id, 1, event_id, "task_queued", "{}", at])
-            if also is not None:
-                also(cursor, task_id)
+            cursor.execute(task_sql.INSERT_TASK, task_row)
+            cursor.execute(task_sql.INSERT_EVENT, event_row)
+            if detail is not None:
+                cursor.execute(detail.statement, detail_row)
             notify.notify(self.using, notify.queue_key(queue))  # idle workers look
 
-        self.write(insert_it)
+        at = self._db_time(now)
+        task_row = sql.row(
+            Task,
+            id=task_id,
+            kind=kind,
+            state=QUEUED,
+            parent_task_id=parent or None,
+            owner_session_id=owner or None,
+            concurrency_key=task.concurrency_key,
+            result="",
+            error_code="",
+            error_message="",
+            created_at=at,
+            updated_at=at,
+            queue_name=queue,
+            priority=task.priority,
+            run_after=self._db_time(run_after),
+            attempts=0,
+            max_attempts=max_attempts,
+        )
+        event_row = [task_id, 1, event_id, "task_queued", "{}", at]
+        detail_row = list(detail.params(task_id)) if detail is not None else []
+        if self.vendor == "postgresql" and not owner and not parent:
+            # Nothing to look up first: one statement, one round trip (decision 288).
+            payload = notify.payload_of(self.using, notify.queue_key(queue))
+            statement = task_sql.enqueue_pg(
+                detail.statement if detail is not None else "", payload is not None
+            )
+            params = [*task_row, *event_row, *detail_row]
+            if payload is not None:
+                params += [notify.CHANNEL, payload]
+
+            def insert_at_once() -> None:
+                with connections[self.using].cursor() as cursor:
+                    cursor.execute(statement, params)
+
+            if connections[self.using].in_atomic_block:
+                self.write(insert_at_once)  # a (test) transaction: joins it as everywhere
+            else:
+                insert_at_once()
+        else:
+            self.write(insert_it)
         return TaskEntity(
             id=task_id,
             kind=kind,
@@ -1033,6 +1084,7 @@ class TaskRepository(StoreBase):
         limit: int = 1,
         event_kind: str = "task_started",
         look_first: bool = True,
+        calls: dict[str, tuple[str, str, str]] | None = None,
     ) -> tuple[list[bool], list[TaskEntity]]:
         """:meth:`finish_many` then :meth:`claim_ready`, in one write transaction.
 
@@ -1041,6 +1093,10 @@ class TaskRepository(StoreBase):
         flag per finish, each fenced on its own lease, and the claimed tasks.
         ``look_first`` checks for a ready task without the write lock first (an
         idle poll then costs one read); a busy worker passes ``False``.
+        ``calls``, when given, receives the function call (``function``,
+        ``backend``, ``arguments_json``) of each claimed ``function`` task by
+        id, read with the claim: the worker then needs no read of its own
+        before it runs the task (decision 286).
         """
         if not queues:
             raise ValidationError("claim requires at least one queue", field="queues")
@@ -1087,6 +1143,11 @@ class TaskRepository(StoreBase):
                     for row, event_id in zip(rows, event_ids, strict=False)
                 ],
             )
+            if calls is not None:
+                cursor.execute(task_sql.functions_of(len(rows)), [row["id"] for row in rows])
+                calls.update(
+                    (str(r[0]), (str(r[1]), str(r[2]), str(r[3]))) for r in cursor.fetchall()
+                )
             return flags, [task_from_values(row) for row in rows]
 
         if self.vendor == "postgresql":
@@ -1101,6 +1162,7 @@ class TaskRepository(StoreBase):
                 event_kind,
                 owner_json,
                 now,
+                calls,
             )
             if done is not None:
                 return done
@@ -1127,6 +1189,7 @@ class TaskRepository(StoreBase):
         event_kind: str,
         owner_json: str,
         now: datetime,
+        calls: dict[str, tuple[str, str, str]] | None,
     ) -> tuple[list[bool], list[TaskEntity]] | None:
         """:meth:`finish_and_claim` as one statement; ``None`` when it must be re-run in steps.
 
@@ -1142,6 +1205,7 @@ class TaskRepository(StoreBase):
             len(queues),
             len(kinds),
             limit,
+            calls is not None,
         )
         params: list[Any] = []
         for finish, finish_id in zip(finishes, finish_ids, strict=True):
@@ -1163,7 +1227,14 @@ class TaskRepository(StoreBase):
         except IntegrityError:
             return None
         flags = [bool(n) for n in rows[0][0]]
-        claimed = [self._row_values(row[1:]) for row in rows if row[1] is not None]
+        width = 1 + len(TASK_FIELDS)
+        claimed = [self._row_values(row[1:width]) for row in rows if row[1] is not None]
+        if calls is not None:
+            calls.update(
+                (str(row[1]), (str(row[width]), str(row[width + 1]), str(row[width + 2])))
+                for row in rows
+                if row[1] is not None and row[width] is not None
+            )
         if len(claimed) > limit:  # never: the pick runs once (agentstore.sql.tasks.picked)
             raise AssertionError(f"claimed {len(claimed)} tasks, asked for {limit}")
         claimed.sort(key=lambda row: (-row["priority"], row["created_at"], row["id"]))

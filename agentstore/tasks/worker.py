@@ -49,6 +49,7 @@ from typing import Any
 
 from django.db import (
     DEFAULT_DB_ALIAS,
+    DatabaseError,
     InterfaceError,
     OperationalError,
     close_old_connections,
@@ -57,6 +58,7 @@ from django.db import (
 
 from agentstore import notify
 from agentstore.conf import agentstore_settings
+from agentstore.db import WalCheckpointer
 from agentstore.ids import new_id
 from agentstore.models import Task, Worker
 from agentstore.models.tasks import LEASED_STATES
@@ -173,7 +175,10 @@ class TaskWorker:
         self._pending: list[tuple[TaskEntity, TaskFinish, str, float]] = []
         # django.tasks' task_finished of function tasks, sent once their finish is stored.
         self._on_stored: dict[str, Callable[[], None]] = {}
+        # Function calls read with the claim, by task id (run_function's input).
+        self._calls: dict[str, tuple[str, str, str]] = {}
         self._running = False
+        self._checkpointer: WalCheckpointer | None = None
         self._last_sweep = 0.0
         self._last_recycle = 0.0
         # PostgreSQL: an enqueue on our queues wakes the idle wait at once
@@ -188,6 +193,12 @@ class TaskWorker:
         self._idle = notify.subscribe(self.using, *(notify.queue_key(q) for q in self.queues))
         heartbeat = _Heartbeat(self, max(self.lease / 3, 0.05))
         heartbeat.start()
+        interval = float(agentstore_settings.WORKER_SQLITE_CHECKPOINT_INTERVAL or 0)
+        if interval > 0 and WalCheckpointer.applies(self.using):
+            # SQLite: the WAL is checkpointed by a thread, not by our commits (decision 287).
+            self._checkpointer = WalCheckpointer(self.using, interval)
+            self._defer_checkpoints()
+            self._checkpointer.start()
         try:
             if self.on_ready is not None:
                 self.on_ready(self)
@@ -196,6 +207,8 @@ class TaskWorker:
             self._flush()
             heartbeat.stopped.set()
             heartbeat.join(timeout=5)
+            if self._checkpointer is not None:
+                self._checkpointer.stop()
             self._release_unstarted()
             self._unregister()
             self._idle.close()
@@ -207,6 +220,7 @@ class TaskWorker:
             self._maybe_sweep()
             # The last batch's finishes commit with the next claim: one transaction.
             pending, self._pending = self._pending, []
+            self._calls.clear()  # every task of the last claim ran (or was released)
             try:
                 stored, claimed = self.tasks.finish_and_claim(
                     [finish for _, finish, _, _ in pending],
@@ -217,6 +231,7 @@ class TaskWorker:
                     limit=self._claim_size(),
                     # Busy (the last claim found work): skip the lock-free look.
                     look_first=not busy,
+                    calls=self._calls,
                 )
             except (OperationalError, InterfaceError):
                 # The connection died (a database restart, a network cut). Nothing
@@ -267,7 +282,12 @@ class TaskWorker:
     def _run_one(self, task: TaskEntity) -> None:
         started = time.monotonic()
         handler = self.registry.get(task.kind)
-        job = Job(task=task, worker_id=self.worker_id, tasks=self.tasks)
+        job = Job(
+            task=task,
+            worker_id=self.worker_id,
+            tasks=self.tasks,
+            call=self._calls.pop(task.id, None),
+        )
         self._running = True
         try:
             if handler is None:  # pragma: no cover - claims filter on registered kinds
@@ -317,6 +337,15 @@ class TaskWorker:
             return
         self._last_recycle = now
         close_old_connections()
+        self._defer_checkpoints()  # a connection opened anew has SQLite's default
+
+    def _defer_checkpoints(self) -> None:
+        if self._checkpointer is None:
+            return
+        try:
+            WalCheckpointer.defer(self.using)
+        except DatabaseError:  # the database is away: the claim's own retry handles it
+            logger.debug("worker %s: could not defer checkpoints", self.worker_id, exc_info=True)
 
     def _settle(
         self, task: TaskEntity, finish: TaskFinish, value: Any, outcome: str, started: float

@@ -386,3 +386,65 @@ def test_worker_command_rejects_bad_sizes() -> None:
     with pytest.raises(CommandError) as raised:
         call_command("agentstore", "worker", "--batch", "0")
     assert raised.value.returncode == 2
+
+
+# -- the claim's shortcuts (docs/tasks.md, "Performance") ---------------------------
+
+
+def test_the_claim_reads_the_function_call_with_the_task() -> None:
+    result = jobs.add.enqueue(2, 3)
+    calls: dict[str, tuple[str, str, str]] = {}
+    expiry = timezone.now() + timedelta(seconds=30)
+    _, [task] = TaskRepository().finish_and_claim(
+        [], ["default"], ["function"], "w", expiry, calls=calls
+    )
+    assert task.id == result.id
+    function, backend, arguments = calls[task.id]
+    assert (function, backend) == ("tests.tasks.jobs.add", "default")
+    assert json.loads(arguments) == {"args": [2, 3], "kwargs": {}}
+
+
+def test_a_claim_of_another_kind_reads_no_call() -> None:
+    other = TaskRepository().enqueue(TaskEntity(kind="report"))
+    calls: dict[str, tuple[str, str, str]] = {}
+    expiry = timezone.now() + timedelta(seconds=30)
+    _, [task] = TaskRepository().finish_and_claim(
+        [], ["default"], ["report"], "w", expiry, calls=calls
+    )
+    assert task.id == other.id
+    assert calls == {}
+
+
+@pytest.mark.postgres_only
+def test_enqueue_on_postgresql_is_one_statement() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        result = jobs.add.enqueue(2, 3)
+    assert len(captured.captured_queries) == 1, captured.captured_queries
+    fetched = jobs.add.get_result(result.id)
+    assert (fetched.args, fetched.status) == ([2, 3], Status.READY)
+    assert [e.event.kind for e in TaskRepository().list_events(result.id)] == ["task_queued"]
+
+
+@pytest.mark.sqlite_only
+def test_task_sql_skips_djangos_cursor_only_while_unobserved() -> None:
+    from django.db import connection
+    from django.db.backends.utils import CursorWrapper
+
+    tasks = TaskRepository()
+    assert not isinstance(tasks.cursor(), CursorWrapper)
+    seen: list[str] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    jobs.add.enqueue(2, 3)
+    with connection.execute_wrapper(record):
+        assert isinstance(tasks.cursor(), CursorWrapper)
+        tasks.claim_ready(["default"], ["function"], "w", timezone.now() + timedelta(seconds=30))
+    assert any(sql.startswith("UPDATE") and "RETURNING" in sql for sql in seen)
+    with override_settings(AGENTSTORE={"SQLITE_RAW_TASK_CURSOR": False}):
+        assert isinstance(tasks.cursor(), CursorWrapper)
