@@ -30,8 +30,8 @@ from here, computed once from the models::
 INSERT column list in the statement modules, with ``_meta``.
 
 Column names are written unquoted: every agentstore column is a lowercase
-identifier that is not reserved on SQLite or PostgreSQL (the test checks that
-too), which keeps the statements identical on both backends.
+identifier that is not reserved on SQLite or PostgreSQL (the test selects each
+column unquoted on the backend it runs on), which keeps the statements identical on both backends.
 
 Executing: :func:`cursor` gives the hot paths (the log store's appends) a
 cursor for these statements — Django's own whenever anything watches the
