@@ -399,7 +399,9 @@ def test_follow_prints_what_another_process_appends(test_database_url: str) -> N
     store = TreeStore()
     session = store.create_session("/follow")
     first = store.append_message(session.id, None, MessageEntity(role="user", content="before"))
-    env = {**os.environ, "DATABASE_URL": test_database_url}
+    # PYTHONFAULTHANDLER: a follower that does not end on Ctrl-C is made to
+    # print every thread's stack (SIGABRT below), so a failure says where it was.
+    env = {**os.environ, "DATABASE_URL": test_database_url, "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -432,9 +434,14 @@ def test_follow_prints_what_another_process_appends(test_database_url: str) -> N
         assert seen == appended
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=20)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=30)
+            pytest.fail(f"follow did not end on Ctrl-C within 60 s; its stacks:\n{err}")
     # Ctrl-C ends quietly.
-    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 0, err
 
 
 def follow_json(sid: str) -> list[dict[str, Any]]:
