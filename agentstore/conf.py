@@ -66,6 +66,12 @@ DEFAULTS: dict[str, Any] = {
     # path is taken and every statement is seen). False: always Django's path
     # (a tracer agentstore cannot detect). docs/operations.md, "Lean SQL".
     "LEAN_SQL": True,
+    # The task worker's hottest PostgreSQL statements (settle-and-claim, the
+    # stepwise claim) run as server-side prepared statements, planned once per
+    # connection, while nothing watches the connection (agentstore.db.watched).
+    # False for PgBouncer in transaction mode before 1.21 (it cannot route
+    # prepared statements). docs/operations.md; decision 301.
+    "POSTGRES_PREPARE": True,
     # How deeply a JSON value may nest arrays and objects, in request bodies
     # and imported files. Python's parser and encoder recurse and fail near
     # 1000 levels; agentstore's own data needs a handful (docs/operations.md).

@@ -46,6 +46,15 @@ converter that runs a regex per value; reading the column ``CAST … AS TEXT``
 (:func:`timestamp_column`) and parsing it with :func:`utc` is several times
 cheaper on long reads. PostgreSQL returns aware datetimes. This is the one copy
 of that fast path.
+
+Prepared statements: :func:`prepared_cursor` is :func:`cursor` for the task
+worker's hottest PostgreSQL statements. Django's psycopg backend binds
+parameters on the client and turns server-side prepared statements off, so
+PostgreSQL plans every execution afresh; the one-statement settle-and-claim
+spent about five times longer being planned than being run. Unwatched, the
+cursor prepares each statement once per connection and then only binds and
+runs it (decision 301; ``AGENTSTORE["POSTGRES_PREPARE"]`` turns it off for
+PgBouncer in transaction mode before 1.21, docs/operations.md).
 """
 
 from __future__ import annotations
@@ -63,6 +72,7 @@ from django.utils.asyncio import async_unsafe
 from django.utils.dateparse import parse_datetime
 
 from agentstore import exceptions
+from agentstore.conf import agentstore_settings
 from agentstore.db import watched
 from agentstore.models import (
     Document,
@@ -93,6 +103,7 @@ __all__ = [
     "TASK_EVENT",
     "WORKFLOW_RUN",
     "LeanCursor",
+    "PreparedCursor",
     "column_names",
     "columns",
     "cursor",
@@ -100,6 +111,7 @@ __all__ = [
     "marks",
     "names",
     "placeholders",
+    "prepared_cursor",
     "row",
     "skip_locked",
     "timestamp_column",
@@ -339,3 +351,81 @@ def cursor(using: str) -> CursorWrapper:
         return LeanCursor(connection.connection.cursor(), connection)
     # The backend's own cursor (on PostgreSQL it carries the connection's time zone).
     return LeanCursor(connection.create_cursor(), connection)
+
+
+#: A ``prepare_threshold`` no count reaches: while a :class:`PreparedCursor`
+#: statement runs, only the statements it asks to prepare are prepared.
+_ONLY_WHEN_ASKED = 2**62
+
+
+class PreparedCursor(LeanCursor):
+    """A :class:`LeanCursor` on a server-binding psycopg cursor that prepares its statements.
+
+    psycopg prepares a statement on its first ``execute(..., prepare=True)``
+    and afterwards sends only the statement's name and parameters (the
+    connection keeps up to ``prepared_max`` of them, 100 by default). Django
+    opens its connections with ``prepare_threshold=None``, which makes psycopg
+    ignore ``prepare=True``; so around each statement the threshold is lifted
+    to a count nothing reaches (:data:`_ONLY_WHEN_ASKED`) and put back, and
+    Django's own queries stay unprepared. A threshold the project set in its
+    ``OPTIONS`` is left alone. psycopg forgets (``DEALLOCATE ALL``) what it
+    prepared whenever the connection rolls back.
+    """
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        if params is None:
+            return super().execute(sql)
+        raw = self.db.connection
+        threshold = raw.prepare_threshold
+        with self._errors:
+            if threshold is None:
+                raw.prepare_threshold = _ONLY_WHEN_ASKED
+            try:
+                return self.cursor.execute(sql, params, prepare=True)
+            finally:
+                if threshold is None:
+                    raw.prepare_threshold = None
+
+    def executemany(self, sql: Any, param_list: Sequence[Any]) -> Any:
+        # psycopg's executemany always asks to prepare: it needs only the threshold.
+        raw = self.db.connection
+        threshold = raw.prepare_threshold
+        with self._errors:
+            if threshold is None:
+                raw.prepare_threshold = _ONLY_WHEN_ASKED
+            try:
+                return self.cursor.executemany(sql, param_list)
+            finally:
+                if threshold is None:
+                    raw.prepare_threshold = None
+
+
+@async_unsafe
+def prepared_cursor(using: str) -> CursorWrapper:
+    """:func:`cursor`, whose statements PostgreSQL plans once per connection when it may.
+
+    A :class:`PreparedCursor` on PostgreSQL (psycopg 3) while nothing watches
+    the connection (:func:`agentstore.db.watched`) and
+    ``AGENTSTORE["POSTGRES_PREPARE"]`` is on; else exactly :func:`cursor`.
+    Its statements must bind on the server: ``%s`` becomes ``$n``, so every
+    parameter needs a type PostgreSQL can infer or a cast (``%s::text[]``).
+    For the few statements a worker sends for every task (decision 301).
+    """
+    connection = connections[using]
+    if (
+        connection.vendor != "postgresql"
+        or not agentstore_settings.POSTGRES_PREPARE
+        or watched(connection)
+    ):
+        return cursor(using)
+    connection.close_if_health_check_failed()
+    if connection.connection is None:
+        connection.ensure_connection()
+    raw = connection.connection
+    if not hasattr(raw, "prepare_threshold"):  # psycopg2: no prepared statements
+        return cursor(using)
+    from psycopg import Cursor  # noqa: PLC0415 - only PostgreSQL projects install it
+
+    # A plain psycopg Cursor binds on the server (Django's is a ClientCursor,
+    # which never prepares); it shares the connection's adapters and loaders.
+    return PreparedCursor(Cursor(raw), connection)

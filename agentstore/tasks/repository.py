@@ -1215,7 +1215,8 @@ class TaskRepository(StoreBase):
         params += [event_ids, event_kind, owner_json, at]
 
         def run() -> list[Any]:
-            with connections[self.using].cursor() as cursor:
+            # Planned once per connection, unless something watches it (decision 301).
+            with sql.prepared_cursor(self.using) as cursor:
                 cursor.execute(statement, params)
                 return list(cursor.fetchall())
 
