@@ -393,6 +393,10 @@ def test_demo_seeds_once() -> None:
 # -- follow across processes ----------------------------------------------------------------
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_follow_prints_what_another_process_appends(test_database_url: str) -> None:
@@ -418,6 +422,10 @@ def test_follow_prints_what_another_process_appends(test_database_url: str) -> N
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal delivers it: a suite started in the background by
+        # a non-interactive shell inherits SIGINT *ignored*, and so would the
+        # follower (it then never sees the signal this test sends).
+        preexec_fn=_default_sigint,
     )
     try:
         assert proc.stdout is not None
