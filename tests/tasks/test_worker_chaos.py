@@ -13,6 +13,7 @@ sleep. (The chaos loop's sleeps are the kill interval, not a barrier.)
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import random
@@ -55,6 +56,8 @@ class Supervisor:
     def __init__(self, env: dict[str, str]) -> None:
         self.ready: set[int] = set()
         self.changed = threading.Condition()
+        #: The supervisor's last stderr lines, for a failure message.
+        self.tail: collections.deque[str] = collections.deque(maxlen=40)
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -79,6 +82,7 @@ class Supervisor:
     def _drain(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:  # drained to the end so no worker ever blocks
+            self.tail.append(line)
             if line.startswith("ready "):
                 with self.changed:
                     self.ready.add(int(line.split()[1].split(":")[-2]))
@@ -127,7 +131,10 @@ def test_workers_survive_sigkill_chaos() -> None:
     kills = 0
     rng = random.Random(20)
     try:  # every way out stops the workers (a failed wait must not leak them)
-        assert supervisor.wait_ready(WORKERS, 120), "the workers never became ready"
+        assert supervisor.wait_ready(WORKERS, 120), (
+            f"the workers never became ready; ready pids {sorted(supervisor.ready)}, "
+            f"supervisor exit {supervisor.proc.poll()}, its stderr:\n" + "".join(supervisor.tail)
+        )
         started = time.monotonic()
         while succeeded.count() < TASKS:
             assert time.monotonic() - started < DEADLINE, "tasks did not all finish"
