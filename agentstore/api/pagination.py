@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from rest_framework import serializers
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
+
+T = TypeVar("T")
 
 __all__ = [
     "MAX_ENTRY_PAGE",
@@ -62,6 +64,17 @@ def page_response(items: Any, request: Request, view: Any, serializer: Any) -> R
     paginator = CollectionPagination()
     rows: list[Any] | None = paginator.paginate_queryset(items, request, view=view)
     return paginator.get_paginated_response(serializer(rows, many=True).data)
+
+
+def keyset_page(
+    rows: Sequence[T], limit: int, key: Callable[[T], object]
+) -> tuple[Sequence[T], object | None]:
+    """One page of ``rows`` read with ``LIMIT limit + 1``, and the ``after`` of the next page.
+
+    The extra row only tells whether a next page exists; ``None``: this is the last.
+    """
+    page = rows[:limit]
+    return page, (key(page[-1]) if len(rows) > limit else None)
 
 
 def keyset_response(

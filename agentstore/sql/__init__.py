@@ -59,8 +59,9 @@ PgBouncer in transaction mode before 1.21, docs/operations.md).
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -375,29 +376,26 @@ class PreparedCursor(LeanCursor):
     def execute(self, sql: Any, params: Any = None) -> Any:
         if params is None:
             return super().execute(sql)
-        raw = self.db.connection
-        threshold = raw.prepare_threshold
-        with self._errors:
-            if threshold is None:
-                raw.prepare_threshold = _ONLY_WHEN_ASKED
-            try:
-                return self.cursor.execute(sql, params, prepare=True)
-            finally:
-                if threshold is None:
-                    raw.prepare_threshold = None
+        with self._errors, self._preparing():
+            return self.cursor.execute(sql, params, prepare=True)
 
     def executemany(self, sql: Any, param_list: Sequence[Any]) -> Any:
         # psycopg's executemany always asks to prepare: it needs only the threshold.
+        with self._errors, self._preparing():
+            return self.cursor.executemany(sql, param_list)
+
+    @contextlib.contextmanager
+    def _preparing(self) -> Iterator[None]:
+        """Lift Django's ``prepare_threshold=None`` for one call, then put it back."""
         raw = self.db.connection
-        threshold = raw.prepare_threshold
-        with self._errors:
-            if threshold is None:
-                raw.prepare_threshold = _ONLY_WHEN_ASKED
-            try:
-                return self.cursor.executemany(sql, param_list)
-            finally:
-                if threshold is None:
-                    raw.prepare_threshold = None
+        if raw.prepare_threshold is not None:  # the project's own threshold: left alone
+            yield
+            return
+        raw.prepare_threshold = _ONLY_WHEN_ASKED
+        try:
+            yield
+        finally:
+            raw.prepare_threshold = None
 
 
 @async_unsafe

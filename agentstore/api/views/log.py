@@ -43,6 +43,7 @@ from agentstore.api.pagination import (
     CollectionPagination,
     KeysetQuery,
     SessionPagination,
+    keyset_page,
     keyset_response,
 )
 from agentstore.api.parsers import PARSER_CLASSES
@@ -217,12 +218,12 @@ class RefListView(_RefBase):
         sessions = self.visible_sessions()
         # One more than the page tells whether a next page exists.
         refs = store.list_refs(prefix, after=after, limit=limit + 1, sessions=sessions)
-        page = refs[:limit]
+        page, next_after = keyset_page(refs, limit, lambda ref: ref.name)
         return keyset_response(
             g.NamedRefSerializer(page, many=True).data,
             request,
             count=store.count_refs(prefix, sessions=sessions),
-            next_after=page[-1].name if len(refs) > limit else None,
+            next_after=next_after,
         )
 
 
@@ -315,10 +316,10 @@ class RefLogView(_RefBase):
         # names is one the caller may see (the store filters in SQL).
         after = query.validated_data.get("after")
         rows = store.ref_log(name, after=after, limit=limit + 1, sessions=sessions)
-        page = rows[:limit]
+        page, next_after = keyset_page(rows, limit, lambda row: row.position)
         return keyset_response(
             g.RefLogSerializer(page, many=True).data,
             request,
             count=store.count_ref_log(name, sessions=sessions),
-            next_after=page[-1].position if len(rows) > limit else None,
+            next_after=next_after,
         )
