@@ -109,8 +109,6 @@ class Entry(models.Model):
         indexes = [
             models.Index(fields=["session", "parent_id"], name="agentstore_entry_parent"),
             models.Index(fields=["session", "created_at", "seq"], name="agentstore_entry_created"),
-            # The same agentsession hash sits in an origin and in every fork's prefix.
-            models.Index(fields=["entry_id"], name="agentstore_entry_entry_id"),
             models.Index(
                 fields=["session", "tool_name"],
                 condition=~Q(tool_name=""),
@@ -124,8 +122,14 @@ class Entry(models.Model):
         ]
         constraints = [
             models.UniqueConstraint(fields=["session", "seq"], name="agentstore_entry_seq_uniq"),
+            # entry_id first: the one index serves "this entry of this session"
+            # (appends' parent check, walks) and "an entry by id alone" (the API,
+            # the admin's search, the log store's fork origin: the same
+            # agentsession hash sits in an origin and in every fork's prefix) —
+            # one index write per append where two were (docs/decisions.md,
+            # decision 311).
             models.UniqueConstraint(
-                fields=["session", "entry_id"], name="agentstore_entry_entry_id_uniq"
+                fields=["entry_id", "session"], name="agentstore_entry_entry_id_uniq"
             ),
             models.UniqueConstraint(
                 fields=["operation_id"],

@@ -549,13 +549,22 @@ class TreeStore(StoreBase):
         connection = connections[self.using]
         entity = draft.entity
 
-        def write() -> EntryEntity:
-            with connection.cursor() as cursor:
-                if not draft.operation_id:
+        if not draft.operation_id:
+            # The common append: two hand-written statements (touch, insert
+            # checking the parent), so the lean transaction and cursor apply —
+            # Django's cost more than SQLite's work here (docs/decisions.md,
+            # decisions 291 and 310). Anything watching still sees every statement.
+            def append() -> EntryEntity:
+                with sql.cursor(self.using) as cursor:
                     self._touch_session(cursor, session_id, entity.created_at)
                     if rename is not None:
                         self.sessions.update(cursor, session_id, name=rename)
                     return self._insert(cursor, draft)
+
+            return self.write(append, lean=True)
+
+        def write() -> EntryEntity:
+            with connection.cursor() as cursor:
                 # A compaction may turn out to be a replay, which must write
                 # nothing: lock the session first, touch it only on success.
                 self._touch_session(cursor, session_id, None)
