@@ -554,14 +554,17 @@ class TreeStore(StoreBase):
             # checking the parent), so the lean transaction and cursor apply —
             # Django's cost more than SQLite's work here (docs/decisions.md,
             # decisions 291 and 310). Anything watching still sees every statement.
-            def append() -> EntryEntity:
+            params = self._insert_params(draft)
+
+            def append() -> tuple[int, int]:
                 with sql.cursor(self.using) as cursor:
                     self._touch_session(cursor, session_id, entity.created_at)
                     if rename is not None:
                         self.sessions.update(cursor, session_id, name=rename)
-                    return self._insert(cursor, draft)
+                    return self._insert_row(cursor, draft, params)
 
-            return self.write(append, lean=True)
+            _, seq = self.write(append, lean=True)
+            return _with_seq(entity, seq)
 
         def write() -> EntryEntity:
             with connection.cursor() as cursor:
@@ -611,43 +614,57 @@ class TreeStore(StoreBase):
 
     def _insert(self, cursor: CursorWrapper, draft: _Draft) -> EntryEntity:
         """Insert the draft at the next seq; ``ValidationError`` when its parent is missing."""
+        _, seq = self._insert_row(cursor, draft, self._insert_params(draft))
+        return _with_seq(draft.entity, seq)
+
+    def _insert_params(self, draft: _Draft) -> list[Any]:
+        """The INSERT's parameters, built before the transaction (its lock is held for less)."""
         e = draft.entity
-        connection = cursor.db
+        parent = e.parent_id
+        return [
+            *sql.row(
+                Entry,
+                exclude=("seq",),
+                session_id=e.session_id,
+                entry_id=e.id,
+                parent_id=parent,
+                type=e.type,
+                line=e.data_json,
+                created_at=connections[self.using].ops.adapt_datetimefield_value(e.created_at),
+                role=e.message.role,
+                content=e.message.content,
+                provider=e.message.provider,
+                model=e.message.model,
+                custom_type=e.custom_type,
+                summary=e.summary,
+                tool_name=e.tool_name,
+                tool_status=e.tool_status,
+                tool_args_json=e.tool_args_json,
+                token_estimate=e.token_estimate,
+                model_facing=e.model_facing,
+                display=e.display,
+                compaction_first_kept_entry_id=e.compaction_first_kept_entry_id,
+                compaction_tokens_before=e.compaction_tokens_before,
+                branch_from_entry_id=e.branch_from_entry_id,
+                operation_id=e.operation_id,
+                part_count=len(draft.parts),
+                compaction_settings=draft.settings,
+            ),
+            e.session_id,
+            *(() if parent is None else (e.session_id, parent)),
+        ]
+
+    @staticmethod
+    def _insert_row(cursor: CursorWrapper, draft: _Draft, params: list[Any]) -> tuple[int, int]:
+        """Run the INSERT (and the parts'); the new row's ``(pk, seq)``.
+
+        ``ValidationError`` when the parent is missing: the INSERT checks it
+        itself (``WHERE EXISTS``) and then inserts nothing.
+        """
+        e = draft.entity
         parent = e.parent_id
         cursor.execute(
-            tree_sql.INSERT_ENTRY if parent is None else tree_sql.INSERT_CHILD_ENTRY,
-            [
-                *sql.row(
-                    Entry,
-                    exclude=("seq",),
-                    session_id=e.session_id,
-                    entry_id=e.id,
-                    parent_id=e.parent_id,
-                    type=e.type,
-                    line=e.data_json,
-                    created_at=connection.ops.adapt_datetimefield_value(e.created_at),
-                    role=e.message.role,
-                    content=e.message.content,
-                    provider=e.message.provider,
-                    model=e.message.model,
-                    custom_type=e.custom_type,
-                    summary=e.summary,
-                    tool_name=e.tool_name,
-                    tool_status=e.tool_status,
-                    tool_args_json=e.tool_args_json,
-                    token_estimate=e.token_estimate,
-                    model_facing=e.model_facing,
-                    display=e.display,
-                    compaction_first_kept_entry_id=e.compaction_first_kept_entry_id,
-                    compaction_tokens_before=e.compaction_tokens_before,
-                    branch_from_entry_id=e.branch_from_entry_id,
-                    operation_id=e.operation_id,
-                    part_count=len(draft.parts),
-                    compaction_settings=draft.settings,
-                ),
-                e.session_id,
-                *(() if parent is None else (e.session_id, parent)),
-            ],
+            tree_sql.INSERT_ENTRY if parent is None else tree_sql.INSERT_CHILD_ENTRY, params
         )
         inserted = cursor.fetchone()
         if inserted is None:
@@ -675,7 +692,7 @@ class TreeStore(StoreBase):
                     for index, part in enumerate(draft.parts)
                 ],
             )
-        return _with_seq(e, seq)
+        return int(pk), int(seq)
 
     def _resolve_compaction_conflict(
         self, cursor: CursorWrapper, draft: _Draft, error: IntegrityError
