@@ -1,0 +1,117 @@
+"""Tree appends on the lean path, and the plans of the lookups the entry-id index serves.
+
+A plain tree append (not a compaction) is two hand-written statements — the
+session touch and the INSERT that checks the parent — and takes the lean
+transaction and cursor while nothing watches the connection (docs/decisions.md,
+decision 310). These tests check both sides of that switch, that a refused
+append (missing parent, missing or foreign session) writes nothing, and that the
+one ``(entry_id, session)`` unique index that replaced the two entry-id indexes
+(decision 311) still serves every lookup by entry id: with the session, alone,
+and in the INSERT's parent check. They run outside a test transaction
+(``transaction=True``), where the lean path is taken.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agentstore import exceptions
+from agentstore.models import Entry, Session
+from agentstore.sql import tree as tree_sql
+from agentstore.stores.tree import TreeStore
+from tests.stores.conftest import TickClock, user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def store() -> TreeStore:
+    return TreeStore(clock=TickClock())
+
+
+def test_a_watched_append_shows_its_two_statements(store: TreeStore) -> None:
+    session = store.create_session("/w")
+    root = store.append_message(session.id, None, user("one"))
+    with CaptureQueriesContext(connection) as queries:
+        child = store.append_message(session.id, root.id, user("two"))
+    sent = [q["sql"] for q in queries.captured_queries]
+    writes = [s for s in sent if s.lstrip().upper().startswith(("UPDATE", "INSERT"))]
+    assert len(writes) == 2, sent
+    assert "agentstore_session" in writes[0] and "agentstore_entry" in writes[1]
+    assert child.seq == 2 and store.entry(session.id, child.id) == child
+
+
+def test_a_lean_append_commits_and_moves_updated_at(store: TreeStore) -> None:
+    session = store.create_session("/w")
+    before = Session.objects.get(id=session.id).updated_at
+    entry = store.append_message(session.id, None, user("hi"))
+    row = Session.objects.get(id=session.id)
+    assert row.updated_at == entry.created_at and row.updated_at > before
+    assert not connection.in_atomic_block and not connection.connection.in_transaction
+    assert store.entry(session.id, entry.id) == entry
+
+
+def test_a_refused_append_writes_nothing(store: TreeStore) -> None:
+    session = store.create_session("/w")
+    root = store.append_message(session.id, None, user("hi"))
+    touched = Session.objects.get(id=session.id).updated_at
+    with pytest.raises(exceptions.ValidationError) as missing:
+        store.append_message(session.id, "no-such-entry", user("lost"))
+    assert missing.value.field == "parent_id"
+    # The touch ran first and was rolled back with the refused INSERT.
+    assert Session.objects.get(id=session.id).updated_at == touched
+    assert Entry.objects.filter(session_id=session.id).count() == 1
+    assert not connection.connection.in_transaction
+    with pytest.raises(exceptions.NoSession):
+        store.append_message("no-such-session", None, user("lost"))
+    now = Session.objects.get(id=session.id).created_at
+    Session.objects.create(id="loop-1", kind="loop", created_at=now, updated_at=now)
+    with pytest.raises(exceptions.ValidationError):
+        store.append_message("loop-1", None, user("wrong kind"))
+    assert not Entry.objects.filter(session_id__in=["no-such-session", "loop-1"]).exists()
+    # The connection is usable afterwards.
+    assert store.append_message(session.id, root.id, user("again")).seq == 2
+
+
+def test_a_back_dated_message_never_moves_updated_at_back(store: TreeStore) -> None:
+    session = store.create_session("/w")
+    first = store.append_message(session.id, None, user("now"))
+    old = user("old")
+    old = type(old)(role=old.role, content=old.content, timestamp=first.created_at - timedelta(1))
+    store.append_message(session.id, first.id, old)
+    assert Session.objects.get(id=session.id).updated_at == first.created_at
+
+
+def _plan(statement: str, params: list[Any]) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {statement}", params)
+        return "\n".join(str(row[-1]) for row in cursor.fetchall())
+
+
+def test_every_lookup_by_entry_id_uses_the_one_entry_id_index() -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's query plan")
+    index = "sqlite_autoindex_agentstore_entry_2"  # UNIQUE (entry_id, session_id)
+    assert index in _plan(tree_sql.ENTRY_EXISTS, ["s", "e"])
+    assert "(entry_id=? AND session_id=?)" in _plan(tree_sql.ENTRY_EXISTS, ["s", "e"])
+    # The parent check folded into the INSERT.
+    child = _plan(tree_sql.INSERT_CHILD_ENTRY, [None] * tree_sql.INSERT_CHILD_ENTRY.count("%s"))
+    assert f"{index} (entry_id=? AND session_id=?)" in child, child
+    # An entry by id alone (the API, the admin's search, the log store's fork origin).
+    alone, params = Entry.objects.filter(entry_id="e").query.sql_with_params()
+    assert f"{index} (entry_id=?)" in _plan(alone, list(params))
+    assert "SCAN" not in _plan(alone, list(params))
+
+
+def test_the_index_names_its_columns_entry_id_first() -> None:
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, Entry._meta.db_table)
+    unique = [c for c in constraints.values() if c["unique"] and "entry_id" in c["columns"]]
+    assert [c["columns"] for c in unique] == [["entry_id", "session_id"]]
+    plain = [c for c in constraints.values() if c["index"] and c["columns"] == ["entry_id"]]
+    assert plain == []
