@@ -56,6 +56,20 @@ def test_a_lean_append_commits_and_moves_updated_at(store: TreeStore) -> None:
     assert store.entry(session.id, entry.id) == entry
 
 
+def test_entities_read_back_equal_the_appended_ones(store: TreeStore) -> None:
+    # Reads build entities without the dataclasses' own constructor (decision 312):
+    # equal, equally hashed and printed, and still frozen.
+    session = store.create_session("/w")
+    root = store.append_message(session.id, None, user("one"))
+    child = store.append_custom_entry(session.id, root.id, "note", '{"k": 1}')
+    read = store.branch(session.id, child.id, limit=2)
+    assert read == [root, child]
+    assert [repr(e) for e in read] == [repr(root), repr(child)]
+    assert hash(read[0].message.parts) == hash(root.message.parts)
+    with pytest.raises(AttributeError):
+        read[0].seq = 5  # type: ignore[misc]
+
+
 def test_a_refused_append_writes_nothing(store: TreeStore) -> None:
     session = store.create_session("/w")
     root = store.append_message(session.id, None, user("hi"))
