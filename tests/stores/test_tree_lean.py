@@ -29,6 +29,13 @@ from tests.stores.conftest import TickClock, user
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def _open_transaction() -> bool:
+    """Whether the connection is left inside a transaction (SQLite's sqlite3 knows)."""
+    if connection.vendor != "sqlite":
+        return bool(connection.in_atomic_block)
+    return bool(connection.connection.in_transaction)
+
+
 @pytest.fixture
 def store() -> TreeStore:
     return TreeStore(clock=TickClock())
@@ -52,7 +59,7 @@ def test_a_lean_append_commits_and_moves_updated_at(store: TreeStore) -> None:
     entry = store.append_message(session.id, None, user("hi"))
     row = Session.objects.get(id=session.id)
     assert row.updated_at == entry.created_at and row.updated_at > before
-    assert not connection.in_atomic_block and not connection.connection.in_transaction
+    assert not connection.in_atomic_block and not _open_transaction()
     assert store.entry(session.id, entry.id) == entry
 
 
@@ -80,7 +87,7 @@ def test_a_refused_append_writes_nothing(store: TreeStore) -> None:
     # The touch ran first and was rolled back with the refused INSERT.
     assert Session.objects.get(id=session.id).updated_at == touched
     assert Entry.objects.filter(session_id=session.id).count() == 1
-    assert not connection.connection.in_transaction
+    assert not _open_transaction()
     with pytest.raises(exceptions.NoSession):
         store.append_message("no-such-session", None, user("lost"))
     now = Session.objects.get(id=session.id).created_at
