@@ -131,8 +131,10 @@ class SqlCursor(Protocol):
 
 
 @lru_cache(maxsize=128)
+@lru_cache(maxsize=256)
 def _qmark(sql: str) -> str:
-    # Our SQL uses %s placeholders and never a literal "%".
+    # Our SQL uses %s placeholders and never a literal "%". Cached: the hot
+    # paths send the same few statements for every task.
     return sql.replace("%s", "?")
 
 
@@ -278,6 +280,9 @@ class TaskRepository(StoreBase):
     def __init__(self, *, using: str = DEFAULT_DB_ALIAS, clock: Clock | None = None) -> None:
         super().__init__(using=using, clock=clock)
         self._vendors: dict[str, str] = {}
+        # The last datetime _db_time adapted and its database value: a
+        # settle-and-claim adapts the same "now" for every statement it sends.
+        self._last_time: tuple[datetime | None, Any] = (None, None)
 
     # -- the internal API of the composite repositories -------------------------
     #
@@ -315,7 +320,12 @@ class TaskRepository(StoreBase):
 
     def _db_time(self, value: datetime | None) -> Any:
         """Adapt an aware datetime the way the ORM would, for hand-written SQL."""
-        return connections[self.using].ops.adapt_datetimefield_value(value)
+        last, adapted = self._last_time
+        if value is not None and value is last:
+            return adapted
+        adapted = connections[self.using].ops.adapt_datetimefield_value(value)
+        self._last_time = (value, adapted)
+        return adapted
 
     def lock_task(self, cursor: SqlCursor, task_id: str) -> str | None:
         """Return the task's state, row-locked on PostgreSQL; ``None`` when missing."""
@@ -673,7 +683,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, claim.task_id, event_id, claim.event_kind, "{}", at)
             return True
 
-        return self.write(claim_it)
+        return self.write(claim_it, lean=True)
 
     def claim_next_queued(
         self,
@@ -712,7 +722,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, task_id, event_id, event_kind, "{}", at)
             return task_id
 
-        return self.write(claim_it)
+        return self.write(claim_it, lean=True)
 
     def renew_lease(
         self, task_id: str, lease_owner: str, lease_expires_at: datetime | None
@@ -764,14 +774,15 @@ class TaskRepository(StoreBase):
                 event_id,
                 now,
                 lease_owner=lease_owner,
-            )
+            ),
+            lean=True,
         )
 
     def finish(self, finish: TaskFinish | None) -> bool:
         """Settle the task in a terminal state, fenced on its lease; ``False`` if unchanged."""
         clean = self.validated_finish(finish)
         event_id, now = new_id(), self.now()
-        return self.write(lambda: self.finish_row(self.cursor(), clean, event_id, now))
+        return self.write(lambda: self.finish_row(self.cursor(), clean, event_id, now), lean=True)
 
     def finish_many(self, finishes: Sequence[TaskFinish]) -> list[bool]:
         """:meth:`finish` for several tasks in one write transaction; one flag per finish.
@@ -791,7 +802,7 @@ class TaskRepository(StoreBase):
                 for finish, event_id in zip(clean, event_ids, strict=True)
             ]
 
-        return self.write(finish_them)
+        return self.write(finish_them, lean=True)
 
     def recover_expired(self, recovery: TaskRecovery | None) -> list[str]:
         """Settle running/canceling tasks of one kind whose lease is absent or expired.
@@ -845,7 +856,7 @@ class TaskRepository(StoreBase):
             )
             return sequence
 
-        sequence = self.write(append)
+        sequence = self.write(append, lean=True)
         return TaskEventEntity(
             event=EventEntity(id=event_id, kind=kind, payload_json=payload_json, created_at=now),
             task_id=task_id,
@@ -888,7 +899,7 @@ class TaskRepository(StoreBase):
             )
             return base
 
-        base = self.write(append)
+        base = self.write(append, lean=True)
         if base is None:
             return [], False
         return [
@@ -1037,7 +1048,7 @@ class TaskRepository(StoreBase):
             else:
                 insert_at_once()
         else:
-            self.write(insert_it)
+            self.write(insert_it, lean=True)
         return TaskEntity(
             id=task_id,
             kind=kind,
@@ -1175,7 +1186,7 @@ class TaskRepository(StoreBase):
             cursor.execute(task_sql.ready(len(queues), len(kinds)), [*queues, *kinds, at])
             if cursor.fetchone() is None:
                 return (self.finish_many(clean) if clean else []), []
-        return self.write(claim_them)
+        return self.write(claim_them, lean=True)
 
     def _finish_and_claim_pg(
         self,
@@ -1272,7 +1283,7 @@ class TaskRepository(StoreBase):
             kept = {str(row[0]) for row in cursor.fetchall()}
             return [task_id for task_id in ids if task_id in kept]
 
-        return self.write(renew)
+        return self.write(renew, lean=True)
 
     def retry(
         self,
@@ -1304,7 +1315,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, task_id, event_id, event_kind, payload_json, at)
             return True
 
-        return self.write(retry_it)
+        return self.write(retry_it, lean=True)
 
     def requeue_expired(self, expires_before: datetime, kinds: Sequence[str] = ()) -> list[str]:
         """Queue again running tasks whose lease expired and that have attempts left.
@@ -1323,7 +1334,8 @@ class TaskRepository(StoreBase):
             event_ids = [new_id() for _ in range(RECOVERY_BATCH)]
             at = self._db_time(self.now())
             selected, changed = self.write(
-                partial(self._requeue_batch, select, [before, *kinds], before, event_ids, at)
+                partial(self._requeue_batch, select, [before, *kinds], before, event_ids, at),
+                lean=True,
             )
             requeued += changed
             if selected < RECOVERY_BATCH or not changed:
@@ -1362,4 +1374,4 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, task_id, event_id, "task_released", payload, at)
             return True
 
-        return self.write(release_it)
+        return self.write(release_it, lean=True)
