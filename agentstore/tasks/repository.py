@@ -1096,6 +1096,7 @@ class TaskRepository(StoreBase):
         event_kind: str = "task_started",
         look_first: bool = True,
         calls: dict[str, tuple[str, str, str]] | None = None,
+        workers: int = 0,
     ) -> tuple[list[bool], list[TaskEntity]]:
         """:meth:`finish_many` then :meth:`claim_ready`, in one write transaction.
 
@@ -1107,7 +1108,8 @@ class TaskRepository(StoreBase):
         ``calls``, when given, receives the function call (``function``,
         ``backend``, ``arguments_json``) of each claimed ``function`` task by
         id, read with the claim: the worker then needs no read of its own
-        before it runs the task (decision 286).
+        before it runs the task (decision 286). ``workers`` > 0 claims a fair
+        share: at most ceil(ready / ``workers``) of ``limit`` (decision 331).
         """
         if not queues:
             raise ValidationError("claim requires at least one queue", field="queues")
@@ -1122,7 +1124,11 @@ class TaskRepository(StoreBase):
         now = self.now()
         at = self._db_time(now)
         event_ids = [new_id() for _ in range(limit)]
-        claim = task_sql.claim_ready(len(queues), len(kinds), limit, self.vendor)
+        fair = workers > 0 and limit > 1
+        claim = task_sql.claim_ready(len(queues), len(kinds), limit, self.vendor, fair)
+        claim_params = [at, lease_owner, expires, at, *queues, *kinds, at]
+        if fair:
+            claim_params += [workers, workers, *queues, *kinds, at, limit * workers]
         owner_json = json.dumps(lease_owner)
 
         def claim_them() -> tuple[list[bool], list[TaskEntity]]:
@@ -1132,7 +1138,7 @@ class TaskRepository(StoreBase):
                 for finish, finish_id in zip(clean, finish_ids, strict=True)
             ]
             # Pick and claim in one statement (docs/tasks.md, "Performance").
-            cursor.execute(claim, [at, lease_owner, expires, at, *queues, *kinds, at])
+            cursor.execute(claim, claim_params)
             rows = [self._row_values(row) for row in cursor.fetchall()]
             if not rows:
                 return flags, []
@@ -1168,12 +1174,13 @@ class TaskRepository(StoreBase):
                 queues,
                 kinds,
                 limit,
-                [at, lease_owner, expires, at, *queues, *kinds, at],
+                claim_params,
                 event_ids,
                 event_kind,
                 owner_json,
                 now,
                 calls,
+                fair,
             )
             if done is not None:
                 return done
@@ -1201,6 +1208,7 @@ class TaskRepository(StoreBase):
         owner_json: str,
         now: datetime,
         calls: dict[str, tuple[str, str, str]] | None,
+        fair: bool = False,
     ) -> tuple[list[bool], list[TaskEntity]] | None:
         """:meth:`finish_and_claim` as one statement; ``None`` when it must be re-run in steps.
 
@@ -1217,6 +1225,7 @@ class TaskRepository(StoreBase):
             len(kinds),
             limit,
             calls is not None,
+            fair,
         )
         params: list[Any] = []
         for finish, finish_id in zip(finishes, finish_ids, strict=True):
