@@ -74,9 +74,7 @@ def test_the_sweep_and_recovery_read_an_index() -> None:
     assert_indexed(plan(task_sql.expired_of_kind("sqlite"), ["k", now]))
     assert_indexed(plan(task_sql.expired_requeueable(2, "sqlite"), [now, "a", "b"]))
     # Every kind at once: the partial index of held leases, in expiry order.
-    assert_indexed(
-        plan(task_sql.expired_requeueable(0, "sqlite"), [now]), "agentstore_task_leases"
-    )
+    assert_indexed(plan(task_sql.expired_requeueable(0, "sqlite"), [now]), "agentstore_task_leases")
     when = timezone.now()
     sweep = Task.objects.filter(
         state__in=LEASED_STATES, lease_expires_at__lte=when, kind__in=["a", "function"]
