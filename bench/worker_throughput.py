@@ -12,7 +12,8 @@ Flags (stable; ``bench/run_all`` calls them): ``--database-url URL`` run on that
 database only (default: a fresh SQLite file); ``--postgres-url URL`` run on SQLite,
 then the same on PostgreSQL, one table each (the PostgreSQL database's ``public``
 schema is dropped and re-created: give it a scratch database); ``--tasks N``;
-``--workers W …``; ``--batch B …`` agentstore ``--batch`` values; ``--samples N``
+``--workers W …``; ``--batch B …`` agentstore ``--batch`` values (``0``: none given,
+the worker's default fair prefetch); ``--samples N``
 latency samples; ``--interval S`` idle poll of both workers; ``--skip-raw``.
 
 **Throughput**: ``--tasks`` no-op ``@task`` functions are enqueued through each
@@ -159,21 +160,14 @@ def release(system: str) -> None:
 
 
 def worker_commands(
-    system: str, processes: int, interval: float, batch: int = 1
+    system: str, processes: int, interval: float, batch: int = 0
 ) -> list[list[str]]:
     if system == "agentstore":
+        # --batch 0 here: no --batch at all, the worker's default claim size.
+        size = ["--batch", str(batch)] if batch else []
         return [
-            [
-                "manage.py",
-                "agentstore",
-                "worker",
-                "--queue",
-                "live",
-                "--processes",
-                str(processes),
-                "--batch",
-                str(batch),
-            ]
+            ["manage.py", "agentstore", "worker", "--queue", "live", "--processes", str(processes)]
+            + size
         ]
     return [
         [
@@ -306,7 +300,11 @@ def main() -> None:
         help="after SQLite, run the same on this PostgreSQL database (schema dropped)",
     )
     parser.add_argument(
-        "--batch", type=int, nargs="+", default=[1, 16], help="agentstore --batch values to run"
+        "--batch",
+        type=int,
+        nargs="+",
+        default=[1, 0, 16],
+        help="agentstore --batch values to run (0: no --batch, the worker's default)",
     )
     common.add_json_flag(parser)
     args = parser.parse_args()
@@ -337,7 +335,7 @@ def main() -> None:
         theirs = throughput("db_worker", url, args.tasks, processes, args.interval)
         rows = [
             (
-                f"agentstore --batch {batch}",
+                f"agentstore --batch {batch}" if batch else "agentstore (default)",
                 throughput("agentstore", url, args.tasks, processes, args.interval, batch),
             )
             for batch in args.batch

@@ -37,7 +37,10 @@ def _worker_arguments(parser: Any) -> None:
     size.add_argument("--processes", type=int, default=1, help="worker processes (default: 1)")
     size.add_argument("--threads", type=int, default=0, help="worker threads in one process")
     parser.add_argument(
-        "--batch", type=int, default=1, help="claim up to N tasks per claim (default: 1)"
+        "--batch",
+        type=int,
+        default=None,
+        help="tasks per claim (default: up to 4, at most ready tasks / live workers)",
     )
     parser.add_argument(
         "--once", action="store_true", help="run the tasks that are ready, then exit"
@@ -96,7 +99,7 @@ def _child(options: dict[str, Any], n: int, stopping: threading.Event) -> None:
 
 def _worker(name: str, ctx: Context) -> None:
     for option in ("processes", "batch"):
-        if ctx.opt(option) < 1:
+        if ctx.opt(option) is not None and ctx.opt(option) < 1:
             raise usage(f"--{option.replace('_', '-')} must be 1 or more")
     if ctx.opt("threads") < 0 or ctx.opt("max_tasks") < 0:
         raise usage("--threads and --max-tasks must be 0 or more")

@@ -152,21 +152,24 @@ class Task(models.Model):
                 name="agentstore_task_parent",
                 condition=Q(parent_task__isnull=False),
             ),
-            models.Index(
-                fields=["kind", "state", "lease_expires_at", "id"],
-                name="agentstore_task_leases",
-            ),
             # The worker's pick: queued rows only, in claim order.
             models.Index(
                 fields=["queue_name", "-priority", "created_at", "id"],
                 name="agentstore_task_ready",
                 condition=Q(state="queued"),
             ),
-            # The sweeper's scan of expired leases across kinds.
+            # Held leases only, by expiry: the sweeper's and the requeue's scan of expired
+            # leases, the live-lease listings. A claim adds one entry and the finish
+            # removes it (a full index over every state moved the row twice per task).
+            # The condition is "has a lease" rather than "state IN (running,
+            # canceling)": any comparison on lease_expires_at implies it, so the
+            # planners use the index whatever order an IN list comes in. A leased
+            # task without an expiry (recovery's other case) is found through
+            # agentstore_task_queue (kind, state) instead (docs/tasks.md, "Performance").
             models.Index(
-                fields=["lease_expires_at"],
-                name="agentstore_task_lease_expiry",
-                condition=Q(state__in=["running", "canceling"]),
+                fields=["lease_expires_at", "id"],
+                name="agentstore_task_leases",
+                condition=Q(lease_expires_at__isnull=False),
             ),
         ]
         constraints = [

@@ -214,18 +214,38 @@ def transition(sets: tuple[str, ...], states: int, fence: str) -> str:
     return f"UPDATE {TASK} SET {', '.join(sets)} WHERE id = %s AND state IN ({allowed}){fence}"
 
 
+def _ready_filter(queues: int, kinds: int) -> str:
+    """What a worker may claim (queued, its queues and kinds, due); params: *queues, *kinds, at."""
+    kind_filter = f" AND kind IN ({placeholders(kinds)})" if kinds else ""
+    return (
+        f"state = 'queued' AND queue_name IN ({placeholders(queues)}){kind_filter} "
+        "AND (run_after IS NULL OR run_after <= %s)"
+    )
+
+
 @lru_cache(maxsize=64)
-def claim_ready(queues: int, kinds: int, limit: int, vendor: str) -> str:
+def claim_ready(queues: int, kinds: int, limit: int, vendor: str, fair: bool = False) -> str:
     """``finish_and_claim``'s pick-and-claim, built once per shape.
 
-    Params: at, owner, expires, at, *queues, *kinds, at.
+    Params: at, owner, expires, at, *queues, *kinds, at — then, ``fair``, the
+    fair share's: workers, workers, *queues, *kinds, at, ``limit`` × workers.
+
+    ``fair`` claims at most ceil(ready / workers) of the ``limit``: the count
+    stops at ``limit`` × workers ready tasks (enough to know the share is the
+    whole ``limit``), so it reads at most that many index entries. A claim
+    of a worker's default size then never takes work an idle worker could
+    start (docs/tasks.md, "Running tasks").
     """
-    kind_filter = f" AND kind IN ({placeholders(kinds)})" if kinds else ""
+    ready = _ready_filter(queues, kinds)
+    size = str(limit)
+    if fair:
+        size = (
+            "(SELECT (COUNT(*) + %s - 1) / %s FROM "
+            f"(SELECT 1 FROM {TASK} WHERE {ready} LIMIT %s) AS fair)"
+        )
     pick = (
-        f"SELECT id FROM {TASK} WHERE state = 'queued' "
-        f"AND queue_name IN ({placeholders(queues)}){kind_filter} "
-        "AND (run_after IS NULL OR run_after <= %s) "
-        f"ORDER BY priority DESC, created_at, id LIMIT {limit}{skip_locked(vendor)}"
+        f"SELECT id FROM {TASK} WHERE {ready} "
+        f"ORDER BY priority DESC, created_at, id LIMIT {size}{skip_locked(vendor)}"
     )
     return _CLAIM_PICKED.format(picked=picked(pick, vendor), fields=", ".join(TASK_FIELDS))
 
@@ -233,12 +253,7 @@ def claim_ready(queues: int, kinds: int, limit: int, vendor: str) -> str:
 @lru_cache(maxsize=64)
 def ready(queues: int, kinds: int) -> str:
     """The lock-free "is anything ready?" look of an idle worker."""
-    kind_filter = f" AND kind IN ({placeholders(kinds)})" if kinds else ""
-    return (
-        f"SELECT 1 FROM {TASK} WHERE state = 'queued' "
-        f"AND queue_name IN ({placeholders(queues)}){kind_filter} "
-        "AND (run_after IS NULL OR run_after <= %s) LIMIT 1"
-    )
+    return f"SELECT 1 FROM {TASK} WHERE {_ready_filter(queues, kinds)} LIMIT 1"
 
 
 @lru_cache(maxsize=4)
@@ -305,7 +320,12 @@ NEXT_EVENT_OF = (
 
 @lru_cache(maxsize=64)
 def finish_and_claim_pg(
-    finishes: tuple[tuple[int, bool], ...], queues: int, kinds: int, limit: int, calls: bool
+    finishes: tuple[tuple[int, bool], ...],
+    queues: int,
+    kinds: int,
+    limit: int,
+    calls: bool,
+    fair: bool = False,
 ) -> str:
     """``finish_and_claim`` on PostgreSQL as one statement (docs/tasks.md, "Performance").
 
@@ -328,7 +348,7 @@ def finish_and_claim_pg(
             f"SELECT f{n}.id, {NEXT_EVENT_OF.format(source=f'f{n}')}, %s, %s, %s, %s "
             f"FROM f{n})"
         )
-    parts.append(f"c AS ({claim_ready(queues, kinds, limit, 'postgresql')})")
+    parts.append(f"c AS ({claim_ready(queues, kinds, limit, 'postgresql', fair)})")
     # Event ids in claim order (priority, age, id): the n-th claimed task takes the n-th id.
     parts.append(
         f"s AS (INSERT INTO {TASK_EVENT} ({event_columns}) "

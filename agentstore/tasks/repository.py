@@ -131,8 +131,10 @@ class SqlCursor(Protocol):
 
 
 @lru_cache(maxsize=128)
+@lru_cache(maxsize=256)
 def _qmark(sql: str) -> str:
-    # Our SQL uses %s placeholders and never a literal "%".
+    # Our SQL uses %s placeholders and never a literal "%". Cached: the hot
+    # paths send the same few statements for every task.
     return sql.replace("%s", "?")
 
 
@@ -278,6 +280,9 @@ class TaskRepository(StoreBase):
     def __init__(self, *, using: str = DEFAULT_DB_ALIAS, clock: Clock | None = None) -> None:
         super().__init__(using=using, clock=clock)
         self._vendors: dict[str, str] = {}
+        # The last datetime _db_time adapted and its database value: a
+        # settle-and-claim adapts the same "now" for every statement it sends.
+        self._last_time: tuple[datetime | None, Any] = (None, None)
 
     # -- the internal API of the composite repositories -------------------------
     #
@@ -315,7 +320,12 @@ class TaskRepository(StoreBase):
 
     def _db_time(self, value: datetime | None) -> Any:
         """Adapt an aware datetime the way the ORM would, for hand-written SQL."""
-        return connections[self.using].ops.adapt_datetimefield_value(value)
+        last, adapted = self._last_time
+        if value is not None and value is last:
+            return adapted
+        adapted = connections[self.using].ops.adapt_datetimefield_value(value)
+        self._last_time = (value, adapted)
+        return adapted
 
     def lock_task(self, cursor: SqlCursor, task_id: str) -> str | None:
         """Return the task's state, row-locked on PostgreSQL; ``None`` when missing."""
@@ -673,7 +683,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, claim.task_id, event_id, claim.event_kind, "{}", at)
             return True
 
-        return self.write(claim_it)
+        return self.write(claim_it, lean=True)
 
     def claim_next_queued(
         self,
@@ -712,7 +722,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, task_id, event_id, event_kind, "{}", at)
             return task_id
 
-        return self.write(claim_it)
+        return self.write(claim_it, lean=True)
 
     def renew_lease(
         self, task_id: str, lease_owner: str, lease_expires_at: datetime | None
@@ -764,14 +774,15 @@ class TaskRepository(StoreBase):
                 event_id,
                 now,
                 lease_owner=lease_owner,
-            )
+            ),
+            lean=True,
         )
 
     def finish(self, finish: TaskFinish | None) -> bool:
         """Settle the task in a terminal state, fenced on its lease; ``False`` if unchanged."""
         clean = self.validated_finish(finish)
         event_id, now = new_id(), self.now()
-        return self.write(lambda: self.finish_row(self.cursor(), clean, event_id, now))
+        return self.write(lambda: self.finish_row(self.cursor(), clean, event_id, now), lean=True)
 
     def finish_many(self, finishes: Sequence[TaskFinish]) -> list[bool]:
         """:meth:`finish` for several tasks in one write transaction; one flag per finish.
@@ -791,7 +802,7 @@ class TaskRepository(StoreBase):
                 for finish, event_id in zip(clean, event_ids, strict=True)
             ]
 
-        return self.write(finish_them)
+        return self.write(finish_them, lean=True)
 
     def recover_expired(self, recovery: TaskRecovery | None) -> list[str]:
         """Settle running/canceling tasks of one kind whose lease is absent or expired.
@@ -845,7 +856,7 @@ class TaskRepository(StoreBase):
             )
             return sequence
 
-        sequence = self.write(append)
+        sequence = self.write(append, lean=True)
         return TaskEventEntity(
             event=EventEntity(id=event_id, kind=kind, payload_json=payload_json, created_at=now),
             task_id=task_id,
@@ -888,7 +899,7 @@ class TaskRepository(StoreBase):
             )
             return base
 
-        base = self.write(append)
+        base = self.write(append, lean=True)
         if base is None:
             return [], False
         return [
@@ -1037,7 +1048,7 @@ class TaskRepository(StoreBase):
             else:
                 insert_at_once()
         else:
-            self.write(insert_it)
+            self.write(insert_it, lean=True)
         return TaskEntity(
             id=task_id,
             kind=kind,
@@ -1085,6 +1096,7 @@ class TaskRepository(StoreBase):
         event_kind: str = "task_started",
         look_first: bool = True,
         calls: dict[str, tuple[str, str, str]] | None = None,
+        workers: int = 0,
     ) -> tuple[list[bool], list[TaskEntity]]:
         """:meth:`finish_many` then :meth:`claim_ready`, in one write transaction.
 
@@ -1096,7 +1108,8 @@ class TaskRepository(StoreBase):
         ``calls``, when given, receives the function call (``function``,
         ``backend``, ``arguments_json``) of each claimed ``function`` task by
         id, read with the claim: the worker then needs no read of its own
-        before it runs the task (decision 286).
+        before it runs the task (decision 286). ``workers`` > 0 claims a fair
+        share: at most ceil(ready / ``workers``) of ``limit`` (decision 331).
         """
         if not queues:
             raise ValidationError("claim requires at least one queue", field="queues")
@@ -1111,7 +1124,11 @@ class TaskRepository(StoreBase):
         now = self.now()
         at = self._db_time(now)
         event_ids = [new_id() for _ in range(limit)]
-        claim = task_sql.claim_ready(len(queues), len(kinds), limit, self.vendor)
+        fair = workers > 0 and limit > 1
+        claim = task_sql.claim_ready(len(queues), len(kinds), limit, self.vendor, fair)
+        claim_params = [at, lease_owner, expires, at, *queues, *kinds, at]
+        if fair:
+            claim_params += [workers, workers, *queues, *kinds, at, limit * workers]
         owner_json = json.dumps(lease_owner)
 
         def claim_them() -> tuple[list[bool], list[TaskEntity]]:
@@ -1121,7 +1138,7 @@ class TaskRepository(StoreBase):
                 for finish, finish_id in zip(clean, finish_ids, strict=True)
             ]
             # Pick and claim in one statement (docs/tasks.md, "Performance").
-            cursor.execute(claim, [at, lease_owner, expires, at, *queues, *kinds, at])
+            cursor.execute(claim, claim_params)
             rows = [self._row_values(row) for row in cursor.fetchall()]
             if not rows:
                 return flags, []
@@ -1157,12 +1174,13 @@ class TaskRepository(StoreBase):
                 queues,
                 kinds,
                 limit,
-                [at, lease_owner, expires, at, *queues, *kinds, at],
+                claim_params,
                 event_ids,
                 event_kind,
                 owner_json,
                 now,
                 calls,
+                fair,
             )
             if done is not None:
                 return done
@@ -1175,7 +1193,7 @@ class TaskRepository(StoreBase):
             cursor.execute(task_sql.ready(len(queues), len(kinds)), [*queues, *kinds, at])
             if cursor.fetchone() is None:
                 return (self.finish_many(clean) if clean else []), []
-        return self.write(claim_them)
+        return self.write(claim_them, lean=True)
 
     def _finish_and_claim_pg(
         self,
@@ -1190,6 +1208,7 @@ class TaskRepository(StoreBase):
         owner_json: str,
         now: datetime,
         calls: dict[str, tuple[str, str, str]] | None,
+        fair: bool = False,
     ) -> tuple[list[bool], list[TaskEntity]] | None:
         """:meth:`finish_and_claim` as one statement; ``None`` when it must be re-run in steps.
 
@@ -1206,6 +1225,7 @@ class TaskRepository(StoreBase):
             len(kinds),
             limit,
             calls is not None,
+            fair,
         )
         params: list[Any] = []
         for finish, finish_id in zip(finishes, finish_ids, strict=True):
@@ -1272,7 +1292,7 @@ class TaskRepository(StoreBase):
             kept = {str(row[0]) for row in cursor.fetchall()}
             return [task_id for task_id in ids if task_id in kept]
 
-        return self.write(renew)
+        return self.write(renew, lean=True)
 
     def retry(
         self,
@@ -1304,7 +1324,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, task_id, event_id, event_kind, payload_json, at)
             return True
 
-        return self.write(retry_it)
+        return self.write(retry_it, lean=True)
 
     def requeue_expired(self, expires_before: datetime, kinds: Sequence[str] = ()) -> list[str]:
         """Queue again running tasks whose lease expired and that have attempts left.
@@ -1323,7 +1343,8 @@ class TaskRepository(StoreBase):
             event_ids = [new_id() for _ in range(RECOVERY_BATCH)]
             at = self._db_time(self.now())
             selected, changed = self.write(
-                partial(self._requeue_batch, select, [before, *kinds], before, event_ids, at)
+                partial(self._requeue_batch, select, [before, *kinds], before, event_ids, at),
+                lean=True,
             )
             requeued += changed
             if selected < RECOVERY_BATCH or not changed:
@@ -1362,4 +1383,4 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, task_id, event_id, "task_released", payload, at)
             return True
 
-        return self.write(release_it)
+        return self.write(release_it, lean=True)

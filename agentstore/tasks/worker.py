@@ -8,7 +8,10 @@ One loop, one task at a time per worker:
 
 1. **Claim** up to ``batch`` ready tasks (:meth:`TaskRepository.claim_ready`: a
    guarded UPDATE per task, one write transaction). Each claim counts an
-   attempt and appends ``task_started`` naming this worker.
+   attempt and appends ``task_started`` naming this worker. Without an
+   explicit ``batch`` a claim takes up to :data:`DEFAULT_PREFETCH`, but never
+   more than its fair share — ceil(ready / live workers) — so it takes no
+   task an idle worker could start (decision 331).
 2. **Heartbeat**: a thread renews the leases of the claimed tasks every third
    of the lease and bumps this worker's ``Worker`` row. A worker that cannot
    renew (it lost the lease) keeps running its handler, but every write it
@@ -84,6 +87,9 @@ logger = logging.getLogger("agentstore.worker")
 
 #: Seconds between two of the worker's ``close_old_connections`` (see ``_recycle_connections``).
 RECYCLE_INTERVAL = 1.0
+#: The claim size of a worker given no ``batch`` (Celery's default prefetch is 4 too),
+#: capped at its fair share of what is ready (decision 331).
+DEFAULT_PREFETCH = 4
 
 
 def sweep(tasks: TaskRepository, kinds: Sequence[str], now: datetime) -> dict[str, list[str]]:
@@ -132,7 +138,7 @@ class TaskWorker:
         self,
         *,
         queues: Sequence[str] = ("default",),
-        batch: int = 1,
+        batch: int | None = None,
         lease: float | None = None,
         once: bool = False,
         max_tasks: int = 0,
@@ -145,7 +151,13 @@ class TaskWorker:
         on_ready: Callable[[TaskWorker], None] | None = None,
     ) -> None:
         self.queues = list(queues) or ["default"]
-        self.batch = max(1, batch)
+        # No batch: up to DEFAULT_PREFETCH a claim, at most a fair share of what is
+        # ready; an explicit batch is the claim size, as asked (decision 111).
+        self.fair = batch is None
+        self.batch = DEFAULT_PREFETCH if batch is None else max(1, batch)
+        #: Live workers (the Worker table), counted on start, every sweep and
+        #: whenever an idle worker finds work: the divisor of the fair share.
+        self.workers = 1
         self.lease = float(lease or agentstore_settings.WORKER_LEASE)
         self.once = once
         self.max_tasks = max(0, max_tasks)
@@ -216,6 +228,7 @@ class TaskWorker:
 
     def _loop(self) -> None:
         busy = False
+        self._count_workers()
         while not self.stop.is_set():
             self._maybe_sweep()
             # The last batch's finishes commit with the next claim: one transaction.
@@ -232,6 +245,7 @@ class TaskWorker:
                     # Busy (the last claim found work): skip the lock-free look.
                     look_first=not busy,
                     calls=self._calls,
+                    workers=self.workers if self.fair else 0,
                 )
             except (OperationalError, InterfaceError):
                 # The connection died (a database restart, a network cut). Nothing
@@ -245,6 +259,8 @@ class TaskWorker:
                 self._idle.wait(max(self.poll_interval, 1.0), self.stop)
                 continue
             self._settled(pending, stored)
+            if claimed and not busy:
+                self._count_workers()  # work after a lull: who else is there to share it
             busy = bool(claimed)
             if not claimed:
                 if self.once:
@@ -476,6 +492,14 @@ class TaskWorker:
                 logger.warning("task %s lease expired: %s", task_id, what)
         # A killed worker leaves its row behind: drop rows past their own expiry.
         Worker.objects.using(self.using).filter(expires_at__lt=now).delete()
+        self._count_workers()
+
+    def _count_workers(self) -> None:
+        """Count the live workers (this one included) for the fair share of a claim."""
+        if not self.fair:
+            return
+        live = Worker.objects.using(self.using).filter(expires_at__gte=utc_now()).count()
+        self.workers = max(1, live)
 
     def _register(self) -> None:
         now = utc_now()

@@ -448,3 +448,50 @@ def test_task_sql_skips_djangos_cursor_only_while_unobserved() -> None:
     assert any(sql.startswith("UPDATE") and "RETURNING" in sql for sql in seen)
     with override_settings(AGENTSTORE={"SQLITE_RAW_TASK_CURSOR": False}):
         assert isinstance(tasks.cursor(), CursorWrapper)
+
+
+def test_default_claim_is_a_fair_share_of_the_ready_tasks() -> None:
+    """No ``batch``: up to DEFAULT_PREFETCH a claim, never more than ready / live workers."""
+    tasks = TaskRepository()
+    ids = [jobs.add.enqueue(n, n).id for n in range(3)]
+    later = timezone.now() + timedelta(seconds=30)
+    # Two live workers, three ready tasks: a claim takes ceil(3 / 2) = 2.
+    _, first = tasks.finish_and_claim([], ["default"], [], "w1", later, limit=4, workers=2)
+    assert [t.id for t in first] == ids[:2]
+    # One task left for two workers: one.
+    _, second = tasks.finish_and_claim([], ["default"], [], "w2", later, limit=4, workers=2)
+    assert [t.id for t in second] == ids[2:]
+    # Plenty ready for one worker: the whole prefetch.
+    more = [jobs.add.enqueue(n, n).id for n in range(6)]
+    _, third = tasks.finish_and_claim([], ["default"], [], "w1", later, limit=4, workers=1)
+    assert [t.id for t in third] == more[:4]
+
+
+def test_worker_without_batch_counts_live_workers_and_claims_its_share() -> None:
+    from agentstore.tasks.worker import DEFAULT_PREFETCH
+
+    now = timezone.now()
+    Worker.objects.create(
+        id="other",
+        host="h",
+        pid=1,
+        started_at=now,
+        heartbeat_at=now,
+        expires_at=now + timedelta(minutes=5),
+    )
+    for n in range(6):
+        jobs.add.enqueue(n, n)
+    seen: list[int] = []
+
+    def look(job: Any) -> str:
+        # Claimed and not yet settled (settles go with the next claim): this claim's size.
+        if not seen:
+            seen.append(Task.objects.filter(state="running").count())
+        return "null"
+
+    worker = run_ready(registry={"function": look})
+    assert (worker.fair, worker.batch, worker.workers) == (True, DEFAULT_PREFETCH, 2)
+    assert seen == [3]  # ceil(6 ready / 2 live workers)
+    assert worker.done == 6
+    explicit = TaskWorker(batch=1)
+    assert (explicit.fair, explicit.batch) == (False, 1)
