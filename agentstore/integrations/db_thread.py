@@ -1,0 +1,232 @@
+"""Where an integration's coroutines run their database work: one thread, or Django's.
+
+    from agentstore.integrations import db_thread
+
+    items = await db_thread.run(session.get_items_sync, 50)   # never on the event loop
+    db_thread.close_connections()                              # tests, shutdown
+
+The SDK's session protocol is async, the stores are synchronous Django code, so
+each call hops to a thread and back. ``asgiref``'s ``sync_to_async`` (thread
+sensitive) picks the thread that owns Django's connection — and that choice
+matters in two cases, where :func:`run` keeps it:
+
+* **A synchronous caller is waiting** (``async_to_sync`` above us: a sync view,
+  a management command, Django's async test cases): the work must run on *its*
+  thread, whose connection may be inside an ``atomic()`` block; another
+  connection would not see that transaction's rows and, on SQLite, would wait
+  for its write lock.
+* **A Django request** (``ThreadSensitiveContext``, which Django's ASGI handler
+  enters per request): the request's thread, whose connection Django closes at
+  the request's end (``CONN_MAX_AGE``).
+
+Everywhere else — an ``asyncio`` program, a worker, a script: no caller thread,
+no request — ``sync_to_async`` sends the work to one process-wide thread of
+its own, whose connections Django never closes either. There :func:`run` uses
+a thread of this module instead (``agentstore-db``), with a lighter hand-off:
+the call goes on a queue, the result comes back by ``call_soon_threadsafe``
+onto a future of the caller's loop — no ``ThreadPoolExecutor`` future, no
+context copy-back, about half of ``sync_to_async``'s cost per call
+(docs/decisions.md 320). Like ``asyncio.to_thread``, the function runs in a
+copy of the caller's ``contextvars`` context.
+
+Because nothing in Django closes this thread's connections, it does what a
+request's end would: after each call a connection that saw an error is
+closed if unusable, one past a positive ``CONN_MAX_AGE`` is closed; and when
+no call has come for :data:`IDLE_SECONDS`, every connection of the thread is
+closed (``CONN_MAX_AGE = 0``, Django's default, means "per request": a burst
+of calls is this thread's request). The next call reconnects.
+
+What callers get either way: the event loop never blocks on the database;
+the work of one :func:`run` happens exactly once, on one thread, and
+:func:`run` returns its result or raises its exception. Cancellation of the
+awaiting task cannot stop a thread: the callers that write wait for the end
+anyway (``openai_agents._finish``). After ``os.fork`` the child starts its own
+thread (a thread does not survive a fork).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import queue
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
+from django.db import connections
+
+__all__ = ["IDLE_SECONDS", "THREAD_NAME", "close_connections", "django_owns_the_thread", "run"]
+
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+#: Seconds without a call after which the thread closes its connections.
+IDLE_SECONDS = 5.0
+#: The name of the thread (``threading.current_thread().name`` in the work).
+THREAD_NAME = "agentstore-db"
+
+_Job = tuple[
+    asyncio.AbstractEventLoop | None,
+    "asyncio.Future[Any] | None",
+    contextvars.Context | None,
+    Callable[..., Any],
+    tuple[Any, ...],
+]
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    # On the caller's loop. A future cancelled meanwhile (its caller gave up
+    # waiting) takes no result; the work itself is done either way.
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def _recycle(idle: bool) -> None:
+    """Close this thread's connections as the end of a request would (see the module doc)."""
+    try:
+        _close_old(idle)
+    except Exception:
+        # A connection that fails to close must not stop the thread serving.
+        logger.exception("%s could not close a database connection", THREAD_NAME)
+
+
+def _close_old(idle: bool) -> None:
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is None or connection.in_atomic_block:
+            continue
+        if idle:
+            connection.close()
+        elif connection.errors_occurred or connection.settings_dict.get("CONN_MAX_AGE"):
+            # Django's own rule: unusable after an error, or past a positive
+            # CONN_MAX_AGE. (With 0 it would close after every call; the idle
+            # close is this thread's end of a request.)
+            connection.close_if_unusable_or_obsolete()
+
+
+class _Thread:
+    """The one thread of a process; jobs are ``(loop, future, context, fn, args)``."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name=THREAD_NAME, daemon=True)
+        self.thread.start()
+
+    def submit(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self.jobs.put((loop, future, contextvars.copy_context(), fn, args))
+        return future
+
+    def call(self, fn: Callable[[], None], timeout: float) -> bool:
+        """Run ``fn`` on the thread from synchronous code; whether it ended within ``timeout``."""
+        done = threading.Event()
+
+        def job() -> None:
+            try:
+                fn()
+            finally:
+                done.set()
+
+        self.jobs.put((None, None, None, job, ()))
+        return done.wait(timeout)
+
+    def _serve(self) -> None:
+        jobs = self.jobs
+        idle_after = IDLE_SECONDS
+        open_connections = False
+        while True:
+            if open_connections:
+                try:
+                    job = jobs.get(timeout=idle_after)
+                except queue.Empty:
+                    _recycle(idle=True)
+                    open_connections = False
+                    continue
+            else:
+                job = jobs.get()
+            loop, future, context, fn, args = job
+            try:
+                value = context.run(fn, *args) if context is not None else fn(*args)
+                ok = True
+            except BaseException as exc:  # handed to the caller, whatever it is
+                value, ok = exc, False
+            finally:
+                _recycle(idle=False)
+                open_connections = True
+            del fn, args, context, job
+            if loop is not None and future is not None:
+                try:
+                    loop.call_soon_threadsafe(_settle, future, ok, value)
+                except RuntimeError:
+                    pass  # the loop closed while the work ran: nobody is waiting
+            del value, future, loop
+
+
+_thread: _Thread | None = None
+_thread_lock = threading.Lock()
+
+
+def _the_thread() -> _Thread:
+    global _thread
+    current = _thread
+    if current is not None and current.pid == os.getpid():
+        return current
+    with _thread_lock:
+        if _thread is None or _thread.pid != os.getpid():
+            _thread = _Thread()
+        return _thread
+
+
+def django_owns_the_thread() -> bool:
+    """Whether ``sync_to_async`` would run work on a thread Django's code depends on.
+
+    asgiref's own routing (``SyncToAsync.__call__``): a synchronous caller
+    waiting above us (``async_to_sync``), a ``ThreadSensitiveContext`` (a
+    Django request), or a loop that ``async_to_sync`` started for a caller.
+    Called on the event loop's thread.
+    """
+    if getattr(AsyncToSync.executors, "current", None) is not None:
+        return True
+    if SyncToAsync.thread_sensitive_context.get(None) is not None:
+        return True
+    return asyncio.get_running_loop() in AsyncToSync.loop_thread_executors
+
+
+def run(fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+    """``fn(*args)`` off the event loop, on the thread that should own the connection.
+
+    Must be called on a running event loop; await the result. See the module
+    docstring for which thread.
+    """
+    if django_owns_the_thread():
+        return sync_to_async(fn)(*args)
+    return _the_thread().submit(fn, args)
+
+
+def close_connections(timeout: float = 30.0) -> None:
+    """Close the connections of this module's thread now (tests, before dropping a database).
+
+    A no-op when the thread was never started in this process. Call it from
+    synchronous code, not from the thread's own work.
+    """
+    current = _thread
+    if current is None or current.pid != os.getpid():
+        return
+    if not current.call(connections.close_all, timeout):
+        raise TimeoutError(f"{THREAD_NAME} did not close its connections in {timeout}s")
+
+
+def _forget_after_fork() -> None:
+    global _thread
+    _thread = None
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
