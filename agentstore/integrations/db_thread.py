@@ -140,12 +140,11 @@ class _Thread:
 
     def _serve(self) -> None:
         jobs = self.jobs
-        idle_after = IDLE_SECONDS
         open_connections = False
         while True:
             if open_connections:
                 try:
-                    job = jobs.get(timeout=idle_after)
+                    job = jobs.get(timeout=IDLE_SECONDS)
                 except queue.Empty:
                     _recycle(idle=True)
                     open_connections = False
