@@ -47,10 +47,11 @@ thread (a thread does not survive a fork).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import logging
 import os
 import queue
-import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -162,10 +163,9 @@ class _Thread:
                 open_connections = True
             del fn, args, context, job
             if loop is not None and future is not None:
-                try:
+                # A loop that closed while the work ran (RuntimeError) has nobody waiting.
+                with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(_settle, future, ok, value)
-                except RuntimeError:
-                    pass  # the loop closed while the work ran: nobody is waiting
             del value, future, loop
 
 

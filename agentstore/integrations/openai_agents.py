@@ -38,7 +38,8 @@ item exactly as it was added.
 The methods are coroutines, as the SDK wants; each runs its database work off
 the event loop (:func:`agentstore.integrations.db_thread.run`: the thread of a
 waiting synchronous caller or of a Django request, as ``sync_to_async`` would
-choose; else one thread of agentstore's own), so the event loop never blocks. The ``*_sync`` twins serve synchronous code.
+choose; else one thread of agentstore's own), so the event loop never blocks.
+The ``*_sync`` twins serve synchronous code.
 Writing holds the session (LogStore holds): another process writing the same
 conversation gets ``SessionLocked`` until this one calls :meth:`close` (or
 exits); different conversations never contend beyond SQLite's writer queue.

@@ -27,8 +27,8 @@ from agentstore.integrations.openai_agents import AgentStoreSession
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-USER = {"role": "user", "content": "hello"}
-ANSWER = {"type": "message", "role": "assistant", "content": "hi"}
+USER: Any = {"role": "user", "content": "hello"}
+ANSWER: Any = {"type": "message", "role": "assistant", "content": "hi"}
 REQUEST = contextvars.ContextVar("REQUEST", default="none")
 
 
