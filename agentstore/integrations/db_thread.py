@@ -54,12 +54,19 @@ import os
 import queue
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.db import connections
 
-__all__ = ["IDLE_SECONDS", "THREAD_NAME", "close_connections", "django_owns_the_thread", "run"]
+__all__ = [
+    "IDLE_SECONDS",
+    "THREAD_NAME",
+    "close_connections",
+    "django_owns_the_thread",
+    "run",
+    "run_to_end",
+]
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -69,24 +76,47 @@ IDLE_SECONDS = 5.0
 #: The name of the thread (``threading.current_thread().name`` in the work).
 THREAD_NAME = "agentstore-db"
 
-_Job = tuple[
-    asyncio.AbstractEventLoop | None,
-    "asyncio.Future[Any] | None",
-    contextvars.Context | None,
-    Callable[..., Any],
-    tuple[Any, ...],
-]
+
+class _Call:
+    """One call handed to the thread; settled on the caller's loop when it has run."""
+
+    __slots__ = ("args", "context", "ended", "fn", "future", "loop", "ok", "value", "waiter")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        context: contextvars.Context | None,
+    ) -> None:
+        self.loop = loop
+        self.future: asyncio.Future[Any] | None = loop.create_future() if loop else None
+        self.fn = fn
+        self.args: tuple[Any, ...] = args
+        self.context = context
+        #: Set on the caller's loop once the call has run (``ok``, ``value``).
+        self.ended = False
+        self.ok = False
+        self.value: Any = None
+        #: A future :func:`run_to_end` waits on after its caller was cancelled.
+        self.waiter: asyncio.Future[None] | None = None
+
+    def settle(self, ok: bool, value: Any) -> None:
+        # On the caller's loop. A future cancelled meanwhile (its caller gave
+        # up waiting) takes no result; the work itself is done either way.
+        self.ended, self.ok, self.value = True, ok, value
+        future = self.future
+        if future is not None and not future.done():
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    # On the caller's loop. A future cancelled meanwhile (its caller gave up
-    # waiting) takes no result; the work itself is done either way.
-    if future.done():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+def _done() -> None:
+    """What a :class:`_Call` holds once its function has been taken to run."""
 
 
 def _recycle(idle: bool) -> None:
@@ -112,19 +142,18 @@ def _close_old(idle: bool) -> None:
 
 
 class _Thread:
-    """The one thread of a process; jobs are ``(loop, future, context, fn, args)``."""
+    """The one thread of a process, serving :class:`_Call`s in order."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._serve, name=THREAD_NAME, daemon=True)
         self.thread.start()
 
-    def submit(self, fn: Callable[..., T], args: tuple[Any, ...]) -> asyncio.Future[T]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self.jobs.put((loop, future, contextvars.copy_context(), fn, args))
-        return future
+    def submit(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> _Call:
+        call = _Call(asyncio.get_running_loop(), fn, args, contextvars.copy_context())
+        self.calls.put(call)
+        return call
 
     def call(self, fn: Callable[[], None], timeout: float) -> bool:
         """Run ``fn`` on the thread from synchronous code; whether it ended within ``timeout``."""
@@ -136,23 +165,24 @@ class _Thread:
             finally:
                 done.set()
 
-        self.jobs.put((None, None, None, job, ()))
+        self.calls.put(_Call(None, job, (), None))
         return done.wait(timeout)
 
     def _serve(self) -> None:
-        jobs = self.jobs
+        calls = self.calls
         open_connections = False
         while True:
             if open_connections:
                 try:
-                    job = jobs.get(timeout=IDLE_SECONDS)
+                    call = calls.get(timeout=IDLE_SECONDS)
                 except queue.Empty:
                     _recycle(idle=True)
                     open_connections = False
                     continue
             else:
-                job = jobs.get()
-            loop, future, context, fn, args = job
+                call = calls.get()
+            fn, args, context = call.fn, call.args, call.context
+            call.fn, call.args, call.context = _done, (), None  # nothing kept alive after
             try:
                 value = context.run(fn, *args) if context is not None else fn(*args)
                 ok = True
@@ -161,12 +191,12 @@ class _Thread:
             finally:
                 _recycle(idle=False)
                 open_connections = True
-            del fn, args, context, job
-            if loop is not None and future is not None:
+            del fn, args, context
+            if call.loop is not None:
                 # A loop that closed while the work ran (RuntimeError) has nobody waiting.
                 with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(_settle, future, ok, value)
-            del value, future, loop
+                    call.loop.call_soon_threadsafe(call.settle, ok, value)
+            del value, call
 
 
 _thread: _Thread | None = None
@@ -192,22 +222,70 @@ def django_owns_the_thread() -> bool:
     Django request), or a loop that ``async_to_sync`` started for a caller.
     Called on the event loop's thread.
     """
-    if getattr(AsyncToSync.executors, "current", None) is not None:
-        return True
+    # The cheap tests first; the Local's lookup costs a few microseconds.
     if SyncToAsync.thread_sensitive_context.get(None) is not None:
         return True
-    return asyncio.get_running_loop() in AsyncToSync.loop_thread_executors
+    if AsyncToSync.loop_thread_executors and (
+        asyncio.get_running_loop() in AsyncToSync.loop_thread_executors
+    ):
+        return True
+    return getattr(AsyncToSync.executors, "current", None) is not None
 
 
 def run(fn: Callable[..., T], *args: Any) -> Awaitable[T]:
     """``fn(*args)`` off the event loop, on the thread that should own the connection.
 
     Must be called on a running event loop; await the result. See the module
-    docstring for which thread.
+    docstring for which thread. Cancelling the awaiting task stops the wait,
+    not the call; writes use :func:`run_to_end`.
     """
     if django_owns_the_thread():
         return sync_to_async(fn)(*args)
-    return _the_thread().submit(fn, args)
+    future = _the_thread().submit(fn, args).future
+    assert future is not None
+    return future
+
+
+async def run_to_end(fn: Callable[..., T], *args: Any) -> T:
+    """:func:`run`, awaited to the call's end even if the awaiting task is cancelled meanwhile.
+
+    The call runs in a thread, which cancellation cannot stop; returning early
+    would let the caller believe it did not happen. Like the SDK's own
+    sessions, wait for the outcome, then re-raise the cancellation (or the
+    call's own error, if it failed).
+    """
+    if django_owns_the_thread():
+        return await _shielded(sync_to_async(fn)(*args))
+    call = _the_thread().submit(fn, args)
+    assert call.future is not None and call.loop is not None
+    try:
+        return cast(T, await call.future)
+    except asyncio.CancelledError:
+        if call.ended and not call.future.cancelled():
+            raise  # the call itself raised CancelledError
+        while not call.ended:
+            call.waiter = call.loop.create_future()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call.waiter
+        if not call.ok:
+            raise call.value from None
+        raise
+
+
+async def _shielded(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` (a ``sync_to_async`` call) to its end, as :func:`run_to_end`."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        # The common case, in one await: shield() keeps the call running if
+        # the caller is cancelled (then the loop below waits for its end).
+        return await asyncio.shield(task)
+    except asyncio.CancelledError as exc:
+        cancelled = exc  # the caller's, or the call's own (task.result() re-raises it)
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({task})
+    task.result()  # a call that failed raises its own error
+    raise cancelled
 
 
 def close_connections(timeout: float = 30.0) -> None:

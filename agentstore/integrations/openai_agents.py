@@ -47,9 +47,7 @@ exits); different conversations never contend beyond SQLite's writer queue.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 from agents.items import TResponseInputItem
@@ -111,27 +109,6 @@ def entry_item(entry: Entry) -> TResponseInputItem:
     if isinstance(mark, dict) and mark.get("typeless") is True:
         item.pop("type", None)
     return cast(TResponseInputItem, item)
-
-
-async def _finish(awaitable: Awaitable[T]) -> T:
-    """Await a write to its end even if the caller is cancelled meanwhile.
-
-    The write runs in a thread, which cancellation cannot stop; returning early
-    would let the caller believe it did not happen. Like the SDK's own
-    sessions, wait for the outcome, then re-raise the cancellation.
-    """
-    task = asyncio.ensure_future(awaitable)
-    try:
-        # The common case, in one await: shield() keeps the write running if
-        # the caller is cancelled (then the loop below waits for its end).
-        return await asyncio.shield(task)
-    except asyncio.CancelledError as exc:
-        cancelled = exc  # the caller's, or the write's own (task.result() re-raises it)
-    while not task.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({task})
-    task.result()  # a write that failed raises its own error
-    raise cancelled
 
 
 class AgentStoreSession(SessionABC):
@@ -247,15 +224,15 @@ class AgentStoreSession(SessionABC):
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Async :meth:`add_items_sync` (the SDK protocol); completes even if cancelled."""
-        await _finish(db_thread.run(self.add_items_sync, list(items)))
+        await db_thread.run_to_end(self.add_items_sync, list(items))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Async :meth:`pop_item_sync` (the SDK protocol); completes even if cancelled."""
-        return await _finish(db_thread.run(self.pop_item_sync))
+        return await db_thread.run_to_end(self.pop_item_sync)
 
     async def clear_session(self) -> None:
         """Async :meth:`clear_session_sync` (the SDK protocol); completes even if cancelled."""
-        await _finish(db_thread.run(self.clear_session_sync))
+        await db_thread.run_to_end(self.clear_session_sync)
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
