@@ -57,9 +57,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
-from django.db import connections
+from django.db import DatabaseError, connections
+
+from agentstore.db import WalCheckpointer
 
 __all__ = [
+    "CHECKPOINT_INTERVAL",
     "IDLE_SECONDS",
     "THREAD_NAME",
     "close_connections",
@@ -75,6 +78,9 @@ logger = logging.getLogger(__name__)
 IDLE_SECONDS = 5.0
 #: The name of the thread (``threading.current_thread().name`` in the work).
 THREAD_NAME = "agentstore-db"
+#: Seconds between the background WAL checkpoints of a SQLite file this thread
+#: writes (``db.WalCheckpointer``, as the task worker's); 0: SQLite's own.
+CHECKPOINT_INTERVAL = 0.05
 
 
 class _Call:
@@ -119,13 +125,67 @@ def _done() -> None:
     """What a :class:`_Call` holds once its function has been taken to run."""
 
 
+class _Checkpoints:
+    """The WAL checkpointers of the SQLite files this thread has connections to.
+
+    SQLite checkpoints inside the commit that takes the WAL past 1,000 pages,
+    and at ``synchronous=NORMAL`` that commit waits for two fsyncs: every few
+    dozen one-item appends, one ``add_items`` stalled for milliseconds. As the
+    task worker does (docs/decisions.md 287), a ``db.WalCheckpointer`` thread
+    runs ``PASSIVE`` checkpoints while this thread is busy, and this thread's
+    own connection checkpoints only past ``db.DEFERRED_AUTOCHECKPOINT`` pages
+    (re-applied to each new connection). Stopped when the thread idles.
+    """
+
+    def __init__(self) -> None:
+        self.running: dict[str, WalCheckpointer] = {}
+        #: The raw connection of each alias whose threshold was raised.
+        self.deferred: dict[str, Any] = {}
+
+    def watch(self) -> None:
+        for connection in connections.all(initialized_only=True):
+            raw, alias = connection.connection, connection.alias
+            if raw is None or self.deferred.get(alias) is raw:
+                continue
+            self.deferred[alias] = raw
+            if CHECKPOINT_INTERVAL <= 0 or not WalCheckpointer.applies(alias):
+                continue
+            try:
+                WalCheckpointer.defer(alias)
+            except DatabaseError:  # the next write's own error tells the caller
+                logger.debug("%s: could not defer checkpoints", THREAD_NAME, exc_info=True)
+                continue
+            if alias not in self.running:
+                checkpointer = self.running[alias] = WalCheckpointer(alias, CHECKPOINT_INTERVAL)
+                checkpointer.start()
+
+    def stop(self) -> None:
+        for checkpointer in self.running.values():
+            checkpointer.stop()
+        self.running.clear()
+        self.deferred.clear()
+
+
+_checkpoints = _Checkpoints()
+
+
 def _recycle(idle: bool) -> None:
     """Close this thread's connections as the end of a request would (see the module doc)."""
     try:
         _close_old(idle)
+        if idle:
+            _checkpoints.stop()
+        else:
+            _checkpoints.watch()
     except Exception:
         # A connection that fails to close must not stop the thread serving.
         logger.exception("%s could not close a database connection", THREAD_NAME)
+
+
+def _close_all() -> None:
+    """Close every connection of this thread and stop its checkpointers."""
+    connections.close_all()
+    _checkpoints.stop()
 
 
 def _close_old(idle: bool) -> None:
@@ -297,7 +357,7 @@ def close_connections(timeout: float = 30.0) -> None:
     current = _thread
     if current is None or current.pid != os.getpid():
         return
-    if not current.call(connections.close_all, timeout):
+    if not current.call(_close_all, timeout):
         raise TimeoutError(f"{THREAD_NAME} did not close its connections in {timeout}s")
 
 

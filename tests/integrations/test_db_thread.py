@@ -183,3 +183,69 @@ def test_close_connections_closes_the_threads_connections() -> None:
         return await db_thread.run(raw_connection)
 
     assert asyncio.run(after()) is None
+
+
+def _cancel_while_running(wrap: Any) -> tuple[bool, BaseException | None, list[str]]:
+    """Cancel a ``run_to_end`` whose call is running; the call's end, then the outcome."""
+    started, release = threading.Event(), threading.Event()
+    done: list[str] = []
+
+    def write(fail: bool) -> str:
+        started.set()
+        release.wait(30)
+        done.append("written")
+        if fail:
+            raise exceptions.ConcurrentWriter("moved")
+        return "ok"
+
+    async def main(fail: bool) -> tuple[bool, BaseException | None]:
+        async def caller() -> Any:
+            return await wrap(db_thread.run_to_end(write, fail))
+
+        task = asyncio.ensure_future(caller())
+        await asyncio.to_thread(started.wait, 30)
+        task.cancel()
+        for _ in range(5):
+            await asyncio.sleep(0)  # let the cancellation reach the waiting caller
+        waited = not task.done()
+        release.set()
+        try:
+            await task
+        except BaseException as exc:  # noqa: BLE001 - the outcome is what is asserted
+            return waited, exc
+        return waited, None
+
+    waited, outcome = asyncio.run(main(wrap.fail))
+    return waited, outcome, done
+
+
+class _Plain:
+    fail = False
+
+    async def __call__(self, awaitable: Any) -> Any:
+        return await awaitable
+
+
+class _Failing(_Plain):
+    fail = True
+
+
+class _InARequest(_Plain):
+    async def __call__(self, awaitable: Any) -> Any:
+        async with ThreadSensitiveContext():
+            return await awaitable
+
+
+@pytest.mark.parametrize("wrap", [_Plain(), _InARequest()], ids=["own-thread", "request"])
+def test_a_cancelled_write_ends_before_the_cancellation_is_raised(wrap: Any) -> None:
+    waited, outcome, done = _cancel_while_running(wrap)
+    assert waited  # the cancelled caller still waited for the call
+    assert isinstance(outcome, asyncio.CancelledError)
+    assert done == ["written"]
+
+
+def test_a_cancelled_write_that_fails_raises_its_own_error() -> None:
+    waited, outcome, done = _cancel_while_running(_Failing())
+    assert waited
+    assert isinstance(outcome, exceptions.ConcurrentWriter)
+    assert done == ["written"]
