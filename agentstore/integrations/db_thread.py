@@ -2,8 +2,9 @@
 
     from agentstore.integrations import db_thread
 
-    items = await db_thread.run(session.get_items_sync, 50)   # never on the event loop
-    db_thread.close_connections()                              # tests, shutdown
+    items = await db_thread.run(session.get_items_sync, 50)    # never on the event loop
+    await db_thread.run_to_end(session.add_items_sync, items)  # a write: ends even if cancelled
+    db_thread.close_connections()                               # tests, shutdown
 
 The SDK's session protocol is async, the stores are synchronous Django code, so
 each call hops to a thread and back. ``asgiref``'s ``sync_to_async`` (thread
@@ -34,14 +35,18 @@ request's end would: after each call a connection that saw an error is
 closed if unusable, one past a positive ``CONN_MAX_AGE`` is closed; and when
 no call has come for :data:`IDLE_SECONDS`, every connection of the thread is
 closed (``CONN_MAX_AGE = 0``, Django's default, means "per request": a burst
-of calls is this thread's request). The next call reconnects.
+of calls is this thread's request). The next call reconnects. While it has a
+SQLite file open, a checkpointer thread keeps that file's WAL short, so no
+one-item append pays SQLite's automatic checkpoint and its fsyncs (the task
+worker's arrangement, docs/decisions.md 287 and 322).
 
 What callers get either way: the event loop never blocks on the database;
 the work of one :func:`run` happens exactly once, on one thread, and
 :func:`run` returns its result or raises its exception. Cancellation of the
-awaiting task cannot stop a thread: the callers that write wait for the end
-anyway (``openai_agents._finish``). After ``os.fork`` the child starts its own
-thread (a thread does not survive a fork).
+awaiting task cannot stop a thread: :func:`run_to_end`, for writes, waits for
+the call's end and then re-raises the cancellation (docs/decisions.md 321).
+After ``os.fork`` the child starts its own thread (a thread does not survive
+a fork).
 """
 
 from __future__ import annotations
@@ -142,22 +147,22 @@ class _Checkpoints:
         #: The raw connection of each alias whose threshold was raised.
         self.deferred: dict[str, Any] = {}
 
-    def watch(self) -> None:
-        for connection in connections.all(initialized_only=True):
-            raw, alias = connection.connection, connection.alias
-            if raw is None or self.deferred.get(alias) is raw:
-                continue
-            self.deferred[alias] = raw
-            if CHECKPOINT_INTERVAL <= 0 or not WalCheckpointer.applies(alias):
-                continue
-            try:
-                WalCheckpointer.defer(alias)
-            except DatabaseError:  # the next write's own error tells the caller
-                logger.debug("%s: could not defer checkpoints", THREAD_NAME, exc_info=True)
-                continue
-            if alias not in self.running:
-                checkpointer = self.running[alias] = WalCheckpointer(alias, CHECKPOINT_INTERVAL)
-                checkpointer.start()
+    def watch(self, connection: Any) -> None:
+        """Raise ``connection``'s threshold, start its file's checkpointer (once per connection)."""
+        raw, alias = connection.connection, connection.alias
+        if raw is None or self.deferred.get(alias) is raw:
+            return
+        self.deferred[alias] = raw
+        if CHECKPOINT_INTERVAL <= 0 or not WalCheckpointer.applies(alias):
+            return
+        try:
+            WalCheckpointer.defer(alias)
+        except DatabaseError:  # the next write's own error tells the caller
+            logger.debug("%s: could not defer checkpoints", THREAD_NAME, exc_info=True)
+            return
+        if alias not in self.running:
+            checkpointer = self.running[alias] = WalCheckpointer(alias, CHECKPOINT_INTERVAL)
+            checkpointer.start()
 
     def stop(self) -> None:
         for checkpointer in self.running.values():
@@ -170,13 +175,22 @@ _checkpoints = _Checkpoints()
 
 
 def _recycle(idle: bool) -> None:
-    """Close this thread's connections as the end of a request would (see the module doc)."""
+    """After a call or when idle: what the end of a request would do (see the module doc)."""
     try:
-        _close_old(idle)
+        for connection in connections.all(initialized_only=True):
+            if connection.connection is None or connection.in_atomic_block:
+                continue
+            if idle:
+                connection.close()
+                continue
+            if connection.errors_occurred or connection.settings_dict.get("CONN_MAX_AGE"):
+                # Django's own rule: unusable after an error, or past a positive
+                # CONN_MAX_AGE. (With 0 it would close after every call; the
+                # idle close is this thread's end of a request.)
+                connection.close_if_unusable_or_obsolete()
+            _checkpoints.watch(connection)
         if idle:
             _checkpoints.stop()
-        else:
-            _checkpoints.watch()
     except Exception:
         # A connection that fails to close must not stop the thread serving.
         logger.exception("%s could not close a database connection", THREAD_NAME)
@@ -186,19 +200,6 @@ def _close_all() -> None:
     """Close every connection of this thread and stop its checkpointers."""
     connections.close_all()
     _checkpoints.stop()
-
-
-def _close_old(idle: bool) -> None:
-    for connection in connections.all(initialized_only=True):
-        if connection.connection is None or connection.in_atomic_block:
-            continue
-        if idle:
-            connection.close()
-        elif connection.errors_occurred or connection.settings_dict.get("CONN_MAX_AGE"):
-            # Django's own rule: unusable after an error, or past a positive
-            # CONN_MAX_AGE. (With 0 it would close after every call; the idle
-            # close is this thread's end of a request.)
-            connection.close_if_unusable_or_obsolete()
 
 
 class _Thread:
