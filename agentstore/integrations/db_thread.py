@@ -353,10 +353,13 @@ def close_connections(timeout: float = 30.0) -> None:
     """Close the connections of this module's thread now (tests, before dropping a database).
 
     A no-op when the thread was never started in this process. Call it from
-    synchronous code, not from the thread's own work.
+    synchronous code (or from the thread's own work, where it closes at once).
     """
     current = _thread
     if current is None or current.pid != os.getpid():
+        return
+    if threading.current_thread() is current.thread:
+        _close_all()  # called from the thread's own work: waiting for itself would hang
         return
     if not current.call(_close_all, timeout):
         raise TimeoutError(f"{THREAD_NAME} did not close its connections in {timeout}s")

@@ -285,3 +285,12 @@ def test_a_sqlite_file_is_checkpointed_by_a_thread_while_busy(
         assert checkpointers() == []  # PostgreSQL has no WAL of ours to checkpoint
     db_thread.close_connections()
     assert checkpointers() == []
+
+
+def test_close_connections_from_the_threads_own_work_does_not_wait_for_itself() -> None:
+    async def main() -> Any:
+        await AgentStoreSession("self-close").get_items()
+        await db_thread.run(db_thread.close_connections, 5.0)
+        return await db_thread.run(raw_connection)
+
+    assert asyncio.run(main()) is None
