@@ -18,7 +18,7 @@ through three writers, each on its own SQLite file in WAL mode with
 * ``sqlite``   — the SDK's ``SQLiteSession`` (its async API, as the Runner calls
   it), on the same settings (the bench subclass adds ``synchronous=NORMAL``;
   the SDK only sets WAL);
-* ``agentstore`` — ``AgentStoreSession`` (async API, ``sync_to_async``): the
+* ``agentstore`` — ``AgentStoreSession`` (async API, on ``db_thread``'s thread): the
   item validated, hashed (RFC 8785, SHA-256) and appended to the log tree, the
   hold checked, one transaction; ``get_items`` walks the branch from the leaf.
 

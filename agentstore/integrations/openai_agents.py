@@ -35,9 +35,11 @@ stored with ``"type": "message"`` — the format requires a type — and the ent
 records ``"openai_agents": {"typeless": true}`` so ``get_items`` gives back the
 item exactly as it was added.
 
-The methods are coroutines, as the SDK wants; each runs its database work with
-``sync_to_async`` (thread-sensitive: the thread owning Django's connection), so
-the event loop never blocks. The ``*_sync`` twins serve synchronous code.
+The methods are coroutines, as the SDK wants; each runs its database work off
+the event loop (:func:`agentstore.integrations.db_thread.run`: the thread of a
+waiting synchronous caller or of a Django request, as ``sync_to_async`` would
+choose; else one thread of agentstore's own), so the event loop never blocks.
+The ``*_sync`` twins serve synchronous code.
 Writing holds the session (LogStore holds): another process writing the same
 conversation gets ``SessionLocked`` until this one calls :meth:`close` (or
 exits); different conversations never contend beyond SQLite's writer queue.
@@ -45,18 +47,16 @@ exits); different conversations never contend beyond SQLite's writer queue.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 from agents.items import TResponseInputItem
 from agents.memory import SessionABC, SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
-from asgiref.sync import sync_to_async
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import Entry
+from agentstore.integrations import db_thread
 from agentstore.integrations.conversation import ConversationLog
 from agentstore.stores.log import LogStore
 
@@ -109,27 +109,6 @@ def entry_item(entry: Entry) -> TResponseInputItem:
     if isinstance(mark, dict) and mark.get("typeless") is True:
         item.pop("type", None)
     return cast(TResponseInputItem, item)
-
-
-async def _finish(awaitable: Awaitable[T]) -> T:
-    """Await a write to its end even if the caller is cancelled meanwhile.
-
-    The write runs in a thread, which cancellation cannot stop; returning early
-    would let the caller believe it did not happen. Like the SDK's own
-    sessions, wait for the outcome, then re-raise the cancellation.
-    """
-    task = asyncio.ensure_future(awaitable)
-    try:
-        # The common case, in one await: shield() keeps the write running if
-        # the caller is cancelled (then the loop below waits for its end).
-        return await asyncio.shield(task)
-    except asyncio.CancelledError as exc:
-        cancelled = exc  # the caller's, or the write's own (task.result() re-raises it)
-    while not task.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({task})
-    task.result()  # a write that failed raises its own error
-    raise cancelled
 
 
 class AgentStoreSession(SessionABC):
@@ -236,28 +215,28 @@ class AgentStoreSession(SessionABC):
             self.log.close()
 
     # -- the protocol, as the SDK calls it ---------------------------------------
-    # sync_to_async's default (thread_sensitive=True) runs the database work on
-    # the thread that owns Django's connection, never on the event loop.
+    # db_thread.run: the thread that should own Django's connection (a waiting
+    # sync caller's, a request's, else agentstore's own), never the event loop.
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Async :meth:`get_items_sync` (the SDK protocol)."""
-        return await sync_to_async(self.get_items_sync)(limit)
+        return await db_thread.run(self.get_items_sync, limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Async :meth:`add_items_sync` (the SDK protocol); completes even if cancelled."""
-        await _finish(sync_to_async(self.add_items_sync)(list(items)))
+        await db_thread.run_to_end(self.add_items_sync, list(items))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Async :meth:`pop_item_sync` (the SDK protocol); completes even if cancelled."""
-        return await _finish(sync_to_async(self.pop_item_sync)())
+        return await db_thread.run_to_end(self.pop_item_sync)
 
     async def clear_session(self) -> None:
         """Async :meth:`clear_session_sync` (the SDK protocol); completes even if cancelled."""
-        await _finish(sync_to_async(self.clear_session_sync)())
+        await db_thread.run_to_end(self.clear_session_sync)
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
-        await sync_to_async(self.close)()
+        await db_thread.run(self.close)
 
     def __enter__(self) -> AgentStoreSession:
         return self

@@ -2,8 +2,8 @@
 
 The real SDK runs offline (``tests/integrations/agents_fakes.py``: a scripted
 model, a dummy key, tracing off). Every test is transactional because the
-session does its database work in ``sync_to_async``'s thread, which has its
-own connection.
+session's coroutines do their database work on another thread
+(``agentstore.integrations.db_thread``), which has its own connection.
 """
 
 from __future__ import annotations
