@@ -289,13 +289,29 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         thread_id = str(configurable["thread_id"])
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         # Serialized before the connection is taken: the lock covers SQL only.
+        # Small values (and cleared channels) ride in the checkpoint's row,
+        # every one the checkpoint reads; the others are stored once per new
+        # version in the blob table (decision 325).
         values = checkpoint["channel_values"]
+        versions = checkpoint["channel_versions"]
         dumps = self.serde.dumps_typed
-        blobs = [
-            ChannelBlob(channel=channel, version=str(version), type=type_, blob=blob)
-            for channel, version in new_versions.items()
-            for type_, blob in [dumps(values[channel]) if channel in values else _EMPTY]
-        ]
+        inline: builtins.list[ChannelBlob] = []
+        blobs: builtins.list[ChannelBlob] = []
+        for channel, value in values.items():
+            if _small(value):
+                type_, blob = dumps(value)
+                version = str(versions.get(channel, ""))
+                inline.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
+        for channel, version in new_versions.items():
+            if channel not in values:
+                inline.append(
+                    ChannelBlob(channel=channel, version=str(version), type="empty", blob=None)
+                )
+            elif not _small(values[channel]):
+                type_, blob = dumps(values[channel])
+                blobs.append(
+                    ChannelBlob(channel=channel, version=str(version), type=type_, blob=blob)
+                )
         type_, data = dumps({**checkpoint, "channel_values": {}})
         metadata = get_serializable_checkpoint_metadata(config, metadata)
         with _shared(self.using).borrowed():
@@ -307,8 +323,9 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
                 type_,
                 data,
                 metadata,
-                checkpoint["channel_versions"],
+                versions,
                 blobs,
+                inline=inline,
                 owner_id=self.owner_id,
             )
         return {
@@ -441,8 +458,26 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
 #: Checkpoints ``list``/``alist`` read per page (per hop, for ``alist``).
 PAGE = 50
 
-#: A channel cleared at this version (``CheckpointBlob.blob`` NULL).
-_EMPTY: tuple[str, bytes | None] = ("empty", None)
+#: The longest string kept in the checkpoint's row rather than the blob table.
+INLINE_CHARS = 256
+
+
+def _small(value: Any) -> bool:
+    """Whether ``value`` is kept in its checkpoint's row (``Checkpoint.inline``).
+
+    ``None``, booleans, numbers and strings up to :data:`INLINE_CHARS`: what
+    ``PostgresSaver`` keeps in its checkpoint row (it keeps strings of any
+    length). Rewritten with every checkpoint, so only what is cheap to rewrite;
+    exact types, so a subclass with its own serialization takes the blob table.
+    """
+    kind = type(value)
+    return (
+        value is None
+        or kind is int
+        or kind is float
+        or kind is bool
+        or (kind is str and len(value) <= INLINE_CHARS)
+    )
 
 
 def close_connections(using: str = DEFAULT_DB_ALIAS) -> None:

@@ -103,6 +103,7 @@ READ_FIELDS = (
     "metadata",
     "channel_versions",
     "created_at",
+    "inline",
 )
 READ_COLUMNS = names(Checkpoint, *READ_FIELDS)
 _PLACE = f"WHERE {names(Checkpoint, 'session')} = %s AND {names(Checkpoint, 'checkpoint_ns')} = %s"

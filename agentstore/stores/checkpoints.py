@@ -35,6 +35,7 @@ import contextlib
 import itertools
 import json
 import sqlite3
+import struct
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -62,7 +63,9 @@ __all__ = [
     "PRUNE_STRATEGIES",
     "CheckpointStore",
     "delete_thread_rows",
+    "pack_inline",
     "touch_thread",
+    "unpack_inline",
 ]
 
 GRAPH = SessionKind.GRAPH.value
@@ -137,13 +140,18 @@ class CheckpointStore:
         channel_versions: Mapping[str, Any],
         blobs: Sequence[ChannelBlob] = (),
         *,
+        inline: Sequence[ChannelBlob] = (),
         owner_id: int | None = None,
     ) -> None:
         """Store one checkpoint and the channel blobs new in it (one transaction).
 
         A blob whose ``(channel, version)`` is already stored is kept as is (a
         version names one value); a checkpoint stored again under its id replaces
-        its data and metadata, as LangGraph's own savers do.
+        its data and metadata, as LangGraph's own savers do. ``inline`` values
+        are kept in the checkpoint's own row instead (``Checkpoint.inline``):
+        the caller passes there every small value the checkpoint reads, new or
+        not, and those channels are never looked up in the blob table when this
+        checkpoint is read (decision 325).
         """
         if not checkpoint_id:
             raise ValidationError("checkpoint_id must not be empty", field="checkpoint_id")
@@ -161,6 +169,7 @@ class CheckpointStore:
             metadata=_json_param(metadata, connection),
             channel_versions=_json_param(channel_versions, connection),
             run_id=run_id if isinstance(run_id, str) else "",
+            inline=pack_inline(inline),
             created_at=connection.ops.adapt_datetimefield_value(now),
         )
         blob_params = [
@@ -551,8 +560,14 @@ class CheckpointStore:
         blobs: dict[tuple[str, str, str, str], ChannelBlob] = {}
         writes: dict[tuple[str, str, str], builtins.list[PendingWriteRow]] = defaultdict(list)
         for (thread_id, ns), group in by_place.items():
-            channels = {ch for r in group for ch in r.channel_versions}
-            versions = {str(v) for r in group for v in r.channel_versions.values()}
+            wanted = [
+                (ch, v)
+                for r in group
+                for ch, v in r.channel_versions.items()
+                if not any(b.channel == ch for b in r.blobs)
+            ]
+            channels = {ch for ch, _ in wanted}
+            versions = {str(v) for _, v in wanted}
             if channels:
                 # channel IN (…) AND version IN (…) is a handful of seeks on the
                 # unique (session, ns, channel, version) index, never a scan.
@@ -581,10 +596,15 @@ class CheckpointStore:
                 writes[(thread_id, ns, row[0])].append(_write(*row[1:]))
         hydrated = []
         for r in records:
-            read = tuple(
-                found
-                for ch, v in r.channel_versions.items()
-                if (found := blobs.get((r.thread_id, r.checkpoint_ns, ch, str(v)))) is not None
+            inline = {b.channel for b in r.blobs}
+            read = (
+                *r.blobs,
+                *(
+                    found
+                    for ch, v in r.channel_versions.items()
+                    if ch not in inline
+                    and (found := blobs.get((r.thread_id, r.checkpoint_ns, ch, str(v)))) is not None
+                ),
             )
             hydrated.append(
                 replace(
@@ -616,10 +636,11 @@ def _read(
     if row is None:
         return None
     record = _record(thread_id, checkpoint_ns, row)
-    # The blobs it reads, by (channel, version) on the unique index, and
-    # its pending writes: one more statement of index lookups, never
-    # the history.
-    versions = sorted(record.channel_versions.items())
+    # The blobs it reads (but keeps inline), by (channel, version) on the
+    # unique index, and its pending writes: one more statement of index
+    # lookups, never the history.
+    inline = {b.channel for b in record.blobs}
+    versions = sorted((ch, v) for ch, v in record.channel_versions.items() if ch not in inline)
     cursor.execute(
         mark(checkpoint_sql.values_of(len(versions))),
         [
@@ -630,7 +651,7 @@ def _read(
     rows = cursor.fetchall()
     blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
     writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
-    return replace(record, blobs=tuple(blobs), writes=tuple(writes))
+    return replace(record, blobs=(*record.blobs, *blobs), writes=tuple(writes))
 
 
 def _blob(channel: str, version: str, type: str, blob: Any) -> ChannelBlob:
@@ -668,11 +689,13 @@ def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> An
 
 
 def _record(thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> CheckpointRecord:
-    """A row of ``checkpoint_sql.READ_FIELDS`` as a record (without blobs and writes).
+    """A row of ``checkpoint_sql.READ_FIELDS`` as a record (without table blobs and writes).
 
     Read by a raw cursor (``get``) or the ORM (``list``): JSON may be text or
-    decoded, the timestamp text or a datetime.
+    decoded, the timestamp text or a datetime. ``blobs`` are the row's inline
+    values.
     """
+    channel_versions = _json(row[5])
     return CheckpointRecord(
         thread_id=thread_id,
         checkpoint_ns=checkpoint_ns,
@@ -681,10 +704,56 @@ def _record(thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> Checkpoin
         type=row[2],
         checkpoint=bytes(row[3]),
         metadata=_json(row[4]),
-        channel_versions=_json(row[5]),
+        channel_versions=channel_versions,
         # SQLite hands raw cursors the stored text: the one timestamp path (agentstore/sql).
         created_at=sql.utc(row[6]),
+        blobs=unpack_inline(row[7], channel_versions) if row[7] else (),
     )
+
+
+# One inline value: the lengths of its channel (UTF-8), type (UTF-8) and value
+# (-1 for None: a cleared channel), then the three.
+_INLINE_HEAD = struct.Struct(">IIi")
+
+
+def pack_inline(blobs: Sequence[ChannelBlob]) -> bytes:
+    """``Checkpoint.inline``: a checkpoint's small ``(channel, type, bytes)`` values, packed.
+
+    Opaque bytes like the values themselves (no JSON: values are binary), read
+    back by :func:`unpack_inline`. Versions are not packed: they are the
+    checkpoint's ``channel_versions``.
+    """
+    parts: builtins.list[bytes] = []
+    for b in blobs:
+        channel, type_ = b.channel.encode(), b.type.encode()
+        value = b.blob
+        parts.append(
+            _INLINE_HEAD.pack(len(channel), len(type_), -1 if value is None else len(value))
+        )
+        parts += (channel, type_, value or b"")
+    return b"".join(parts)
+
+
+def unpack_inline(data: Any, versions: Mapping[str, Any]) -> tuple[ChannelBlob, ...]:
+    """The values :func:`pack_inline` packed, each at its version in ``versions``."""
+    view = memoryview(data)
+    blobs = []
+    at, size, head = 0, len(view), _INLINE_HEAD.size
+    while at < size:
+        n_channel, n_type, n_value = _INLINE_HEAD.unpack_from(view, at)
+        at += head
+        channel = str(view[at : at + n_channel], "utf-8")
+        at += n_channel
+        type_ = str(view[at : at + n_type], "utf-8")
+        at += n_type
+        value = None if n_value < 0 else bytes(view[at : at + n_value])
+        at += max(n_value, 0)
+        blobs.append(
+            ChannelBlob(
+                channel=channel, version=str(versions.get(channel, "")), type=type_, blob=value
+            )
+        )
+    return tuple(blobs)
 
 
 def _json(value: Any) -> dict[str, Any]:
