@@ -312,7 +312,9 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
                 blobs.append(
                     ChannelBlob(channel=channel, version=str(version), type=type_, blob=blob)
                 )
-        type_, data = dumps({**checkpoint, "channel_values": {}})
+        # Without its values and versions: the versions are stored as JSON
+        # (Checkpoint.channel_versions) and put back from there on reading.
+        type_, data = dumps({**checkpoint, "channel_values": {}, "channel_versions": {}})
         metadata = get_serializable_checkpoint_metadata(config, metadata)
         with _shared(self.using).borrowed():
             self.store.put(

@@ -635,23 +635,21 @@ def _read(
     row = cursor.fetchone()
     if row is None:
         return None
-    record = _record(thread_id, checkpoint_ns, row)
-    # The blobs it reads (but keeps inline), by (channel, version) on the
+    versions = _json(row[5])
+    inline = unpack_inline(row[7], versions) if row[7] else ()
+    # The blobs it reads (those not inline), by (channel, version) on the
     # unique index, and its pending writes: one more statement of index
     # lookups, never the history.
-    inline = {b.channel for b in record.blobs}
-    versions = sorted((ch, v) for ch, v in record.channel_versions.items() if ch not in inline)
-    cursor.execute(
-        mark(checkpoint_sql.values_of(len(versions))),
-        [
-            *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
-            *(thread_id, checkpoint_ns, record.checkpoint_id),
-        ],
-    )
+    kept = {b.channel for b in inline}
+    wanted = sorted((ch, str(v)) for ch, v in versions.items() if ch not in kept)
+    params = [thread_id, checkpoint_ns, row[0]]
+    if wanted:
+        params[:0] = [x for ch, v in wanted for x in (thread_id, checkpoint_ns, ch, v)]
+    cursor.execute(mark(checkpoint_sql.values_of(len(wanted))), params)
     rows = cursor.fetchall()
-    blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
+    blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]] if wanted else []
     writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
-    return replace(record, blobs=(*record.blobs, *blobs), writes=tuple(writes))
+    return _record(thread_id, checkpoint_ns, row, versions, (*inline, *blobs), tuple(writes))
 
 
 def _blob(channel: str, version: str, type: str, blob: Any) -> ChannelBlob:
@@ -684,18 +682,33 @@ def _any_of(conditions: builtins.list[Q]) -> Q:
 
 
 def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> Any:
-    """``value`` adapted for a JSON column of the connection's backend (as the ORM would)."""
-    return Checkpoint._meta.get_field("metadata").get_db_prep_save(dict(value), connection)
+    """``value`` adapted for a JSON column of the connection's backend (as the ORM would).
+
+    What ``JSONField.get_db_prep_save`` ends in (the checkpoint's JSON fields
+    have no encoder), without the field's layers around it: text on SQLite, a
+    ``Jsonb`` on PostgreSQL.
+    """
+    return connection.ops.adapt_json_value(dict(value), None)
 
 
-def _record(thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> CheckpointRecord:
-    """A row of ``checkpoint_sql.READ_FIELDS`` as a record (without table blobs and writes).
+def _record(
+    thread_id: str,
+    checkpoint_ns: str,
+    row: Sequence[Any],
+    channel_versions: dict[str, Any] | None = None,
+    blobs: tuple[ChannelBlob, ...] | None = None,
+    writes: tuple[PendingWriteRow, ...] = (),
+) -> CheckpointRecord:
+    """A row of ``checkpoint_sql.READ_FIELDS`` as a record.
 
     Read by a raw cursor (``get``) or the ORM (``list``): JSON may be text or
-    decoded, the timestamp text or a datetime. ``blobs`` are the row's inline
-    values.
+    decoded, the timestamp text or a datetime. Without ``blobs``, the record's
+    blobs are the row's inline values (``list`` adds the table's later).
     """
-    channel_versions = _json(row[5])
+    if channel_versions is None:
+        channel_versions = _json(row[5])
+    if blobs is None:
+        blobs = unpack_inline(row[7], channel_versions) if row[7] else ()
     return CheckpointRecord(
         thread_id=thread_id,
         checkpoint_ns=checkpoint_ns,
@@ -707,7 +720,8 @@ def _record(thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> Checkpoin
         channel_versions=channel_versions,
         # SQLite hands raw cursors the stored text: the one timestamp path (agentstore/sql).
         created_at=sql.utc(row[6]),
-        blobs=unpack_inline(row[7], channel_versions) if row[7] else (),
+        blobs=blobs,
+        writes=writes,
     )
 
 
