@@ -44,10 +44,11 @@ __all__ = [
     "UPSERT_CHECKPOINT",
     "UPSERT_WRITE",
     "WRITE",
+    "WRITE_FIELDS",
+    "blobs_of",
     "many",
     "put",
     "qmark",
-    "values_of",
 ]
 
 CHECKPOINT = Checkpoint._meta.db_table
@@ -106,37 +107,50 @@ READ_FIELDS = (
     "inline",
 )
 READ_COLUMNS = names(Checkpoint, *READ_FIELDS)
-_PLACE = f"WHERE {names(Checkpoint, 'session')} = %s AND {names(Checkpoint, 'checkpoint_ns')} = %s"
-#: The latest checkpoint of a namespace: the last entry of the unique
-#: (session, ns, checkpoint_id) index, never the history. Parameters: thread, namespace.
-GET_LATEST = (
-    f"SELECT {READ_COLUMNS} FROM {CHECKPOINT} {_PLACE} "
-    f"ORDER BY {names(Checkpoint, 'checkpoint_id')} DESC LIMIT 1"
-)
-#: One checkpoint by id. Parameters: thread, namespace, checkpoint id.
-GET_BY_ID = (
-    f"SELECT {READ_COLUMNS} FROM {CHECKPOINT} {_PLACE} "
-    f"AND {names(Checkpoint, 'checkpoint_id')} = %s"
-)
+#: The pending-write fields ``get`` reads beside the checkpoint, in that order.
+WRITE_FIELDS = ("task_id", "task_path", "idx", "channel", "type", "blob")
 
-# One exact lookup on the unique (session, ns, channel, version) index per pair,
+
+def _get(where: str) -> str:
+    """A checkpoint (``READ_COLUMNS``) joined with its pending writes (``WRITE_FIELDS``).
+
+    One row per write, or one row with NULL write columns when it has none:
+    a single statement, so a read whose channel values are all inline is one
+    round trip on PostgreSQL (decision 327).
+    """
+    c_session, c_ns, c_id = names(Checkpoint, "session", "checkpoint_ns", "checkpoint_id").split(
+        ", "
+    )
+    w_session, w_ns, w_id = names(
+        CheckpointWrite, "session", "checkpoint_ns", "checkpoint_id"
+    ).split(", ")
+    read = ", ".join(f"c.{column}" for column in READ_COLUMNS.split(", "))
+    written = ", ".join(
+        f"w.{column}" for column in names(CheckpointWrite, *WRITE_FIELDS).split(", ")
+    )
+    return (
+        f"SELECT {read}, {written} FROM {CHECKPOINT} c LEFT JOIN {WRITE} w "
+        f"ON w.{w_session} = c.{c_session} AND w.{w_ns} = c.{c_ns} AND w.{w_id} = c.{c_id} "
+        f"WHERE c.{c_session} = %s AND c.{c_ns} = %s AND c.{c_id} = {where}"
+    )
+
+
+_SESSION, _NS, _ID = names(Checkpoint, "session", "checkpoint_ns", "checkpoint_id").split(", ")
+#: The latest checkpoint of a namespace with its writes: ``MAX(checkpoint_id)``
+#: is one seek to the end of the unique (session, ns, checkpoint_id) index,
+#: never the history. Parameters: thread, namespace, thread, namespace.
+GET_LATEST = _get(f"(SELECT MAX({_ID}) FROM {CHECKPOINT} WHERE {_SESSION} = %s AND {_NS} = %s)")
+#: One checkpoint by id with its writes. Parameters: thread, namespace, checkpoint id.
+GET_BY_ID = _get("%s")
+
+# One exact lookup on the unique (session, ns, version, channel) index per pair,
 # joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR …" as a
-# range over (session, ns) — every blob of the thread. The rows have the
-# writes' shape (see values_of), with 0 first.
+# range over (session, ns) — every blob of the thread.
 _BLOB_SELECT = (
-    f"SELECT 0, {names(CheckpointBlob, 'channel', 'version')}, CAST(NULL AS INTEGER), NULL, "
-    f"{names(CheckpointBlob, 'type', 'blob')} FROM {BLOB} WHERE "
+    f"SELECT {names(CheckpointBlob, 'channel', 'version', 'type', 'blob')} FROM {BLOB} WHERE "
     + " AND ".join(
         f"{c} = %s"
         for c in names(CheckpointBlob, "session", "checkpoint_ns", "channel", "version").split(", ")
-    )
-)
-_WRITES_SELECT = (
-    f"SELECT 1, {names(CheckpointWrite, 'task_id', 'task_path', 'idx', 'channel', 'type', 'blob')} "
-    f"FROM {WRITE} WHERE "
-    + " AND ".join(
-        f"{c} = %s"
-        for c in names(CheckpointWrite, "session", "checkpoint_ns", "checkpoint_id").split(", ")
     )
 )
 
@@ -158,16 +172,13 @@ COPY_THREAD = (_copy(Checkpoint), _copy(CheckpointBlob), _copy(CheckpointWrite))
 
 
 @lru_cache(maxsize=64)
-def values_of(pairs: int) -> str:
-    """SELECT the blobs of ``pairs`` (channel, version) pairs and a checkpoint's writes.
+def blobs_of(pairs: int) -> str:
+    """SELECT the blobs of ``pairs`` (channel, version) pairs: ``channel, version, type, blob``.
 
-    One statement (one round trip on PostgreSQL). Rows are
-    ``(0, channel, version, NULL, NULL, type, blob)`` for a blob and
-    ``(1, task_id, task_path, idx, channel, type, blob)`` for a write.
-    Parameters: (thread, namespace, channel, version) per pair, then
-    (thread, namespace, checkpoint id).
+    One statement (one round trip on PostgreSQL). Parameters: (thread,
+    namespace, channel, version) per pair.
     """
-    return " UNION ALL ".join([*[_BLOB_SELECT] * pairs, _WRITES_SELECT])
+    return " UNION ALL ".join([_BLOB_SELECT] * pairs)
 
 
 @lru_cache(maxsize=256)

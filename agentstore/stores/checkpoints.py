@@ -631,25 +631,33 @@ def _read(
     if checkpoint_id:
         cursor.execute(mark(checkpoint_sql.GET_BY_ID), [thread_id, checkpoint_ns, checkpoint_id])
     else:
-        cursor.execute(mark(checkpoint_sql.GET_LATEST), [thread_id, checkpoint_ns])
-    row = cursor.fetchone()
-    if row is None:
+        cursor.execute(
+            mark(checkpoint_sql.GET_LATEST), [thread_id, checkpoint_ns, thread_id, checkpoint_ns]
+        )
+    # The checkpoint once per pending write (or once, with NULL write columns).
+    rows = cursor.fetchall()
+    if not rows:
         return None
+    row = rows[0]
     versions = _json(row[5])
     inline = unpack_inline(row[7], versions) if row[7] else ()
-    # The blobs it reads (those not inline), by (channel, version) on the
-    # unique index, and its pending writes: one more statement of index
-    # lookups, never the history.
+    writes = _sorted_writes(_write(*r[_WRITE_AT:]) for r in rows if r[_WRITE_AT] is not None)
+    # The blobs it reads that are not inline: one statement of exact lookups
+    # on the unique index, never the history — and none when all are inline.
     kept = {b.channel for b in inline}
     wanted = sorted((ch, str(v)) for ch, v in versions.items() if ch not in kept)
-    params = [thread_id, checkpoint_ns, row[0]]
+    blobs: builtins.list[ChannelBlob] = []
     if wanted:
-        params[:0] = [x for ch, v in wanted for x in (thread_id, checkpoint_ns, ch, v)]
-    cursor.execute(mark(checkpoint_sql.values_of(len(wanted))), params)
-    rows = cursor.fetchall()
-    blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]] if wanted else []
-    writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
+        cursor.execute(
+            mark(checkpoint_sql.blobs_of(len(wanted))),
+            [x for ch, v in wanted for x in (thread_id, checkpoint_ns, ch, v)],
+        )
+        blobs = [_blob(*r) for r in cursor.fetchall()]
     return _record(thread_id, checkpoint_ns, row, versions, (*inline, *blobs), tuple(writes))
+
+
+#: Where a ``get`` row's write columns start (after ``READ_FIELDS``).
+_WRITE_AT = len(checkpoint_sql.READ_FIELDS)
 
 
 def _blob(channel: str, version: str, type: str, blob: Any) -> ChannelBlob:

@@ -268,7 +268,7 @@ def test_put_and_get_latest_issue_the_same_indexed_queries_at_10_or_100000_check
                     # An index search, never a table scan or a sort of the history.
                     assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
     assert costs[0] == costs[1]
-    assert len(costs[0][0]) == 2  # the checkpoint, then its blobs and writes
+    assert len(costs[0][0]) == 2  # the checkpoint with its writes, then its blobs
     assert len(costs[0][1]) >= 3  # the session touch, the blob, the checkpoint
     assert Checkpoint.objects.filter(session_id="long").count() == 100_001
     page = list(saver.list(_config("long"), limit=3))
