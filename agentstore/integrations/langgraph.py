@@ -289,9 +289,11 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         thread_id = str(configurable["thread_id"])
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         # Serialized before the connection is taken: the lock covers SQL only.
-        # Small values (and cleared channels) ride in the checkpoint's row,
-        # every one the checkpoint reads; the others are stored once per new
-        # version in the blob table (decision 325).
+        # Small values ride in the checkpoint's row, every one the checkpoint
+        # reads, and so does an "empty" mark for every channel it has a
+        # version of but no value (a checkpoint's channel_values is the whole
+        # state): reading it looks up only the larger values, stored once per
+        # new version in the blob table (decision 325).
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
         dumps = self.serde.dumps_typed
@@ -302,15 +304,14 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
                 type_, blob = dumps(value)
                 version = str(versions.get(channel, ""))
                 inline.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
-        for channel, version in new_versions.items():
+            elif channel in new_versions:
+                type_, blob = dumps(value)
+                version = str(new_versions[channel])
+                blobs.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
+        for channel, version in versions.items():
             if channel not in values:
                 inline.append(
                     ChannelBlob(channel=channel, version=str(version), type="empty", blob=None)
-                )
-            elif not _small(values[channel]):
-                type_, blob = dumps(values[channel])
-                blobs.append(
-                    ChannelBlob(channel=channel, version=str(version), type=type_, blob=blob)
                 )
         # Without its values and versions: the versions are stored as JSON
         # (Checkpoint.channel_versions) and put back from there on reading.

@@ -29,7 +29,7 @@ from functools import lru_cache
 from django.db import models
 
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite
-from agentstore.sql import columns, marks, names
+from agentstore.sql import columns, marks, names, timestamp_column
 
 __all__ = [
     "BLOB",
@@ -41,6 +41,8 @@ __all__ = [
     "INSERT_WRITE",
     "READ_COLUMNS",
     "READ_FIELDS",
+    "SQLITE_GET_BY_ID",
+    "SQLITE_GET_LATEST",
     "UPSERT_CHECKPOINT",
     "UPSERT_WRITE",
     "WRITE",
@@ -111,12 +113,13 @@ READ_COLUMNS = names(Checkpoint, *READ_FIELDS)
 WRITE_FIELDS = ("task_id", "task_path", "idx", "channel", "type", "blob")
 
 
-def _get(where: str) -> str:
+def _get(where: str, vendor: str) -> str:
     """A checkpoint (``READ_COLUMNS``) joined with its pending writes (``WRITE_FIELDS``).
 
     One row per write, or one row with NULL write columns when it has none:
     a single statement, so a read whose channel values are all inline is one
-    round trip on PostgreSQL (decision 327).
+    round trip on PostgreSQL (decision 327). On SQLite the timestamp is read
+    as text (:func:`agentstore.sql.timestamp_column`: no converter per row).
     """
     c_session, c_ns, c_id = names(Checkpoint, "session", "checkpoint_ns", "checkpoint_id").split(
         ", "
@@ -124,7 +127,10 @@ def _get(where: str) -> str:
     w_session, w_ns, w_id = names(
         CheckpointWrite, "session", "checkpoint_ns", "checkpoint_id"
     ).split(", ")
-    read = ", ".join(f"c.{column}" for column in READ_COLUMNS.split(", "))
+    read = ", ".join(
+        timestamp_column(f"c.{column}", vendor) if field == "created_at" else f"c.{column}"
+        for field, column in zip(READ_FIELDS, READ_COLUMNS.split(", "), strict=True)
+    )
     written = ", ".join(
         f"w.{column}" for column in names(CheckpointWrite, *WRITE_FIELDS).split(", ")
     )
@@ -136,12 +142,22 @@ def _get(where: str) -> str:
 
 
 _SESSION, _NS, _ID = names(Checkpoint, "session", "checkpoint_ns", "checkpoint_id").split(", ")
-#: The latest checkpoint of a namespace with its writes: ``MAX(checkpoint_id)``
-#: is one seek to the end of the unique (session, ns, checkpoint_id) index,
-#: never the history. Parameters: thread, namespace, thread, namespace.
-GET_LATEST = _get(f"(SELECT MAX({_ID}) FROM {CHECKPOINT} WHERE {_SESSION} = %s AND {_NS} = %s)")
+# Not MAX(checkpoint_id): PostgreSQL's generic plan for a prepared MAX may
+# aggregate the whole thread's index range (estimated as one row); ORDER BY …
+# DESC LIMIT 1 is a backward index scan that stops at the first entry.
+_LATEST = (
+    f"(SELECT {_ID} FROM {CHECKPOINT} WHERE {_SESSION} = %s AND {_NS} = %s "
+    f"ORDER BY {_ID} DESC LIMIT 1)"
+)
+#: The latest checkpoint of a namespace with its writes: the last entry of the
+#: unique (session, ns, checkpoint_id) index, never the history. Parameters:
+#: thread, namespace, thread, namespace.
+GET_LATEST = _get(_LATEST, "postgresql")
 #: One checkpoint by id with its writes. Parameters: thread, namespace, checkpoint id.
-GET_BY_ID = _get("%s")
+GET_BY_ID = _get("%s", "postgresql")
+#: ``GET_LATEST`` and ``GET_BY_ID`` for SQLite (the timestamp as text).
+SQLITE_GET_LATEST = _get(_LATEST, "sqlite")
+SQLITE_GET_BY_ID = _get("%s", "sqlite")
 
 # One exact lookup on the unique (session, ns, version, channel) index per pair,
 # joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR …" as a

@@ -459,10 +459,14 @@ class CheckpointStore:
         raw = bare_sqlite(self.using)
         if raw is None:
             with connection.cursor() as cursor:
-                return _read(cursor, str, thread_id, checkpoint_ns, checkpoint_id)
+                return _read(
+                    cursor, str, connection.vendor, thread_id, checkpoint_ns, checkpoint_id
+                )
         # The bare sqlite3 cursor when nothing observes Django's (decision 295).
         with connection.wrap_database_errors, contextlib.closing(raw.cursor()) as cursor:
-            return _read(cursor, checkpoint_sql.qmark, thread_id, checkpoint_ns, checkpoint_id)
+            return _read(
+                cursor, checkpoint_sql.qmark, "sqlite", thread_id, checkpoint_ns, checkpoint_id
+            )
 
     def list(
         self,
@@ -623,17 +627,19 @@ class CheckpointStore:
 def _read(
     cursor: Any,
     mark: Callable[[str], str],
+    vendor: str,
     thread_id: str,
     checkpoint_ns: str,
     checkpoint_id: str | None,
 ) -> CheckpointRecord | None:
     """``CheckpointStore.get`` on ``cursor`` (Django's, or sqlite3's with ``mark=qmark``)."""
+    sqlite = vendor == "sqlite"
     if checkpoint_id:
-        cursor.execute(mark(checkpoint_sql.GET_BY_ID), [thread_id, checkpoint_ns, checkpoint_id])
+        by_id = checkpoint_sql.SQLITE_GET_BY_ID if sqlite else checkpoint_sql.GET_BY_ID
+        cursor.execute(mark(by_id), [thread_id, checkpoint_ns, checkpoint_id])
     else:
-        cursor.execute(
-            mark(checkpoint_sql.GET_LATEST), [thread_id, checkpoint_ns, thread_id, checkpoint_ns]
-        )
+        latest = checkpoint_sql.SQLITE_GET_LATEST if sqlite else checkpoint_sql.GET_LATEST
+        cursor.execute(mark(latest), [thread_id, checkpoint_ns, thread_id, checkpoint_ns])
     # The checkpoint once per pending write (or once, with NULL write columns).
     rows = cursor.fetchall()
     if not rows:
