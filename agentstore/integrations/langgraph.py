@@ -308,10 +308,10 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
                 type_, blob = dumps(value)
                 version = str(new_versions[channel])
                 blobs.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
-        for channel, version in versions.items():
+        for channel, cleared in versions.items():
             if channel not in values:
                 inline.append(
-                    ChannelBlob(channel=channel, version=str(version), type="empty", blob=None)
+                    ChannelBlob(channel=channel, version=str(cleared), type="empty", blob=None)
                 )
         # Without its values and versions: the versions are stored as JSON
         # (Checkpoint.channel_versions) and put back from there on reading.
