@@ -15,9 +15,10 @@ its forks, the state at any checkpoint, pending writes and open interrupts.
 The saver is a thin adapter: it serializes with the saver's ``serde`` (LangGraph's
 ``JsonPlusSerializer`` unless you pass another) and hands ``(type, bytes)`` rows to
 :class:`~agentstore.stores.checkpoints.CheckpointStore`, which stores them exactly
-as given. agentstore itself pickles nothing. Channel values are stored once per
-channel version (like LangGraph's ``PostgresSaver``), so a long conversation does
-not rewrite unchanged channels at every step.
+as given. agentstore itself pickles nothing. Small channel values (``None``,
+booleans, numbers, short strings) ride in the checkpoint's own row, as
+``PostgresSaver`` keeps primitives in its; larger ones are stored once per channel
+version, so a long conversation does not rewrite unchanged channels at every step.
 
 The savers of a process share one database connection per alias (see
 :class:`_SharedConnection` for why), lent to the calling thread for each call:

@@ -19,13 +19,14 @@ A thread is a :class:`~agentstore.models.Session` of kind ``graph`` whose id is 
 it owns; both through :class:`~agentstore.stores.sessions.SessionStore`, the one
 writer of session rows.
 
-Cost (docs/integrations/langgraph.md, "Performance"): ``put`` is three
-statements in one short write transaction, ``get`` of the latest checkpoint three
-index lookups (``ORDER BY checkpoint_id DESC LIMIT 1`` on the unique
-``(session, checkpoint_ns, checkpoint_id)`` index, then the blobs by
-``(channel, version)`` and the writes by checkpoint id) — neither reads the
-thread's history, so both cost the same at 10 or 100,000 checkpoints. ``list``
-pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
+Cost (docs/integrations/langgraph.md, "Performance"): ``put`` is one or two
+statements in one short write transaction (the checkpoint row, which carries the
+small values inline, and the new larger blobs), ``get`` of the latest checkpoint
+one statement (``ORDER BY checkpoint_id DESC LIMIT 1`` on the unique
+``(session, checkpoint_ns, checkpoint_id)`` index, joined with its writes) plus
+one of exact ``(channel, version)`` lookups for values not inline — neither
+reads the thread's history, so both cost the same at 10 or 100,000 checkpoints.
+``list`` pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
 """
 
 from __future__ import annotations
