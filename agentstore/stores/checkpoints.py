@@ -565,11 +565,13 @@ class CheckpointStore:
         blobs: dict[tuple[str, str, str, str], ChannelBlob] = {}
         writes: dict[tuple[str, str, str], builtins.list[PendingWriteRow]] = defaultdict(list)
         for (thread_id, ns), group in by_place.items():
+            # The values each record does not carry inline (``_record``).
             wanted = [
                 (ch, v)
                 for r in group
+                for inline in [{b.channel for b in r.blobs}]
                 for ch, v in r.channel_versions.items()
-                if not any(b.channel == ch for b in r.blobs)
+                if ch not in inline
             ]
             channels = {ch for ch, _ in wanted}
             versions = {str(v) for _, v in wanted}
