@@ -15,9 +15,10 @@ its forks, the state at any checkpoint, pending writes and open interrupts.
 The saver is a thin adapter: it serializes with the saver's ``serde`` (LangGraph's
 ``JsonPlusSerializer`` unless you pass another) and hands ``(type, bytes)`` rows to
 :class:`~agentstore.stores.checkpoints.CheckpointStore`, which stores them exactly
-as given. agentstore itself pickles nothing. Channel values are stored once per
-channel version (like LangGraph's ``PostgresSaver``), so a long conversation does
-not rewrite unchanged channels at every step.
+as given. agentstore itself pickles nothing. Small channel values (``None``,
+booleans, numbers, short strings) ride in the checkpoint's own row, as
+``PostgresSaver`` keeps primitives in its; larger ones are stored once per channel
+version, so a long conversation does not rewrite unchanged channels at every step.
 
 The savers of a process share one database connection per alias (see
 :class:`_SharedConnection` for why), lent to the calling thread for each call:
@@ -289,14 +290,33 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         thread_id = str(configurable["thread_id"])
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         # Serialized before the connection is taken: the lock covers SQL only.
+        # Small values ride in the checkpoint's row, every one the checkpoint
+        # reads, and so does an "empty" mark for every channel it has a
+        # version of but no value (a checkpoint's channel_values is the whole
+        # state): reading it looks up only the larger values, stored once per
+        # new version in the blob table (decision 325).
         values = checkpoint["channel_values"]
+        versions = checkpoint["channel_versions"]
         dumps = self.serde.dumps_typed
-        blobs = [
-            ChannelBlob(channel=channel, version=str(version), type=type_, blob=blob)
-            for channel, version in new_versions.items()
-            for type_, blob in [dumps(values[channel]) if channel in values else _EMPTY]
-        ]
-        type_, data = dumps({**checkpoint, "channel_values": {}})
+        inline: builtins.list[ChannelBlob] = []
+        blobs: builtins.list[ChannelBlob] = []
+        for channel, value in values.items():
+            if _small(value):
+                type_, blob = dumps(value)
+                version = str(versions.get(channel, ""))
+                inline.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
+            elif channel in new_versions:
+                type_, blob = dumps(value)
+                version = str(new_versions[channel])
+                blobs.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
+        for channel, cleared in versions.items():
+            if channel not in values:
+                inline.append(
+                    ChannelBlob(channel=channel, version=str(cleared), type="empty", blob=None)
+                )
+        # Without its values and versions: the versions are stored as JSON
+        # (Checkpoint.channel_versions) and put back from there on reading.
+        type_, data = dumps({**checkpoint, "channel_values": {}, "channel_versions": {}})
         metadata = get_serializable_checkpoint_metadata(config, metadata)
         with _shared(self.using).borrowed():
             self.store.put(
@@ -307,8 +327,9 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
                 type_,
                 data,
                 metadata,
-                checkpoint["channel_versions"],
+                versions,
                 blobs,
+                inline=inline,
                 owner_id=self.owner_id,
             )
         return {
@@ -441,8 +462,26 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
 #: Checkpoints ``list``/``alist`` read per page (per hop, for ``alist``).
 PAGE = 50
 
-#: A channel cleared at this version (``CheckpointBlob.blob`` NULL).
-_EMPTY: tuple[str, bytes | None] = ("empty", None)
+#: The longest string kept in the checkpoint's row rather than the blob table.
+INLINE_CHARS = 256
+
+
+def _small(value: Any) -> bool:
+    """Whether ``value`` is kept in its checkpoint's row (``Checkpoint.inline``).
+
+    ``None``, booleans, numbers and strings up to :data:`INLINE_CHARS`: what
+    ``PostgresSaver`` keeps in its checkpoint row (it keeps strings of any
+    length). Rewritten with every checkpoint, so only what is cheap to rewrite;
+    exact types, so a subclass with its own serialization takes the blob table.
+    """
+    kind = type(value)
+    return (
+        value is None
+        or kind is int
+        or kind is float
+        or kind is bool
+        or (kind is str and len(value) <= INLINE_CHARS)
+    )
 
 
 def close_connections(using: str = DEFAULT_DB_ALIAS) -> None:

@@ -11,13 +11,16 @@ so "latest" is the largest id)::
 
 * :class:`Checkpoint` — one saved super-step: the serialized checkpoint *without*
   its channel values, its metadata (plain JSON, filterable), the channel versions
-  it reads (plain JSON, so pruning needs no deserializing) and the parent
-  checkpoint id. Parent links form a tree: time travel forks it.
-* :class:`CheckpointBlob` — one channel's value at one version, written once and
-  shared by every checkpoint that reads that version (a long conversation does not
-  rewrite unchanged channels at every step). Versions carry a random suffix
-  (``AgentstoreSaver.get_next_version``) so a fork never collides with the branch
-  it forked from.
+  it reads (plain JSON, so pruning needs no deserializing), the parent
+  checkpoint id, and its *small* channel values (``inline``: ``None``, booleans,
+  numbers, short strings, cleared channels — the saver decides, as LangGraph's
+  ``PostgresSaver`` keeps primitives in its checkpoint row). Parent links form a
+  tree: time travel forks it.
+* :class:`CheckpointBlob` — one channel's (larger) value at one version, written
+  once and shared by every checkpoint that reads that version (a long conversation
+  does not rewrite unchanged channels at every step). Versions carry a random
+  suffix (``AgentstoreSaver.get_next_version``) so a fork never collides with the
+  branch it forked from.
 * :class:`CheckpointWrite` — a pending write of a task in the super-step after a
   checkpoint (its outputs, an error, an interrupt, a resume value).
 
@@ -54,6 +57,24 @@ def _thread(related_name: str) -> models.ForeignKey[Any, Any]:
     )
 
 
+class RowidField(models.BigAutoField):  # type: ignore[type-arg]
+    """A ``BigAutoField`` that on SQLite is the plain rowid, without ``AUTOINCREMENT``.
+
+    ``AUTOINCREMENT`` makes every insert transaction rewrite a page of
+    ``sqlite_sequence`` (one more WAL frame per ``put_writes``); it only buys
+    ids never reused after the newest row is deleted. Blob and write ids are
+    nobody's position (follow pages checkpoints by ``Checkpoint.id``, which
+    keeps ``AUTOINCREMENT``), so these two tables do without (decision 326).
+    PostgreSQL is unchanged (an identity column).
+    """
+
+    def db_type_suffix(self, connection: Any) -> str | None:
+        if connection.vendor == "sqlite":
+            return None
+        suffix: str | None = super().db_type_suffix(connection)
+        return suffix
+
+
 def _namespace() -> models.TextField[str, str]:
     """``""`` for the root graph, ``"node:task"`` for a subgraph call."""
     return models.TextField(_("checkpoint namespace"), default="", blank=True)
@@ -78,6 +99,9 @@ class Checkpoint(models.Model):
     channel_versions = models.JSONField(_("channel versions"), default=dict)
     # A projection of metadata["run_id"], indexed for delete_for_runs.
     run_id = models.CharField(_("run id"), max_length=255, default="", blank=True)
+    # The checkpoint's small channel values, packed by the store
+    # (``stores/checkpoints.py``): read with the row, no blob lookup, no blob row.
+    inline = models.BinaryField(_("small channel values"), default=b"", blank=True)
     created_at = models.DateTimeField(_("stored at"))
 
     class Meta:
@@ -104,6 +128,7 @@ class Checkpoint(models.Model):
 
 
 class CheckpointBlob(models.Model):
+    id = RowidField(primary_key=True, serialize=False, verbose_name="ID")
     session = _thread("checkpoint_blobs")
     checkpoint_ns = _namespace()
     channel = models.TextField(_("channel"))
@@ -116,7 +141,10 @@ class CheckpointBlob(models.Model):
         verbose_name = _("checkpoint blob")
         verbose_name_plural = _("checkpoint blobs")
         constraints = [
-            _unique_in_namespace("agentstore_checkpoint_blob_uniq", "channel", "version")
+            # Version before channel: the channels a super-step updates share
+            # its new version, so one put's blobs are neighbours in the index
+            # (one leaf page) instead of one page per channel (decision 326).
+            _unique_in_namespace("agentstore_checkpoint_blob_uniq", "version", "channel")
         ]
 
     def __str__(self) -> str:
@@ -124,6 +152,7 @@ class CheckpointBlob(models.Model):
 
 
 class CheckpointWrite(models.Model):
+    id = RowidField(primary_key=True, serialize=False, verbose_name="ID")
     session = _thread("checkpoint_writes")
     checkpoint_ns = _namespace()
     checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)

@@ -29,7 +29,7 @@ from functools import lru_cache
 from django.db import models
 
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite
-from agentstore.sql import columns, marks, names
+from agentstore.sql import columns, marks, names, timestamp_column
 
 __all__ = [
     "BLOB",
@@ -41,13 +41,16 @@ __all__ = [
     "INSERT_WRITE",
     "READ_COLUMNS",
     "READ_FIELDS",
+    "SQLITE_GET_BY_ID",
+    "SQLITE_GET_LATEST",
     "UPSERT_CHECKPOINT",
     "UPSERT_WRITE",
     "WRITE",
+    "WRITE_FIELDS",
+    "blobs_of",
     "many",
     "put",
     "qmark",
-    "values_of",
 ]
 
 CHECKPOINT = Checkpoint._meta.db_table
@@ -103,39 +106,67 @@ READ_FIELDS = (
     "metadata",
     "channel_versions",
     "created_at",
+    "inline",
 )
 READ_COLUMNS = names(Checkpoint, *READ_FIELDS)
-_PLACE = f"WHERE {names(Checkpoint, 'session')} = %s AND {names(Checkpoint, 'checkpoint_ns')} = %s"
-#: The latest checkpoint of a namespace: the last entry of the unique
-#: (session, ns, checkpoint_id) index, never the history. Parameters: thread, namespace.
-GET_LATEST = (
-    f"SELECT {READ_COLUMNS} FROM {CHECKPOINT} {_PLACE} "
-    f"ORDER BY {names(Checkpoint, 'checkpoint_id')} DESC LIMIT 1"
-)
-#: One checkpoint by id. Parameters: thread, namespace, checkpoint id.
-GET_BY_ID = (
-    f"SELECT {READ_COLUMNS} FROM {CHECKPOINT} {_PLACE} "
-    f"AND {names(Checkpoint, 'checkpoint_id')} = %s"
-)
+#: The pending-write fields ``get`` reads beside the checkpoint, in that order.
+WRITE_FIELDS = ("task_id", "task_path", "idx", "channel", "type", "blob")
 
-# One exact lookup on the unique (session, ns, channel, version) index per pair,
+
+def _get(where: str, vendor: str) -> str:
+    """A checkpoint (``READ_COLUMNS``) joined with its pending writes (``WRITE_FIELDS``).
+
+    One row per write, or one row with NULL write columns when it has none:
+    a single statement, so a read whose channel values are all inline is one
+    round trip on PostgreSQL (decision 327). On SQLite the timestamp is read
+    as text (:func:`agentstore.sql.timestamp_column`: no converter per row).
+    """
+    c_session, c_ns, c_id = names(Checkpoint, "session", "checkpoint_ns", "checkpoint_id").split(
+        ", "
+    )
+    w_session, w_ns, w_id = names(
+        CheckpointWrite, "session", "checkpoint_ns", "checkpoint_id"
+    ).split(", ")
+    read = ", ".join(
+        timestamp_column(f"c.{column}", vendor) if field == "created_at" else f"c.{column}"
+        for field, column in zip(READ_FIELDS, READ_COLUMNS.split(", "), strict=True)
+    )
+    written = ", ".join(
+        f"w.{column}" for column in names(CheckpointWrite, *WRITE_FIELDS).split(", ")
+    )
+    return (
+        f"SELECT {read}, {written} FROM {CHECKPOINT} c LEFT JOIN {WRITE} w "
+        f"ON w.{w_session} = c.{c_session} AND w.{w_ns} = c.{c_ns} AND w.{w_id} = c.{c_id} "
+        f"WHERE c.{c_session} = %s AND c.{c_ns} = %s AND c.{c_id} = {where}"
+    )
+
+
+_SESSION, _NS, _ID = names(Checkpoint, "session", "checkpoint_ns", "checkpoint_id").split(", ")
+# Not MAX(checkpoint_id): PostgreSQL's generic plan for a prepared MAX may
+# aggregate the whole thread's index range (estimated as one row); ORDER BY …
+# DESC LIMIT 1 is a backward index scan that stops at the first entry.
+_LATEST = (
+    f"(SELECT {_ID} FROM {CHECKPOINT} WHERE {_SESSION} = %s AND {_NS} = %s "
+    f"ORDER BY {_ID} DESC LIMIT 1)"
+)
+#: The latest checkpoint of a namespace with its writes: the last entry of the
+#: unique (session, ns, checkpoint_id) index, never the history. Parameters:
+#: thread, namespace, thread, namespace.
+GET_LATEST = _get(_LATEST, "postgresql")
+#: One checkpoint by id with its writes. Parameters: thread, namespace, checkpoint id.
+GET_BY_ID = _get("%s", "postgresql")
+#: ``GET_LATEST`` and ``GET_BY_ID`` for SQLite (the timestamp as text).
+SQLITE_GET_LATEST = _get(_LATEST, "sqlite")
+SQLITE_GET_BY_ID = _get("%s", "sqlite")
+
+# One exact lookup on the unique (session, ns, version, channel) index per pair,
 # joined by UNION ALL: SQLite plans "(channel = ? AND version = ?) OR …" as a
-# range over (session, ns) — every blob of the thread. The rows have the
-# writes' shape (see values_of), with 0 first.
+# range over (session, ns) — every blob of the thread.
 _BLOB_SELECT = (
-    f"SELECT 0, {names(CheckpointBlob, 'channel', 'version')}, CAST(NULL AS INTEGER), NULL, "
-    f"{names(CheckpointBlob, 'type', 'blob')} FROM {BLOB} WHERE "
+    f"SELECT {names(CheckpointBlob, 'channel', 'version', 'type', 'blob')} FROM {BLOB} WHERE "
     + " AND ".join(
         f"{c} = %s"
         for c in names(CheckpointBlob, "session", "checkpoint_ns", "channel", "version").split(", ")
-    )
-)
-_WRITES_SELECT = (
-    f"SELECT 1, {names(CheckpointWrite, 'task_id', 'task_path', 'idx', 'channel', 'type', 'blob')} "
-    f"FROM {WRITE} WHERE "
-    + " AND ".join(
-        f"{c} = %s"
-        for c in names(CheckpointWrite, "session", "checkpoint_ns", "checkpoint_id").split(", ")
     )
 )
 
@@ -157,16 +188,13 @@ COPY_THREAD = (_copy(Checkpoint), _copy(CheckpointBlob), _copy(CheckpointWrite))
 
 
 @lru_cache(maxsize=64)
-def values_of(pairs: int) -> str:
-    """SELECT the blobs of ``pairs`` (channel, version) pairs and a checkpoint's writes.
+def blobs_of(pairs: int) -> str:
+    """SELECT the blobs of ``pairs`` (channel, version) pairs: ``channel, version, type, blob``.
 
-    One statement (one round trip on PostgreSQL). Rows are
-    ``(0, channel, version, NULL, NULL, type, blob)`` for a blob and
-    ``(1, task_id, task_path, idx, channel, type, blob)`` for a write.
-    Parameters: (thread, namespace, channel, version) per pair, then
-    (thread, namespace, checkpoint id).
+    One statement (one round trip on PostgreSQL). Parameters: (thread,
+    namespace, channel, version) per pair.
     """
-    return " UNION ALL ".join([*[_BLOB_SELECT] * pairs, _WRITES_SELECT])
+    return " UNION ALL ".join([_BLOB_SELECT] * pairs)
 
 
 @lru_cache(maxsize=256)

@@ -19,13 +19,14 @@ A thread is a :class:`~agentstore.models.Session` of kind ``graph`` whose id is 
 it owns; both through :class:`~agentstore.stores.sessions.SessionStore`, the one
 writer of session rows.
 
-Cost (docs/integrations/langgraph.md, "Performance"): ``put`` is three
-statements in one short write transaction, ``get`` of the latest checkpoint three
-index lookups (``ORDER BY checkpoint_id DESC LIMIT 1`` on the unique
-``(session, checkpoint_ns, checkpoint_id)`` index, then the blobs by
-``(channel, version)`` and the writes by checkpoint id) — neither reads the
-thread's history, so both cost the same at 10 or 100,000 checkpoints. ``list``
-pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
+Cost (docs/integrations/langgraph.md, "Performance"): ``put`` is one or two
+statements in one short write transaction (the checkpoint row, which carries the
+small values inline, and the new larger blobs), ``get`` of the latest checkpoint
+one statement (``ORDER BY checkpoint_id DESC LIMIT 1`` on the unique
+``(session, checkpoint_ns, checkpoint_id)`` index, joined with its writes) plus
+one of exact ``(channel, version)`` lookups for values not inline — neither
+reads the thread's history, so both cost the same at 10 or 100,000 checkpoints.
+``list`` pages with ``checkpoint_id < before`` and ``LIMIT`` in SQL.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import contextlib
 import itertools
 import json
 import sqlite3
+import struct
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -62,7 +64,9 @@ __all__ = [
     "PRUNE_STRATEGIES",
     "CheckpointStore",
     "delete_thread_rows",
+    "pack_inline",
     "touch_thread",
+    "unpack_inline",
 ]
 
 GRAPH = SessionKind.GRAPH.value
@@ -137,13 +141,18 @@ class CheckpointStore:
         channel_versions: Mapping[str, Any],
         blobs: Sequence[ChannelBlob] = (),
         *,
+        inline: Sequence[ChannelBlob] = (),
         owner_id: int | None = None,
     ) -> None:
         """Store one checkpoint and the channel blobs new in it (one transaction).
 
         A blob whose ``(channel, version)`` is already stored is kept as is (a
         version names one value); a checkpoint stored again under its id replaces
-        its data and metadata, as LangGraph's own savers do.
+        its data and metadata, as LangGraph's own savers do. ``inline`` values
+        are kept in the checkpoint's own row instead (``Checkpoint.inline``):
+        the caller passes there every small value the checkpoint reads, new or
+        not, and those channels are never looked up in the blob table when this
+        checkpoint is read (decision 325).
         """
         if not checkpoint_id:
             raise ValidationError("checkpoint_id must not be empty", field="checkpoint_id")
@@ -161,6 +170,7 @@ class CheckpointStore:
             metadata=_json_param(metadata, connection),
             channel_versions=_json_param(channel_versions, connection),
             run_id=run_id if isinstance(run_id, str) else "",
+            inline=pack_inline(inline),
             created_at=connection.ops.adapt_datetimefield_value(now),
         )
         blob_params = [
@@ -450,10 +460,14 @@ class CheckpointStore:
         raw = bare_sqlite(self.using)
         if raw is None:
             with connection.cursor() as cursor:
-                return _read(cursor, str, thread_id, checkpoint_ns, checkpoint_id)
+                return _read(
+                    cursor, str, connection.vendor, thread_id, checkpoint_ns, checkpoint_id
+                )
         # The bare sqlite3 cursor when nothing observes Django's (decision 295).
         with connection.wrap_database_errors, contextlib.closing(raw.cursor()) as cursor:
-            return _read(cursor, checkpoint_sql.qmark, thread_id, checkpoint_ns, checkpoint_id)
+            return _read(
+                cursor, checkpoint_sql.qmark, "sqlite", thread_id, checkpoint_ns, checkpoint_id
+            )
 
     def list(
         self,
@@ -551,8 +565,16 @@ class CheckpointStore:
         blobs: dict[tuple[str, str, str, str], ChannelBlob] = {}
         writes: dict[tuple[str, str, str], builtins.list[PendingWriteRow]] = defaultdict(list)
         for (thread_id, ns), group in by_place.items():
-            channels = {ch for r in group for ch in r.channel_versions}
-            versions = {str(v) for r in group for v in r.channel_versions.values()}
+            # The values each record does not carry inline (``_record``).
+            wanted = [
+                (ch, v)
+                for r in group
+                for inline in [{b.channel for b in r.blobs}]
+                for ch, v in r.channel_versions.items()
+                if ch not in inline
+            ]
+            channels = {ch for ch, _ in wanted}
+            versions = {str(v) for _, v in wanted}
             if channels:
                 # channel IN (…) AND version IN (…) is a handful of seeks on the
                 # unique (session, ns, channel, version) index, never a scan.
@@ -581,10 +603,15 @@ class CheckpointStore:
                 writes[(thread_id, ns, row[0])].append(_write(*row[1:]))
         hydrated = []
         for r in records:
-            read = tuple(
-                found
-                for ch, v in r.channel_versions.items()
-                if (found := blobs.get((r.thread_id, r.checkpoint_ns, ch, str(v)))) is not None
+            inline = {b.channel for b in r.blobs}
+            read = (
+                *r.blobs,
+                *(
+                    found
+                    for ch, v in r.channel_versions.items()
+                    if ch not in inline
+                    and (found := blobs.get((r.thread_id, r.checkpoint_ns, ch, str(v)))) is not None
+                ),
             )
             hydrated.append(
                 replace(
@@ -603,34 +630,43 @@ class CheckpointStore:
 def _read(
     cursor: Any,
     mark: Callable[[str], str],
+    vendor: str,
     thread_id: str,
     checkpoint_ns: str,
     checkpoint_id: str | None,
 ) -> CheckpointRecord | None:
     """``CheckpointStore.get`` on ``cursor`` (Django's, or sqlite3's with ``mark=qmark``)."""
+    sqlite = vendor == "sqlite"
     if checkpoint_id:
-        cursor.execute(mark(checkpoint_sql.GET_BY_ID), [thread_id, checkpoint_ns, checkpoint_id])
+        by_id = checkpoint_sql.SQLITE_GET_BY_ID if sqlite else checkpoint_sql.GET_BY_ID
+        cursor.execute(mark(by_id), [thread_id, checkpoint_ns, checkpoint_id])
     else:
-        cursor.execute(mark(checkpoint_sql.GET_LATEST), [thread_id, checkpoint_ns])
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    record = _record(thread_id, checkpoint_ns, row)
-    # The blobs it reads, by (channel, version) on the unique index, and
-    # its pending writes: one more statement of index lookups, never
-    # the history.
-    versions = sorted(record.channel_versions.items())
-    cursor.execute(
-        mark(checkpoint_sql.values_of(len(versions))),
-        [
-            *(x for ch, v in versions for x in (thread_id, checkpoint_ns, ch, str(v))),
-            *(thread_id, checkpoint_ns, record.checkpoint_id),
-        ],
-    )
+        latest = checkpoint_sql.SQLITE_GET_LATEST if sqlite else checkpoint_sql.GET_LATEST
+        cursor.execute(mark(latest), [thread_id, checkpoint_ns, thread_id, checkpoint_ns])
+    # The checkpoint once per pending write (or once, with NULL write columns).
     rows = cursor.fetchall()
-    blobs = [_blob(r[1], r[2], r[5], r[6]) for r in rows if not r[0]]
-    writes = _sorted_writes(_write(*r[1:]) for r in rows if r[0])
-    return replace(record, blobs=tuple(blobs), writes=tuple(writes))
+    if not rows:
+        return None
+    row = rows[0]
+    versions = _json(row[5])
+    inline = unpack_inline(row[7], versions) if row[7] else ()
+    writes = _sorted_writes(_write(*r[_WRITE_AT:]) for r in rows if r[_WRITE_AT] is not None)
+    # The blobs it reads that are not inline: one statement of exact lookups
+    # on the unique index, never the history — and none when all are inline.
+    kept = {b.channel for b in inline}
+    wanted = sorted((ch, str(v)) for ch, v in versions.items() if ch not in kept)
+    blobs: builtins.list[ChannelBlob] = []
+    if wanted:
+        cursor.execute(
+            mark(checkpoint_sql.blobs_of(len(wanted))),
+            [x for ch, v in wanted for x in (thread_id, checkpoint_ns, ch, v)],
+        )
+        blobs = [_blob(*r) for r in cursor.fetchall()]
+    return _record(thread_id, checkpoint_ns, row, versions, (*inline, *blobs), tuple(writes))
+
+
+#: Where a ``get`` row's write columns start (after ``READ_FIELDS``).
+_WRITE_AT = len(checkpoint_sql.READ_FIELDS)
 
 
 def _blob(channel: str, version: str, type: str, blob: Any) -> ChannelBlob:
@@ -663,16 +699,33 @@ def _any_of(conditions: builtins.list[Q]) -> Q:
 
 
 def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> Any:
-    """``value`` adapted for a JSON column of the connection's backend (as the ORM would)."""
-    return Checkpoint._meta.get_field("metadata").get_db_prep_save(dict(value), connection)
+    """``value`` adapted for a JSON column of the connection's backend (as the ORM would).
+
+    What ``JSONField.get_db_prep_save`` ends in (the checkpoint's JSON fields
+    have no encoder), without the field's layers around it: text on SQLite, a
+    ``Jsonb`` on PostgreSQL.
+    """
+    return connection.ops.adapt_json_value(dict(value), None)
 
 
-def _record(thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> CheckpointRecord:
-    """A row of ``checkpoint_sql.READ_FIELDS`` as a record (without blobs and writes).
+def _record(
+    thread_id: str,
+    checkpoint_ns: str,
+    row: Sequence[Any],
+    channel_versions: dict[str, Any] | None = None,
+    blobs: tuple[ChannelBlob, ...] | None = None,
+    writes: tuple[PendingWriteRow, ...] = (),
+) -> CheckpointRecord:
+    """A row of ``checkpoint_sql.READ_FIELDS`` as a record.
 
     Read by a raw cursor (``get``) or the ORM (``list``): JSON may be text or
-    decoded, the timestamp text or a datetime.
+    decoded, the timestamp text or a datetime. Without ``blobs``, the record's
+    blobs are the row's inline values (``list`` adds the table's later).
     """
+    if channel_versions is None:
+        channel_versions = _json(row[5])
+    if blobs is None:
+        blobs = unpack_inline(row[7], channel_versions) if row[7] else ()
     return CheckpointRecord(
         thread_id=thread_id,
         checkpoint_ns=checkpoint_ns,
@@ -681,10 +734,57 @@ def _record(thread_id: str, checkpoint_ns: str, row: Sequence[Any]) -> Checkpoin
         type=row[2],
         checkpoint=bytes(row[3]),
         metadata=_json(row[4]),
-        channel_versions=_json(row[5]),
+        channel_versions=channel_versions,
         # SQLite hands raw cursors the stored text: the one timestamp path (agentstore/sql).
         created_at=sql.utc(row[6]),
+        blobs=blobs,
+        writes=writes,
     )
+
+
+# One inline value: the lengths of its channel (UTF-8), type (UTF-8) and value
+# (-1 for None: a cleared channel), then the three.
+_INLINE_HEAD = struct.Struct(">IIi")
+
+
+def pack_inline(blobs: Sequence[ChannelBlob]) -> bytes:
+    """``Checkpoint.inline``: a checkpoint's small ``(channel, type, bytes)`` values, packed.
+
+    Opaque bytes like the values themselves (no JSON: values are binary), read
+    back by :func:`unpack_inline`. Versions are not packed: they are the
+    checkpoint's ``channel_versions``.
+    """
+    parts: builtins.list[bytes] = []
+    for b in blobs:
+        channel, type_ = b.channel.encode(), b.type.encode()
+        value = b.blob
+        parts.append(
+            _INLINE_HEAD.pack(len(channel), len(type_), -1 if value is None else len(value))
+        )
+        parts += (channel, type_, value or b"")
+    return b"".join(parts)
+
+
+def unpack_inline(data: Any, versions: Mapping[str, Any]) -> tuple[ChannelBlob, ...]:
+    """The values :func:`pack_inline` packed, each at its version in ``versions``."""
+    view = memoryview(data)
+    blobs = []
+    at, size, head = 0, len(view), _INLINE_HEAD.size
+    while at < size:
+        n_channel, n_type, n_value = _INLINE_HEAD.unpack_from(view, at)
+        at += head
+        channel = str(view[at : at + n_channel], "utf-8")
+        at += n_channel
+        type_ = str(view[at : at + n_type], "utf-8")
+        at += n_type
+        value = None if n_value < 0 else bytes(view[at : at + n_value])
+        at += max(n_value, 0)
+        blobs.append(
+            ChannelBlob(
+                channel=channel, version=str(versions.get(channel, "")), type=type_, blob=value
+            )
+        )
+    return tuple(blobs)
 
 
 def _json(value: Any) -> dict[str, Any]:

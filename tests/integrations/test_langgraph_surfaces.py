@@ -268,7 +268,7 @@ def test_put_and_get_latest_issue_the_same_indexed_queries_at_10_or_100000_check
                     # An index search, never a table scan or a sort of the history.
                     assert "SCAN" not in plan and "TEMP B-TREE" not in plan, plan
     assert costs[0] == costs[1]
-    assert len(costs[0][0]) == 2  # the checkpoint, then its blobs and writes
+    assert len(costs[0][0]) == 2  # the checkpoint with its writes, then its blobs
     assert len(costs[0][1]) >= 3  # the session touch, the blob, the checkpoint
     assert Checkpoint.objects.filter(session_id="long").count() == 100_001
     page = list(saver.list(_config("long"), limit=3))
@@ -292,3 +292,51 @@ def test_writes_that_commit_before_their_thread_exists_create_it() -> None:
     assert Session.objects.filter(pk="early-thread", kind="graph").exists()
     store.put_writes("early-thread", "", "cp-1", [row, replace(row, idx=1)])
     assert [w.idx for w in store.writes_of("early-thread", "", "cp-1")] == [0, 1]
+
+
+def test_small_values_ride_in_the_checkpoint_row_and_larger_ones_in_the_blob_table() -> None:
+    # Decision 325: None, booleans, numbers, short strings and cleared channels
+    # live in Checkpoint.inline; anything else is one blob row per new version.
+    saver = AgentstoreSaver()
+    checkpoint = empty_checkpoint()
+    values = {"n": 1, "flag": True, "none": None, "short": "hi", "long": "x" * 300, "d": {"a": 1}}
+    checkpoint["channel_values"] = dict(values)
+    versions = {channel: saver.get_next_version(None, None) for channel in [*values, "gone"]}
+    checkpoint["channel_versions"] = dict(versions)
+    saved = saver.put(_config("inline") | {}, checkpoint, {"step": 0}, versions)
+    stored = list(
+        CheckpointBlob.objects.filter(session_id="inline").values_list("channel", "version")
+    )
+    assert sorted(stored) == sorted([("long", versions["long"]), ("d", versions["d"])])
+    for config in (_config("inline"), saved):
+        got = saver.get_tuple(config)
+        assert got is not None
+        assert got.checkpoint["channel_values"] == values
+        assert got.checkpoint["channel_versions"] == versions
+    record = CheckpointStore().get("inline", "")
+    assert record is not None
+    assert {(b.channel, b.version, b.type) for b in record.blobs} >= {
+        ("gone", versions["gone"], "empty")
+    }
+    assert {b.channel for b in record.blobs} == {*values, "gone"}
+
+
+@pytest.mark.postgres_only
+def test_the_latest_checkpoints_generic_plan_stops_at_one_index_entry() -> None:
+    # Decision 327: the saver's statements are prepared, and PostgreSQL's generic
+    # plan for MAX(checkpoint_id) aggregated the whole thread's index range.
+    from agentstore.sql import checkpoints as checkpoint_sql
+
+    statement = checkpoint_sql.GET_LATEST
+    for n in (1, 2, 1, 2):
+        statement = statement.replace("%s", f"${n}", 1)
+    with connection.cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE latest_plan (varchar, text) AS {statement}")
+        try:
+            cursor.execute("EXPLAIN EXECUTE latest_plan ('t', '')")
+            plan = " ".join(str(row[0]) for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE latest_plan")
+            cursor.execute("RESET plan_cache_mode")
+    assert "Aggregate" not in plan and "Limit" in plan, plan

@@ -108,7 +108,7 @@ def built_statements() -> list[str]:
         tree_sql.delete_parts(2),
         tree_sql.delete_entries(2),
         *checkpoint_sql.COPY_THREAD,
-        checkpoint_sql.values_of(2),
+        checkpoint_sql.blobs_of(2),
         checkpoint_sql.many(checkpoint_sql.INSERT_WRITE, 3),
         checkpoint_sql.many(checkpoint_sql.UPSERT_WRITE, 2),
         checkpoint_sql.put(0),
@@ -133,6 +133,7 @@ def module_statements() -> list[str]:
 SQL_WORD = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b")
 TABLE_AFTER = re.compile(r"(?<!DISTINCT )\b(?:FROM|JOIN|INTO|UPDATE)\s+([a-z_][a-z0-9_]*)")
 SELECT_LIST = re.compile(r"^SELECT ((?:[a-z_.]+, )*[a-z_.]+) FROM ([a-z_]+)(?: ([a-z]))?\b")
+JOINED = re.compile(r"(?:FROM|JOIN) ([a-z_]+) ([a-z])\b")
 SET_LIST = re.compile(r"^UPDATE ([a-z_]+) SET (.*?) WHERE")
 
 
@@ -165,9 +166,13 @@ def test_every_plain_select_and_set_list_names_the_tables_columns(statement: str
     """A SELECT of plain columns from one table, and an UPDATE's SET list, name real columns."""
     selected = SELECT_LIST.match(statement)
     if selected is not None:
-        known = {str(f.column) for f in MODELS[selected.group(2)]._meta.concrete_fields}
+        # A joined table's columns are named through its alias (``w.task_id``).
+        tables = {alias: table for table, alias in JOINED.findall(statement)}
         for item in selected.group(1).split(", "):
-            assert item.split(".")[-1] in known, (item, statement)
+            alias, _, column = item.rpartition(".")
+            model = MODELS[tables.get(alias, selected.group(2))]
+            known = {str(f.column) for f in model._meta.concrete_fields}
+            assert column in known, (item, statement)
     updated = SET_LIST.match(statement)
     if updated is not None:
         known = {str(f.column) for f in MODELS[updated.group(1)]._meta.concrete_fields}
@@ -216,7 +221,7 @@ def test_the_checkpoint_statements_follow_the_models() -> None:
     cte = checkpoint_sql.put(2).removeprefix("WITH blobs AS (")
     assert inserted_table(cte) == m.CheckpointBlob._meta.db_table
     assert sorted(inserted_columns(cte)) == sorted(meta_columns(m.CheckpointBlob))
-    for select in checkpoint_sql.values_of(1).split(" UNION ALL "):
+    for select in checkpoint_sql.blobs_of(2).split(" UNION ALL "):
         table = re.search(r" FROM (\w+) ", select)
         assert table is not None and table.group(1) in MODELS
         known = {str(f.column) for f in MODELS[table.group(1)]._meta.concrete_fields}
