@@ -104,6 +104,7 @@ __all__ = [
     "TASK_EVENT",
     "WORKFLOW_RUN",
     "LeanCursor",
+    "adapt_datetime",
     "PreparedCursor",
     "column_names",
     "columns",
@@ -277,6 +278,22 @@ def utc(value: Any) -> datetime:
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
+
+
+def adapt_datetime(connection: BaseDatabaseWrapper, value: datetime) -> Any:
+    """``connection.ops.adapt_datetimefield_value(value)``, without its settings look-ups on SQLite.
+
+    On a SQLite connection in UTC (``USE_TZ`` on, no ``TIME_ZONE`` of its own:
+    Django's ``connection.timezone`` is then ``datetime.UTC``) Django's adapter
+    makes the value naive UTC and returns ``str()`` of it; this does the same
+    directly, about four times cheaper — it runs twice per loop step
+    (decision 316). Anywhere else it *is* Django's adapter.
+    """
+    if connection.vendor == "sqlite" and connection.timezone is UTC:  # type: ignore[attr-defined]
+        if value.utcoffset() is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return str(value)
+    return connection.ops.adapt_datetimefield_value(value)
 
 
 # -- executing (the hot paths) ---------------------------------------------------

@@ -118,7 +118,7 @@ class LoopStore(StoreBase):
         stamps the step with the store's clock.
         """
         values = _clean_step(step)
-        # Both stamps are taken before the transaction: atomic_write may re-run
+        # Both stamps are taken before the transaction: the write may re-run
         # the function on SQLITE_BUSY and must write the same values each time.
         created_at = values.created_at if values.created_at is not None else self.now()
         stamp = self.now()
@@ -127,17 +127,20 @@ class LoopStore(StoreBase):
         # the Step columns, checked against _meta below), created_at adapted.
         step_params = (
             *_STEP_VALUES(values),
-            connection.ops.adapt_datetimefield_value(created_at),
+            sql.adapt_datetime(connection, created_at),
         )
         sessions = self.sessions
         upsert = sessions.prepare_upsert(LOOP, values.session_id, stamp=stamp)
+        using = self.using
 
         def write() -> None:
-            with connection.cursor() as cursor:
+            # Hand-written statements only: the lean transaction and cursor
+            # (decisions 291, 315) — Django's whenever something watches.
+            with sql.cursor(using) as cursor:
                 sessions.upsert(cursor, upsert)
                 cursor.execute(steps_sql.INSERT, step_params)
 
-        self.write(write)
+        self.write(write, lean=True)
 
     def last_n(self, session_id: str, n: int) -> builtins.list[RunStep]:
         """Return the session's most recent ``n`` steps, oldest first (``n <= 0``: all of them).

@@ -419,7 +419,7 @@ class SessionStore(StoreBase):
         if names:
             _check_columns(values)
         statement = session_sql.upsert(_check_kind(kind), names)
-        adapted = connections[self.using].ops.adapt_datetimefield_value(stamp)
+        adapted = sql.adapt_datetime(connections[self.using], stamp)
         params = sql.row(
             Session, id=session_id, kind=kind, created_at=adapted, updated_at=adapted, **values
         )
