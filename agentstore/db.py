@@ -62,6 +62,7 @@ __all__ = [
     "WalCheckpointer",
     "atomic_write",
     "backoff_delay",
+    "bare_or_lean_write",
     "bare_sqlite",
     "bare_write",
     "is_busy_error",
@@ -128,6 +129,11 @@ def lean_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     if not connection.autocommit:
         # Django's manual-transaction mode: the connection may already be in one.
         return atomic_write(fn, using=using)
+    return _lean_sqlite(connection, using, fn)
+
+
+def _lean_sqlite(connection: BaseDatabaseWrapper, using: str, fn: Callable[[], T]) -> T:
+    """:func:`lean_write`'s own transaction, once it has checked that it may run it."""
     begin = f"BEGIN {connection.transaction_mode or ''}".rstrip()  # type: ignore[attr-defined]
 
     def attempt() -> T:
@@ -181,6 +187,33 @@ def bare_write(fn: Callable[[sqlite3.Connection], T], *, using: str = DEFAULT_DB
     return lean_write(body, using=using)
 
 
+def bare_or_lean_write(
+    bare: Callable[[sqlite3.Connection], T],
+    lean: Callable[[], T],
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+) -> T:
+    """:func:`bare_write` of ``bare`` where :func:`bare_sqlite` allows it, else :func:`lean_write` of ``lean``.
+
+    One check of the connection instead of two (``bare_sqlite`` then
+    ``bare_write``), for a per-call path like the loop store's append
+    (decision 315). ``bare`` sends ``?`` statements on the ``sqlite3``
+    connection; ``lean`` the same statements on :func:`agentstore.sql.cursor`.
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
+        return atomic_write(lean, using=using)
+    connection.ensure_connection()
+    if not connection.autocommit:
+        return atomic_write(lean, using=using)
+
+    def body() -> T:
+        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+            return bare(connection.connection)
+
+    return _lean_sqlite(connection, using, body)
+
+
 def _rollback(connection: BaseDatabaseWrapper) -> None:
     """Roll back a :func:`lean_write` transaction; a connection that cannot is closed."""
     try:
@@ -230,8 +263,14 @@ def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Calla
     started = time.monotonic()
     for number in range(1, attempts + 1):
         try:
-            with _sqlite_writer_slot(connection):
+            # The writer slot inline rather than through _sqlite_writer_slot's
+            # generator: this runs once per append.
+            fd = _take_writer_slot(connection)
+            try:
                 return attempt()
+            finally:
+                if fd >= 0:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
         except DatabaseBusy:
             # The writer queue's deadline passed: waiting again would only
             # multiply the caller's wait (docs/operations.md, "Writer queue deadline").
@@ -455,11 +494,23 @@ def _sqlite_writer_slot(connection: BaseDatabaseWrapper) -> Iterator[None]:
     :class:`~agentstore.exceptions.DatabaseBusy`: a holder that is frozen
     (``SIGSTOP``, a debugger) must not stall every other writer forever.
     """
+    fd = _take_writer_slot(connection)
+    try:
+        yield
+    finally:
+        if fd >= 0:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _take_writer_slot(connection: BaseDatabaseWrapper) -> int:
+    """Take the writer lock file (see :func:`_sqlite_writer_slot`); its descriptor, or -1 if none.
+
+    The caller releases it with ``flock(fd, LOCK_UN)``.
+    """
     path = sqlite_lock_path(connection)
     lock = _lock_file(connection, path) if path else None
     if lock is None or path is None:
-        yield
-        return
+        return -1
     timeout = float(agentstore_settings.WRITE_QUEUE_TIMEOUT or 0)
     if not _acquire(lock, timeout):
         # The abandoned wait owns the old descriptor now (it releases and closes
@@ -470,10 +521,7 @@ def _sqlite_writer_slot(connection: BaseDatabaseWrapper) -> Iterator[None]:
             f"database {connection.alias!r} is busy: the writer queue ({path}) was not "
             f"granted within WRITE_QUEUE_TIMEOUT={timeout:g}s (another process holds it)",
         )
-    try:
-        yield
-    finally:
-        fcntl.flock(lock.fd, fcntl.LOCK_UN)
+    return lock.fd
 
 
 class _QueueWait:

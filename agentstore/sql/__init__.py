@@ -114,6 +114,7 @@ __all__ = [
     "names",
     "placeholders",
     "prepared_cursor",
+    "qmark",
     "row",
     "skip_locked",
     "timestamp_column",
@@ -303,8 +304,12 @@ _FORMAT = re.compile(r"(?<!%)%s")
 
 
 @lru_cache(maxsize=512)
-def _qmark(statement: str) -> str:
-    # The statements are module constants (or cached builders): converted once each.
+def qmark(statement: str) -> str:
+    """``statement`` with ``?`` marks, for the bare ``sqlite3`` connection (:func:`agentstore.db.bare_write`).
+
+    Django's own rewrite of ``%s`` (``%%`` becomes ``%``); the statements are
+    module constants or cached builders, so each is converted once.
+    """
     return _FORMAT.sub("?", statement).replace("%%", "%")
 
 
@@ -327,11 +332,11 @@ class LeanCursor(CursorWrapper):
         with self._errors:
             if params is None:
                 return self.cursor.execute(sql)
-            return self.cursor.execute(_qmark(sql) if self._sqlite else sql, params)
+            return self.cursor.execute(qmark(sql) if self._sqlite else sql, params)
 
     def executemany(self, sql: Any, param_list: Sequence[Any]) -> Any:
         with self._errors:
-            return self.cursor.executemany(_qmark(sql) if self._sqlite else sql, param_list)
+            return self.cursor.executemany(qmark(sql) if self._sqlite else sql, param_list)
 
     def fetchone(self) -> Any:
         with self._errors:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import sqlite3
 from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
@@ -51,6 +52,7 @@ from django.db.models import F, OrderBy, OuterRef, Subquery
 from django.db.models.functions import Collate
 
 from agentstore import sql
+from agentstore.db import bare_or_lean_write
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
@@ -83,6 +85,8 @@ _STEP_COLUMNS = sql.column_names(Step)
 if _STEP_COLUMNS[-1] != "created_at":  # pragma: no cover - a model change
     raise ImportError("Step.created_at must be the last Step column (LoopStore.append)")
 _STEP_VALUES = attrgetter(*_STEP_COLUMNS[:-1])
+#: The step INSERT with ``?`` marks, for the bare sqlite3 connection.
+_INSERT_BARE = sql.qmark(steps_sql.INSERT)
 
 _SUMMARY_FIELDS = (
     "status",
@@ -129,18 +133,29 @@ class LoopStore(StoreBase):
             *_STEP_VALUES(values),
             sql.adapt_datetime(connection, created_at),
         )
+        sid = values.session_id
         sessions = self.sessions
-        upsert = sessions.prepare_upsert(LOOP, values.session_id, stamp=stamp)
         using = self.using
+        insert = _INSERT_BARE
 
-        def write() -> None:
-            # Hand-written statements only: the lean transaction and cursor
-            # (decisions 291, 315) — Django's whenever something watches.
+        def bare(raw: sqlite3.Connection) -> None:
+            # SQLite with nothing watching Django's cursor: straight to the
+            # sqlite3 connection; the session touched by one narrow UPDATE once
+            # it exists (decision 315).
+            sessions.touch_or_create_bare(
+                raw, LOOP, sid, stamp=stamp, adapted=sql.adapt_datetime(connection, stamp)
+            )
+            raw.execute(insert, step_params)
+
+        def lean() -> None:
+            # Anywhere else (PostgreSQL, a watcher, inside atomic()): the upsert
+            # and the INSERT on the lean cursor, which is Django's when watched.
+            upsert = sessions.prepare_upsert(LOOP, sid, stamp=stamp)
             with sql.cursor(using) as cursor:
                 sessions.upsert(cursor, upsert)
                 cursor.execute(steps_sql.INSERT, step_params)
 
-        self.write(write, lean=True)
+        bare_or_lean_write(bare, lean, using=using)
 
     def last_n(self, session_id: str, n: int) -> builtins.list[RunStep]:
         """Return the session's most recent ``n`` steps, oldest first (``n <= 0``: all of them).
