@@ -43,7 +43,6 @@ import builtins
 import hashlib
 import sqlite3
 from datetime import UTC, datetime
-from operator import attrgetter
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -78,13 +77,23 @@ INT32_MAX = 2**31 - 1
 #: Largest value of a ``BigIntegerField`` (token counts, durations, sizes).
 INT64_MAX = 2**63 - 1
 
-# A Step row's values in column order, read off a RunStep (whose fields are
-# named like the columns): every column but created_at, which is last and is
-# adapted for the backend separately.
+# A Step row's values in column order, as _clean_step returns them: every
+# column but created_at, which is last and is adapted for the backend separately.
 _STEP_COLUMNS = sql.column_names(Step)
 if _STEP_COLUMNS[-1] != "created_at":  # pragma: no cover - a model change
     raise ImportError("Step.created_at must be the last Step column (LoopStore.append)")
-_STEP_VALUES = attrgetter(*_STEP_COLUMNS[:-1])
+_STEP_ORDER = (
+    "session_id",
+    "step_index",
+    "step_type",
+    "content",
+    "tool_args",
+    "duration_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
+if tuple(_STEP_COLUMNS[:-1]) != _STEP_ORDER:  # pragma: no cover - a model change
+    raise ImportError(f"Step columns are {_STEP_COLUMNS}: update _clean_step (LoopStore.append)")
 #: The step INSERT with ``?`` marks, for the bare sqlite3 connection.
 _INSERT_BARE = sql.qmark(steps_sql.INSERT)
 
@@ -121,19 +130,17 @@ class LoopStore(StoreBase):
         without its steps or the other way round. ``step.created_at`` ``None``
         stamps the step with the store's clock.
         """
-        values = _clean_step(step)
+        row, created_at = _clean_step(step)
         # Both stamps are taken before the transaction: the write may re-run
         # the function on SQLITE_BUSY and must write the same values each time.
-        created_at = values.created_at if values.created_at is not None else self.now()
+        if created_at is None:
+            created_at = self.now()
         stamp = self.now()
         connection = connections[self.using]
-        # The step's columns straight from the cleaned RunStep (same names as
-        # the Step columns, checked against _meta below), created_at adapted.
-        step_params = (
-            *_STEP_VALUES(values),
-            sql.adapt_datetime(connection, created_at),
-        )
-        sid = values.session_id
+        step_params = (*row, sql.adapt_datetime(connection, created_at))
+        # Adapted here, outside the write lock (the bare path's touch).
+        adapted = sql.adapt_datetime(connection, stamp)
+        sid = row[0]
         sessions = self.sessions
         using = self.using
         insert = _INSERT_BARE
@@ -142,9 +149,7 @@ class LoopStore(StoreBase):
             # SQLite with nothing watching Django's cursor: straight to the
             # sqlite3 connection; the session touched by one narrow UPDATE once
             # it exists (decision 315).
-            sessions.touch_or_create_bare(
-                raw, LOOP, sid, stamp=stamp, adapted=sql.adapt_datetime(connection, stamp)
-            )
+            sessions.touch_or_create_bare(raw, LOOP, sid, stamp=stamp, adapted=adapted)
             raw.execute(insert, step_params)
 
         def lean() -> None:
@@ -552,7 +557,12 @@ def _clean_prompt(value: Any) -> str:
     return _clean_text(value, "prompt")
 
 
-def _clean_step(step: Any) -> RunStep:
+def _clean_step(step: Any) -> tuple[tuple[Any, ...], datetime | None]:
+    """A valid step's Step columns but ``created_at`` (in ``_STEP_COLUMNS`` order), and ``created_at``.
+
+    A tuple rather than a cleaned ``RunStep``: this runs once per loop step, and
+    the parameters are all the append needs (decision 315).
+    """
     if not isinstance(step, RunStep):
         raise ValidationError("step must be a RunStep", field="step")
     created_at = step.created_at
@@ -565,17 +575,39 @@ def _clean_step(step: Any) -> RunStep:
     step_type = step.step_type
     if not isinstance(step_type, str) or not step_type:
         raise ValidationError("step.step_type is required", field="step.step_type")
-    return RunStep(
-        session_id=_clean_session_id(step.session_id, "step.session_id"),
-        step_index=_clean_count(step.step_index, "step.step_index", INT32_MAX),
-        step_type=_clean_text(step_type, "step.step_type", max_length=64),
-        content=_clean_text(step.content, "step.content"),
-        tool_args=_clean_json_bytes(step.tool_args, "step.tool_args"),
-        duration_ms=_clean_count(step.duration_ms, "step.duration_ms"),
-        prompt_tokens=_clean_count(step.prompt_tokens, "step.prompt_tokens"),
-        completion_tokens=_clean_count(step.completion_tokens, "step.completion_tokens"),
-        created_at=created_at,
+    index, duration, prompt, completion = (
+        step.step_index,
+        step.duration_ms,
+        step.prompt_tokens,
+        step.completion_tokens,
     )
+    # Plain ints in range (the common case) pass in one test; anything else
+    # (bool, an int subclass, out of range) takes _clean_count's exact rules.
+    if not (
+        type(index) is int
+        and type(duration) is int
+        and type(prompt) is int
+        and type(completion) is int
+        and 0 <= index <= INT32_MAX
+        and 0 <= duration <= INT64_MAX
+        and 0 <= prompt <= INT64_MAX
+        and 0 <= completion <= INT64_MAX
+    ):
+        index = _clean_count(index, "step.step_index", INT32_MAX)
+        duration = _clean_count(duration, "step.duration_ms")
+        prompt = _clean_count(prompt, "step.prompt_tokens")
+        completion = _clean_count(completion, "step.completion_tokens")
+    row = (
+        _clean_session_id(step.session_id, "step.session_id"),
+        index,
+        _clean_text(step_type, "step.step_type", max_length=64),
+        _clean_text(step.content, "step.content"),
+        _clean_json_bytes(step.tool_args, "step.tool_args"),
+        duration,
+        prompt,
+        completion,
+    )
+    return row, created_at
 
 
 def _clean_summary(summary: Any) -> dict[str, Any]:
