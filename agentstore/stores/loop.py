@@ -40,8 +40,10 @@ Everything else uses the ORM.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import hashlib
 import sqlite3
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,7 +53,7 @@ from django.db.models import F, OrderBy, OuterRef, Subquery
 from django.db.models.functions import Collate
 
 from agentstore import sql
-from agentstore.db import bare_or_lean_write
+from agentstore.db import bare_or_lean_write, bare_sqlite
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
@@ -173,31 +175,23 @@ class LoopStore(StoreBase):
         statements = steps_sql.reads(connection.vendor)
         # One SELECT is its own consistent snapshot (autocommit), so no read
         # transaction is opened around it: the hot path stays one round trip.
-        with connection.cursor() as cursor:
-            if n > 0:
-                cursor.execute(statements.last_n, (session_id, min(n, INT64_MAX)))
+        if n > 0:
+            statement, params = statements.last_n, (session_id, min(n, INT64_MAX))
+        else:
+            statement, params = statements.all_steps, (session_id,)
+        raw = bare_sqlite(self.using)
+        if raw is not None:
+            # Nothing watches Django's cursor: the sqlite3 connection itself
+            # (decision 317).
+            with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+                rows = raw.execute(sql.qmark(statement), params).fetchall()
+        else:
+            with sql.cursor(self.using) as cursor:
+                cursor.execute(statement, params)
                 rows = cursor.fetchall()
-                rows.reverse()
-            else:
-                cursor.execute(statements.all_steps, (session_id,))
-                rows = cursor.fetchall()
-        utc = sql.utc
-        # Built inline rather than through a helper: this loop is most of the
-        # read's cost once the rows are fetched.
-        return [
-            RunStep(
-                session_id=session_id,
-                step_index=index,
-                step_type=step_type,
-                content=content,
-                tool_args=None if tool_args is None else bytes(tool_args),
-                duration_ms=duration,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                created_at=utc(created),
-            )
-            for index, step_type, content, tool_args, duration, prompt, completion, created in rows
-        ]
+        if n > 0:
+            rows.reverse()
+        return _run_steps(session_id, rows, text_stamps=connection.vendor == "sqlite")
 
     def steps(self, session_id: str) -> builtins.list[RunStep]:
         """Return every step of the session in insertion order."""
@@ -506,6 +500,61 @@ class LoopStore(StoreBase):
         if connections[self.using].vendor == "postgresql":
             sid = Collate("id", "C")
         return [F("updated_at").desc(), sid.desc()]
+
+
+# -- building RunSteps from rows ------------------------------------------------------
+
+# RunStep is a frozen, slotted dataclass: its generated __init__ sets each field
+# through object.__setattr__ and costs about three times what the read's rows
+# cost to fetch. A step read back is built from its slots' own setters instead —
+# the same object, field for field (tests/stores/test_loop_lean.py compares).
+_RUN_STEP_FIELDS = (*_STEP_ORDER, "created_at")
+if (
+    tuple(f.name for f in dataclasses.fields(RunStep)) != _RUN_STEP_FIELDS
+    or not hasattr(RunStep, "__slots__")
+    or hasattr(RunStep, "__post_init__")
+):  # pragma: no cover - a change of RunStep
+    raise ImportError("RunStep changed: update _run_steps (LoopStore.last_n)")
+_SET = tuple(getattr(RunStep, name).__set__ for name in _RUN_STEP_FIELDS)
+
+
+def _run_steps(
+    session_id: str, rows: Iterable[Sequence[Any]], *, text_stamps: bool
+) -> builtins.list[RunStep]:
+    """``RunStep`` values of the session's step rows (``steps_sql.reads`` columns).
+
+    ``text_stamps``: ``created_at`` comes as SQLite's text (naive UTC), parsed
+    here directly; anything else goes through :func:`agentstore.sql.utc`.
+    """
+    set_sid, set_index, set_type, set_content, set_args, set_ms, set_prompt, set_done, set_at = (
+        _SET
+    )
+    new = object.__new__
+    utc = sql.utc
+    parse = datetime.fromisoformat
+    out: builtins.list[RunStep] = []
+    append = out.append
+    for index, step_type, content, tool_args, duration, prompt, completion, created in rows:
+        step = new(RunStep)
+        set_sid(step, session_id)
+        set_index(step, index)
+        set_type(step, step_type)
+        set_content(step, content)
+        set_args(step, None if tool_args is None else bytes(tool_args))
+        set_ms(step, duration)
+        set_prompt(step, prompt)
+        set_done(step, completion)
+        if text_stamps:
+            try:
+                # Django's text form (YYYY-MM-DD HH:MM:SS[.ffffff]), naive UTC.
+                created = parse(created + "+00:00")
+            except (TypeError, ValueError):
+                created = utc(created)
+        else:
+            created = utc(created)
+        set_at(step, created)
+        append(step)
+    return out
 
 
 # -- validating input -------------------------------------------------------------
