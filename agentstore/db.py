@@ -193,7 +193,7 @@ def bare_or_lean_write(
     *,
     using: str = DEFAULT_DB_ALIAS,
 ) -> T:
-    """:func:`bare_write` of ``bare`` where :func:`bare_sqlite` allows it, else :func:`lean_write` of ``lean``.
+    """``bare_write(bare)`` where :func:`bare_sqlite` allows it, else ``lean_write(lean)``.
 
     One check of the connection instead of two (``bare_sqlite`` then
     ``bare_write``), for a per-call path like the loop store's append

@@ -290,7 +290,7 @@ def adapt_datetime(connection: BaseDatabaseWrapper, value: datetime) -> Any:
     directly, about four times cheaper — it runs twice per loop step
     (decision 316). Anywhere else it *is* Django's adapter.
     """
-    if connection.vendor == "sqlite" and connection.timezone is UTC:  # type: ignore[attr-defined]
+    if connection.vendor == "sqlite" and connection.timezone is UTC:
         if value.utcoffset() is not None:
             value = value.astimezone(UTC).replace(tzinfo=None)
         return str(value)
@@ -305,7 +305,7 @@ _FORMAT = re.compile(r"(?<!%)%s")
 
 @lru_cache(maxsize=512)
 def qmark(statement: str) -> str:
-    """``statement`` with ``?`` marks, for the bare ``sqlite3`` connection (:func:`agentstore.db.bare_write`).
+    """``statement`` with ``?`` marks, for the bare ``sqlite3`` connection (``db.bare_write``).
 
     Django's own rewrite of ``%s`` (``%%`` becomes ``%``); the statements are
     module constants or cached builders, so each is converted once.

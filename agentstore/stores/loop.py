@@ -175,6 +175,7 @@ class LoopStore(StoreBase):
         statements = steps_sql.reads(connection.vendor)
         # One SELECT is its own consistent snapshot (autocommit), so no read
         # transaction is opened around it: the hot path stays one round trip.
+        params: tuple[Any, ...]
         if n > 0:
             statement, params = statements.last_n, (session_id, min(n, INT64_MAX))
         else:
@@ -526,9 +527,7 @@ def _run_steps(
     ``text_stamps``: ``created_at`` comes as SQLite's text (naive UTC), parsed
     here directly; anything else goes through :func:`agentstore.sql.utc`.
     """
-    set_sid, set_index, set_type, set_content, set_args, set_ms, set_prompt, set_done, set_at = (
-        _SET
-    )
+    set_sid, set_index, set_type, set_content, set_args, set_ms, set_prompt, set_done, set_at = _SET
     new = object.__new__
     utc = sql.utc
     parse = datetime.fromisoformat
@@ -607,7 +606,7 @@ def _clean_prompt(value: Any) -> str:
 
 
 def _clean_step(step: Any) -> tuple[tuple[Any, ...], datetime | None]:
-    """A valid step's Step columns but ``created_at`` (in ``_STEP_COLUMNS`` order), and ``created_at``.
+    """A valid step's columns but ``created_at`` (``_STEP_COLUMNS`` order), and ``created_at``.
 
     A tuple rather than a cleaned ``RunStep``: this runs once per loop step, and
     the parameters are all the append needs (decision 315).

@@ -456,7 +456,7 @@ class SessionStore(StoreBase):
     def touch_or_create_bare(
         self, raw: sqlite3.Connection, kind: str, session_id: str, *, stamp: datetime, adapted: Any
     ) -> None:
-        """``upsert(prepare_upsert(kind, session_id, stamp=stamp))`` on the bare ``sqlite3`` connection.
+        """``upsert(prepare_upsert(kind, session_id, stamp=stamp))`` on the bare sqlite3 connection.
 
         Inside :func:`agentstore.db.bare_or_lean_write`'s transaction. Once the
         session exists — every step but the first — it is one narrow ``UPDATE``
