@@ -42,6 +42,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import queue
 import random
 import sqlite3
 import threading
@@ -438,14 +439,21 @@ class _LockFile:
         self.path = path
         self.pid = os.getpid()
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        #: The helper thread of contended waits with a deadline, started at the first.
+        self.waiter: _Waiter | None = None
 
     def detach(self) -> int:
         """Hand the descriptor to someone else (it is no longer closed here)."""
         fd, self.fd = self.fd, -1
+        self.waiter = None  # it ends after the abandoned wait it runs
         return fd
 
     def __del__(self) -> None:
-        if os.getpid() == self.pid and self.fd >= 0:
+        if os.getpid() != self.pid:
+            return
+        if self.waiter is not None:
+            self.waiter.stop()
+        if self.fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
 
@@ -532,19 +540,24 @@ class _QueueWait:
     wait itself cannot be cancelled, so a caller that gives up *abandons* it:
     the helper keeps waiting, and releases and closes the descriptor as soon as
     the kernel grants it, so an abandoned wait never holds the queue.
+
+    ``waiter``: the long-lived thread of the lock's description that runs the
+    wait (:class:`_Waiter`); without one, a thread of its own.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, waiter: _Waiter | None = None) -> None:
         self.fd = fd
         self.granted = threading.Event()
         self.abandoned = False
         self.mutex = threading.Lock()
-        self.thread = threading.Thread(
-            target=self._run, name="agentstore-writer-queue", daemon=True
-        )
+        if waiter is not None:
+            waiter.requests.put(self)
+            return
+        self.thread = threading.Thread(target=self.run, name="agentstore-writer-queue", daemon=True)
         self.thread.start()
 
-    def _run(self) -> None:
+    def run(self) -> None:
+        """Block until the kernel grants the lock; then hand it over, or drop it if abandoned."""
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         except OSError:  # pragma: no cover - the descriptor went away
@@ -567,6 +580,36 @@ class _QueueWait:
             return False
 
 
+class _Waiter:
+    """One lock description's helper thread, kept for all its contended waits (decision 318).
+
+    Starting a thread for every wait cost ~65 µs of CPU (~150 µs of wall time),
+    paid by nearly every write when several processes take turns. The thread
+    runs one :class:`_QueueWait` at a time — a description is one connection's,
+    used by one thread at a time — and ends after an abandoned one (its
+    descriptor is gone; the connection opens a new description, with a new
+    waiter) or when its description is dropped.
+    """
+
+    def __init__(self) -> None:
+        self.requests: queue.SimpleQueue[_QueueWait | None] = queue.SimpleQueue()
+        threading.Thread(
+            target=self._serve, args=(self.requests,), name="agentstore-writer-queue", daemon=True
+        ).start()
+
+    @staticmethod
+    def _serve(requests: queue.SimpleQueue[_QueueWait | None]) -> None:
+        # Holds only the queue, so a dropped _LockFile (and its _Waiter) can be
+        # collected; its __del__ sends the None that ends this loop.
+        while (wait := requests.get()) is not None:
+            wait.run()
+            if wait.abandoned:
+                return
+
+    def stop(self) -> None:
+        self.requests.put(None)
+
+
 def _acquire(lock: _LockFile, timeout: float) -> bool:
     """Take ``lock`` exclusively, waiting at most ``timeout`` seconds (≤ 0: forever)."""
     try:
@@ -577,9 +620,11 @@ def _acquire(lock: _LockFile, timeout: float) -> bool:
     if timeout <= 0:
         fcntl.flock(lock.fd, fcntl.LOCK_EX)
         return True
-    if _QueueWait(lock.fd).wait(timeout):
+    if lock.waiter is None:
+        lock.waiter = _Waiter()
+    if _QueueWait(lock.fd, lock.waiter).wait(timeout):
         return True
-    lock.detach()  # the abandoned wait closes it
+    lock.detach()  # the abandoned wait closes it (and its waiter ends)
     return False
 
 

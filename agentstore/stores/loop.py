@@ -29,12 +29,18 @@ log session is invisible to its reads, and its writes raise
 :class:`~agentstore.exceptions.SessionExists` rather than mixing a step trace
 into (or deleting) another store's session.
 
-Hot paths. :meth:`append` and :meth:`last_n` run once per loop step, so they go
-through Django's own connection cursor with hand-written, parameterised SQL
-(the same statements on SQLite ≥ 3.24 and PostgreSQL) instead of the ORM, which
-costs several times the work per row. Datetimes pass through the backend's
-adapters, so rows written here and rows written by the ORM read back the same.
-Everything else uses the ORM.
+Hot paths. :meth:`append` and :meth:`last_n` run once per loop step, so they send
+hand-written, parameterised SQL (:mod:`agentstore.sql.steps`) instead of the ORM,
+which costs several times the work per row. On SQLite, while nothing watches
+Django's cursor (``agentstore.db.watched``), they go straight to the ``sqlite3``
+connection — the append in ``db.bare_or_lean_write``'s transaction, the session
+touched by one narrow ``UPDATE`` once it exists — and ``last_n`` builds its
+``RunStep`` values through their slots (docs/decisions.md, decisions 315–317).
+Elsewhere (PostgreSQL, a query log, ``execute_wrapper``, inside ``atomic()``) the
+same statements go through :func:`agentstore.sql.cursor`, which is Django's own
+cursor whenever something watches. Datetimes are adapted as Django adapts them, so
+rows written here and rows written by the ORM read back the same. Everything else
+uses the ORM.
 """
 
 from __future__ import annotations
