@@ -476,7 +476,8 @@ def test_contended_waits_of_one_description_share_one_helper_thread(tmp_path: Pa
         # A wait past its deadline is abandoned, and the description goes with it.
         fcntl.flock(holder, fcntl.LOCK_EX)
         assert not db._acquire(lock, timeout=0.05)
-        assert lock.fd == -1 and lock.waiter is None
+        after: object = lock.waiter  # (not narrowed by the assert above)
+        assert lock.fd == -1 and after is None
         fcntl.flock(holder, fcntl.LOCK_UN)  # the abandoned wait takes it, drops it, ends
         for _ in range(250):
             if helpers() == before:
