@@ -42,6 +42,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import queue
 import random
 import sqlite3
 import threading
@@ -62,6 +63,7 @@ __all__ = [
     "WalCheckpointer",
     "atomic_write",
     "backoff_delay",
+    "bare_or_lean_write",
     "bare_sqlite",
     "bare_write",
     "is_busy_error",
@@ -128,6 +130,11 @@ def lean_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     if not connection.autocommit:
         # Django's manual-transaction mode: the connection may already be in one.
         return atomic_write(fn, using=using)
+    return _lean_sqlite(connection, using, fn)
+
+
+def _lean_sqlite(connection: BaseDatabaseWrapper, using: str, fn: Callable[[], T]) -> T:
+    """:func:`lean_write`'s own transaction, once it has checked that it may run it."""
     begin = f"BEGIN {connection.transaction_mode or ''}".rstrip()  # type: ignore[attr-defined]
 
     def attempt() -> T:
@@ -181,6 +188,33 @@ def bare_write(fn: Callable[[sqlite3.Connection], T], *, using: str = DEFAULT_DB
     return lean_write(body, using=using)
 
 
+def bare_or_lean_write(
+    bare: Callable[[sqlite3.Connection], T],
+    lean: Callable[[], T],
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+) -> T:
+    """``bare_write(bare)`` where :func:`bare_sqlite` allows it, else ``lean_write(lean)``.
+
+    One check of the connection instead of two (``bare_sqlite`` then
+    ``bare_write``), for a per-call path like the loop store's append
+    (decision 315). ``bare`` sends ``?`` statements on the ``sqlite3``
+    connection; ``lean`` the same statements on :func:`agentstore.sql.cursor`.
+    """
+    connection = connections[using]
+    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
+        return atomic_write(lean, using=using)
+    connection.ensure_connection()
+    if not connection.autocommit:
+        return atomic_write(lean, using=using)
+
+    def body() -> T:
+        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+            return bare(connection.connection)
+
+    return _lean_sqlite(connection, using, body)
+
+
 def _rollback(connection: BaseDatabaseWrapper) -> None:
     """Roll back a :func:`lean_write` transaction; a connection that cannot is closed."""
     try:
@@ -230,8 +264,14 @@ def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Calla
     started = time.monotonic()
     for number in range(1, attempts + 1):
         try:
-            with _sqlite_writer_slot(connection):
+            # The writer slot inline rather than through _sqlite_writer_slot's
+            # generator: this runs once per append.
+            fd = _take_writer_slot(connection)
+            try:
                 return attempt()
+            finally:
+                if fd >= 0:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
         except DatabaseBusy:
             # The writer queue's deadline passed: waiting again would only
             # multiply the caller's wait (docs/operations.md, "Writer queue deadline").
@@ -399,14 +439,21 @@ class _LockFile:
         self.path = path
         self.pid = os.getpid()
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        #: The helper thread of contended waits with a deadline, started at the first.
+        self.waiter: _Waiter | None = None
 
     def detach(self) -> int:
         """Hand the descriptor to someone else (it is no longer closed here)."""
         fd, self.fd = self.fd, -1
+        self.waiter = None  # it ends after the abandoned wait it runs
         return fd
 
     def __del__(self) -> None:
-        if os.getpid() == self.pid and self.fd >= 0:
+        if os.getpid() != self.pid:
+            return
+        if self.waiter is not None:
+            self.waiter.stop()
+        if self.fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
 
@@ -455,11 +502,23 @@ def _sqlite_writer_slot(connection: BaseDatabaseWrapper) -> Iterator[None]:
     :class:`~agentstore.exceptions.DatabaseBusy`: a holder that is frozen
     (``SIGSTOP``, a debugger) must not stall every other writer forever.
     """
+    fd = _take_writer_slot(connection)
+    try:
+        yield
+    finally:
+        if fd >= 0:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _take_writer_slot(connection: BaseDatabaseWrapper) -> int:
+    """Take the writer lock file (see :func:`_sqlite_writer_slot`); its descriptor, or -1 if none.
+
+    The caller releases it with ``flock(fd, LOCK_UN)``.
+    """
     path = sqlite_lock_path(connection)
     lock = _lock_file(connection, path) if path else None
     if lock is None or path is None:
-        yield
-        return
+        return -1
     timeout = float(agentstore_settings.WRITE_QUEUE_TIMEOUT or 0)
     if not _acquire(lock, timeout):
         # The abandoned wait owns the old descriptor now (it releases and closes
@@ -470,10 +529,7 @@ def _sqlite_writer_slot(connection: BaseDatabaseWrapper) -> Iterator[None]:
             f"database {connection.alias!r} is busy: the writer queue ({path}) was not "
             f"granted within WRITE_QUEUE_TIMEOUT={timeout:g}s (another process holds it)",
         )
-    try:
-        yield
-    finally:
-        fcntl.flock(lock.fd, fcntl.LOCK_UN)
+    return lock.fd
 
 
 class _QueueWait:
@@ -484,19 +540,24 @@ class _QueueWait:
     wait itself cannot be cancelled, so a caller that gives up *abandons* it:
     the helper keeps waiting, and releases and closes the descriptor as soon as
     the kernel grants it, so an abandoned wait never holds the queue.
+
+    ``waiter``: the long-lived thread of the lock's description that runs the
+    wait (:class:`_Waiter`); without one, a thread of its own.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, waiter: _Waiter | None = None) -> None:
         self.fd = fd
         self.granted = threading.Event()
         self.abandoned = False
         self.mutex = threading.Lock()
-        self.thread = threading.Thread(
-            target=self._run, name="agentstore-writer-queue", daemon=True
-        )
+        if waiter is not None:
+            waiter.requests.put(self)
+            return
+        self.thread = threading.Thread(target=self.run, name="agentstore-writer-queue", daemon=True)
         self.thread.start()
 
-    def _run(self) -> None:
+    def run(self) -> None:
+        """Block until the kernel grants the lock; then hand it over, or drop it if abandoned."""
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX)
         except OSError:  # pragma: no cover - the descriptor went away
@@ -519,6 +580,36 @@ class _QueueWait:
             return False
 
 
+class _Waiter:
+    """One lock description's helper thread, kept for all its contended waits (decision 318).
+
+    Starting a thread for every wait cost ~65 µs of CPU (~150 µs of wall time),
+    paid by nearly every write when several processes take turns. The thread
+    runs one :class:`_QueueWait` at a time — a description is one connection's,
+    used by one thread at a time — and ends after an abandoned one (its
+    descriptor is gone; the connection opens a new description, with a new
+    waiter) or when its description is dropped.
+    """
+
+    def __init__(self) -> None:
+        self.requests: queue.SimpleQueue[_QueueWait | None] = queue.SimpleQueue()
+        threading.Thread(
+            target=self._serve, args=(self.requests,), name="agentstore-writer-queue", daemon=True
+        ).start()
+
+    @staticmethod
+    def _serve(requests: queue.SimpleQueue[_QueueWait | None]) -> None:
+        # Holds only the queue, so a dropped _LockFile (and its _Waiter) can be
+        # collected; its __del__ sends the None that ends this loop.
+        while (wait := requests.get()) is not None:
+            wait.run()
+            if wait.abandoned:
+                return
+
+    def stop(self) -> None:
+        self.requests.put(None)
+
+
 def _acquire(lock: _LockFile, timeout: float) -> bool:
     """Take ``lock`` exclusively, waiting at most ``timeout`` seconds (≤ 0: forever)."""
     try:
@@ -529,9 +620,11 @@ def _acquire(lock: _LockFile, timeout: float) -> bool:
     if timeout <= 0:
         fcntl.flock(lock.fd, fcntl.LOCK_EX)
         return True
-    if _QueueWait(lock.fd).wait(timeout):
+    if lock.waiter is None:
+        lock.waiter = _Waiter()
+    if _QueueWait(lock.fd, lock.waiter).wait(timeout):
         return True
-    lock.detach()  # the abandoned wait closes it
+    lock.detach()  # the abandoned wait closes it (and its waiter ends)
     return False
 
 

@@ -104,6 +104,7 @@ __all__ = [
     "TASK_EVENT",
     "WORKFLOW_RUN",
     "LeanCursor",
+    "adapt_datetime",
     "PreparedCursor",
     "column_names",
     "columns",
@@ -113,6 +114,7 @@ __all__ = [
     "names",
     "placeholders",
     "prepared_cursor",
+    "qmark",
     "row",
     "skip_locked",
     "timestamp_column",
@@ -279,6 +281,22 @@ def utc(value: Any) -> datetime:
     return value.astimezone(UTC)
 
 
+def adapt_datetime(connection: BaseDatabaseWrapper, value: datetime) -> Any:
+    """``connection.ops.adapt_datetimefield_value(value)``, without its settings look-ups on SQLite.
+
+    On a SQLite connection in UTC (``USE_TZ`` on, no ``TIME_ZONE`` of its own:
+    Django's ``connection.timezone`` is then ``datetime.UTC``) Django's adapter
+    makes the value naive UTC and returns ``str()`` of it; this does the same
+    directly, about four times cheaper — it runs twice per loop step
+    (decision 316). Anywhere else it *is* Django's adapter.
+    """
+    if connection.vendor == "sqlite" and connection.timezone is UTC:
+        if value.utcoffset() is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return str(value)
+    return connection.ops.adapt_datetimefield_value(value)
+
+
 # -- executing (the hot paths) ---------------------------------------------------
 
 #: Django's own rewrite of ``%s`` to SQLite's ``?`` (``SQLiteCursorWrapper.convert_query``).
@@ -286,8 +304,12 @@ _FORMAT = re.compile(r"(?<!%)%s")
 
 
 @lru_cache(maxsize=512)
-def _qmark(statement: str) -> str:
-    # The statements are module constants (or cached builders): converted once each.
+def qmark(statement: str) -> str:
+    """``statement`` with ``?`` marks, for the bare ``sqlite3`` connection (``db.bare_write``).
+
+    Django's own rewrite of ``%s`` (``%%`` becomes ``%``); the statements are
+    module constants or cached builders, so each is converted once.
+    """
     return _FORMAT.sub("?", statement).replace("%%", "%")
 
 
@@ -310,11 +332,11 @@ class LeanCursor(CursorWrapper):
         with self._errors:
             if params is None:
                 return self.cursor.execute(sql)
-            return self.cursor.execute(_qmark(sql) if self._sqlite else sql, params)
+            return self.cursor.execute(qmark(sql) if self._sqlite else sql, params)
 
     def executemany(self, sql: Any, param_list: Sequence[Any]) -> Any:
         with self._errors:
-            return self.cursor.executemany(_qmark(sql) if self._sqlite else sql, param_list)
+            return self.cursor.executemany(qmark(sql) if self._sqlite else sql, param_list)
 
     def fetchone(self) -> Any:
         with self._errors:

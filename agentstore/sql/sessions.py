@@ -36,6 +36,9 @@ TOUCH_FORWARD = (
     f"UPDATE {SESSION} SET updated_at = CASE WHEN updated_at < %s THEN %s ELSE updated_at END "
     "WHERE id = %s AND kind = %s"
 )
+#: The common case of a per-step upsert (the session exists): only ``updated_at``,
+#: only on a session of the kind. Params: stamp, id, kind (decision 315).
+TOUCH = f"UPDATE {SESSION} SET updated_at = %s WHERE id = %s AND kind = %s"
 LOCK_ROW = f"UPDATE {SESSION} SET updated_at = updated_at WHERE id = %s AND kind = %s"
 # A session's entries, parts and steps go with set-based statements: the ORM's
 # cascade would load every row into memory first.

@@ -29,20 +29,28 @@ log session is invisible to its reads, and its writes raise
 :class:`~agentstore.exceptions.SessionExists` rather than mixing a step trace
 into (or deleting) another store's session.
 
-Hot paths. :meth:`append` and :meth:`last_n` run once per loop step, so they go
-through Django's own connection cursor with hand-written, parameterised SQL
-(the same statements on SQLite ≥ 3.24 and PostgreSQL) instead of the ORM, which
-costs several times the work per row. Datetimes pass through the backend's
-adapters, so rows written here and rows written by the ORM read back the same.
-Everything else uses the ORM.
+Hot paths. :meth:`append` and :meth:`last_n` run once per loop step, so they send
+hand-written, parameterised SQL (:mod:`agentstore.sql.steps`) instead of the ORM,
+which costs several times the work per row. On SQLite, while nothing watches
+Django's cursor (``agentstore.db.watched``), they go straight to the ``sqlite3``
+connection — the append in ``db.bare_or_lean_write``'s transaction, the session
+touched by one narrow ``UPDATE`` once it exists — and ``last_n`` builds its
+``RunStep`` values through their slots (docs/decisions.md, decisions 315–317).
+Elsewhere (PostgreSQL, a query log, ``execute_wrapper``, inside ``atomic()``) the
+same statements go through :func:`agentstore.sql.cursor`, which is Django's own
+cursor whenever something watches. Datetimes are adapted as Django adapts them, so
+rows written here and rows written by the ORM read back the same. Everything else
+uses the ORM.
 """
 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import hashlib
+import sqlite3
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from operator import attrgetter
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -51,6 +59,7 @@ from django.db.models import F, OrderBy, OuterRef, Subquery
 from django.db.models.functions import Collate
 
 from agentstore import sql
+from agentstore.db import bare_or_lean_write, bare_sqlite
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
@@ -76,13 +85,25 @@ INT32_MAX = 2**31 - 1
 #: Largest value of a ``BigIntegerField`` (token counts, durations, sizes).
 INT64_MAX = 2**63 - 1
 
-# A Step row's values in column order, read off a RunStep (whose fields are
-# named like the columns): every column but created_at, which is last and is
-# adapted for the backend separately.
+# A Step row's values in column order, as _clean_step returns them: every
+# column but created_at, which is last and is adapted for the backend separately.
 _STEP_COLUMNS = sql.column_names(Step)
 if _STEP_COLUMNS[-1] != "created_at":  # pragma: no cover - a model change
     raise ImportError("Step.created_at must be the last Step column (LoopStore.append)")
-_STEP_VALUES = attrgetter(*_STEP_COLUMNS[:-1])
+_STEP_ORDER = (
+    "session_id",
+    "step_index",
+    "step_type",
+    "content",
+    "tool_args",
+    "duration_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
+if tuple(_STEP_COLUMNS[:-1]) != _STEP_ORDER:  # pragma: no cover - a model change
+    raise ImportError(f"Step columns are {_STEP_COLUMNS}: update _clean_step (LoopStore.append)")
+#: The step INSERT with ``?`` marks, for the bare sqlite3 connection.
+_INSERT_BARE = sql.qmark(steps_sql.INSERT)
 
 _SUMMARY_FIELDS = (
     "status",
@@ -117,27 +138,37 @@ class LoopStore(StoreBase):
         without its steps or the other way round. ``step.created_at`` ``None``
         stamps the step with the store's clock.
         """
-        values = _clean_step(step)
-        # Both stamps are taken before the transaction: atomic_write may re-run
+        row, created_at = _clean_step(step)
+        # Both stamps are taken before the transaction: the write may re-run
         # the function on SQLITE_BUSY and must write the same values each time.
-        created_at = values.created_at if values.created_at is not None else self.now()
+        if created_at is None:
+            created_at = self.now()
         stamp = self.now()
         connection = connections[self.using]
-        # The step's columns straight from the cleaned RunStep (same names as
-        # the Step columns, checked against _meta below), created_at adapted.
-        step_params = (
-            *_STEP_VALUES(values),
-            connection.ops.adapt_datetimefield_value(created_at),
-        )
+        step_params = (*row, sql.adapt_datetime(connection, created_at))
+        # Adapted here, outside the write lock (the bare path's touch).
+        adapted = sql.adapt_datetime(connection, stamp)
+        sid = row[0]
         sessions = self.sessions
-        upsert = sessions.prepare_upsert(LOOP, values.session_id, stamp=stamp)
+        using = self.using
+        insert = _INSERT_BARE
 
-        def write() -> None:
-            with connection.cursor() as cursor:
+        def bare(raw: sqlite3.Connection) -> None:
+            # SQLite with nothing watching Django's cursor: straight to the
+            # sqlite3 connection; the session touched by one narrow UPDATE once
+            # it exists (decision 315).
+            sessions.touch_or_create_bare(raw, LOOP, sid, stamp=stamp, adapted=adapted)
+            raw.execute(insert, step_params)
+
+        def lean() -> None:
+            # Anywhere else (PostgreSQL, a watcher, inside atomic()): the upsert
+            # and the INSERT on the lean cursor, which is Django's when watched.
+            upsert = sessions.prepare_upsert(LOOP, sid, stamp=stamp)
+            with sql.cursor(using) as cursor:
                 sessions.upsert(cursor, upsert)
                 cursor.execute(steps_sql.INSERT, step_params)
 
-        self.write(write)
+        bare_or_lean_write(bare, lean, using=using)
 
     def last_n(self, session_id: str, n: int) -> builtins.list[RunStep]:
         """Return the session's most recent ``n`` steps, oldest first (``n <= 0``: all of them).
@@ -150,31 +181,24 @@ class LoopStore(StoreBase):
         statements = steps_sql.reads(connection.vendor)
         # One SELECT is its own consistent snapshot (autocommit), so no read
         # transaction is opened around it: the hot path stays one round trip.
-        with connection.cursor() as cursor:
-            if n > 0:
-                cursor.execute(statements.last_n, (session_id, min(n, INT64_MAX)))
+        params: tuple[Any, ...]
+        if n > 0:
+            statement, params = statements.last_n, (session_id, min(n, INT64_MAX))
+        else:
+            statement, params = statements.all_steps, (session_id,)
+        raw = bare_sqlite(self.using)
+        if raw is not None:
+            # Nothing watches Django's cursor: the sqlite3 connection itself
+            # (decision 317).
+            with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+                rows = raw.execute(sql.qmark(statement), params).fetchall()
+        else:
+            with sql.cursor(self.using) as cursor:
+                cursor.execute(statement, params)
                 rows = cursor.fetchall()
-                rows.reverse()
-            else:
-                cursor.execute(statements.all_steps, (session_id,))
-                rows = cursor.fetchall()
-        utc = sql.utc
-        # Built inline rather than through a helper: this loop is most of the
-        # read's cost once the rows are fetched.
-        return [
-            RunStep(
-                session_id=session_id,
-                step_index=index,
-                step_type=step_type,
-                content=content,
-                tool_args=None if tool_args is None else bytes(tool_args),
-                duration_ms=duration,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                created_at=utc(created),
-            )
-            for index, step_type, content, tool_args, duration, prompt, completion, created in rows
-        ]
+        if n > 0:
+            rows.reverse()
+        return _run_steps(session_id, rows, text_stamps=connection.vendor == "sqlite")
 
     def steps(self, session_id: str) -> builtins.list[RunStep]:
         """Return every step of the session in insertion order."""
@@ -485,6 +509,59 @@ class LoopStore(StoreBase):
         return [F("updated_at").desc(), sid.desc()]
 
 
+# -- building RunSteps from rows ------------------------------------------------------
+
+# RunStep is a frozen, slotted dataclass: its generated __init__ sets each field
+# through object.__setattr__ and costs about three times what the read's rows
+# cost to fetch. A step read back is built from its slots' own setters instead —
+# the same object, field for field (tests/stores/test_loop_lean.py compares).
+_RUN_STEP_FIELDS = (*_STEP_ORDER, "created_at")
+if (
+    tuple(f.name for f in dataclasses.fields(RunStep)) != _RUN_STEP_FIELDS
+    or not hasattr(RunStep, "__slots__")
+    or hasattr(RunStep, "__post_init__")
+):  # pragma: no cover - a change of RunStep
+    raise ImportError("RunStep changed: update _run_steps (LoopStore.last_n)")
+_SET = tuple(getattr(RunStep, name).__set__ for name in _RUN_STEP_FIELDS)
+
+
+def _run_steps(
+    session_id: str, rows: Iterable[Sequence[Any]], *, text_stamps: bool
+) -> builtins.list[RunStep]:
+    """``RunStep`` values of the session's step rows (``steps_sql.reads`` columns).
+
+    ``text_stamps``: ``created_at`` comes as SQLite's text (naive UTC), parsed
+    here directly; anything else goes through :func:`agentstore.sql.utc`.
+    """
+    set_sid, set_index, set_type, set_content, set_args, set_ms, set_prompt, set_done, set_at = _SET
+    new = object.__new__
+    utc = sql.utc
+    parse = datetime.fromisoformat
+    out: builtins.list[RunStep] = []
+    append = out.append
+    for index, step_type, content, tool_args, duration, prompt, completion, created in rows:
+        step = new(RunStep)
+        set_sid(step, session_id)
+        set_index(step, index)
+        set_type(step, step_type)
+        set_content(step, content)
+        set_args(step, None if tool_args is None else bytes(tool_args))
+        set_ms(step, duration)
+        set_prompt(step, prompt)
+        set_done(step, completion)
+        if text_stamps:
+            try:
+                # Django's text form (YYYY-MM-DD HH:MM:SS[.ffffff]), naive UTC.
+                created = parse(created + "+00:00")
+            except (TypeError, ValueError):
+                created = utc(created)
+        else:
+            created = utc(created)
+        set_at(step, created)
+        append(step)
+    return out
+
+
 # -- validating input -------------------------------------------------------------
 
 
@@ -534,7 +611,12 @@ def _clean_prompt(value: Any) -> str:
     return _clean_text(value, "prompt")
 
 
-def _clean_step(step: Any) -> RunStep:
+def _clean_step(step: Any) -> tuple[tuple[Any, ...], datetime | None]:
+    """A valid step's columns but ``created_at`` (``_STEP_COLUMNS`` order), and ``created_at``.
+
+    A tuple rather than a cleaned ``RunStep``: this runs once per loop step, and
+    the parameters are all the append needs (decision 315).
+    """
     if not isinstance(step, RunStep):
         raise ValidationError("step must be a RunStep", field="step")
     created_at = step.created_at
@@ -547,17 +629,39 @@ def _clean_step(step: Any) -> RunStep:
     step_type = step.step_type
     if not isinstance(step_type, str) or not step_type:
         raise ValidationError("step.step_type is required", field="step.step_type")
-    return RunStep(
-        session_id=_clean_session_id(step.session_id, "step.session_id"),
-        step_index=_clean_count(step.step_index, "step.step_index", INT32_MAX),
-        step_type=_clean_text(step_type, "step.step_type", max_length=64),
-        content=_clean_text(step.content, "step.content"),
-        tool_args=_clean_json_bytes(step.tool_args, "step.tool_args"),
-        duration_ms=_clean_count(step.duration_ms, "step.duration_ms"),
-        prompt_tokens=_clean_count(step.prompt_tokens, "step.prompt_tokens"),
-        completion_tokens=_clean_count(step.completion_tokens, "step.completion_tokens"),
-        created_at=created_at,
+    index, duration, prompt, completion = (
+        step.step_index,
+        step.duration_ms,
+        step.prompt_tokens,
+        step.completion_tokens,
     )
+    # Plain ints in range (the common case) pass in one test; anything else
+    # (bool, an int subclass, out of range) takes _clean_count's exact rules.
+    if not (
+        type(index) is int
+        and type(duration) is int
+        and type(prompt) is int
+        and type(completion) is int
+        and 0 <= index <= INT32_MAX
+        and 0 <= duration <= INT64_MAX
+        and 0 <= prompt <= INT64_MAX
+        and 0 <= completion <= INT64_MAX
+    ):
+        index = _clean_count(index, "step.step_index", INT32_MAX)
+        duration = _clean_count(duration, "step.duration_ms")
+        prompt = _clean_count(prompt, "step.prompt_tokens")
+        completion = _clean_count(completion, "step.completion_tokens")
+    row = (
+        _clean_session_id(step.session_id, "step.session_id"),
+        index,
+        _clean_text(step_type, "step.step_type", max_length=64),
+        _clean_text(step.content, "step.content"),
+        _clean_json_bytes(step.tool_args, "step.tool_args"),
+        duration,
+        prompt,
+        completion,
+    )
+    return row, created_at
 
 
 def _clean_summary(summary: Any) -> dict[str, Any]:

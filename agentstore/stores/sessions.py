@@ -32,6 +32,7 @@ they call the methods here.
 from __future__ import annotations
 
 import builtins
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -101,6 +102,11 @@ def _check_kind(kind: str) -> str:
             f"kind must be one of {', '.join(sorted(KINDS))}", field="kind"
         )
     return str(kind)
+
+
+# The statements of touch_or_create_bare with ``?`` marks (the bare sqlite3 connection).
+_TOUCH_BARE = sql.qmark(session_sql.TOUCH)
+_KIND_OF_BARE = sql.qmark(session_sql.KIND_OF)
 
 
 class PreparedUpsert(NamedTuple):
@@ -419,7 +425,7 @@ class SessionStore(StoreBase):
         if names:
             _check_columns(values)
         statement = session_sql.upsert(_check_kind(kind), names)
-        adapted = connections[self.using].ops.adapt_datetimefield_value(stamp)
+        adapted = sql.adapt_datetime(connections[self.using], stamp)
         params = sql.row(
             Session, id=session_id, kind=kind, created_at=adapted, updated_at=adapted, **values
         )
@@ -446,6 +452,32 @@ class SessionStore(StoreBase):
                 f"not a {prepared.kind} session"
             )
         notify.notify(self.using, notify.session_key(prepared.session_id))
+
+    def touch_or_create_bare(
+        self, raw: sqlite3.Connection, kind: str, session_id: str, *, stamp: datetime, adapted: Any
+    ) -> None:
+        """``upsert(prepare_upsert(kind, session_id, stamp=stamp))`` on the bare sqlite3 connection.
+
+        Inside :func:`agentstore.db.bare_or_lean_write`'s transaction. Once the
+        session exists — every step but the first — it is one narrow ``UPDATE``
+        of ``updated_at`` (``adapted``: ``stamp`` adapted for SQLite) on a
+        session of ``kind``, which SQLite runs cheaper than the upsert's
+        ``INSERT`` of every column; no row changed means a first write (or an id
+        of another kind), and the upsert decides, refusing another kind with
+        ``SessionExists``. ``BEGIN IMMEDIATE`` holds the write lock, so nothing
+        can come between the two. Nothing to notify: SQLite has no ``NOTIFY``.
+        The loop store's per-step path (decision 315).
+        """
+        touched = raw.execute(_TOUCH_BARE, (adapted, session_id, kind)).rowcount
+        if touched:
+            return
+        prepared = self.prepare_upsert(kind, session_id, stamp=stamp)
+        if raw.execute(sql.qmark(prepared.statement), prepared.params).rowcount == 0:
+            row = raw.execute(_KIND_OF_BARE, (session_id,)).fetchone()
+            other = row[0] if row else "?"
+            raise exceptions.SessionExists(
+                f"session {session_id!r} is a {other} session, not a {kind} session"
+            )
 
     def lock_kind(self, cursor: CursorWrapper, session_id: str) -> str | None:
         """The session's kind, its row locked on PostgreSQL; ``None`` when missing."""
