@@ -37,6 +37,11 @@ import rfc8785
 
 from agentstore import exceptions
 
+try:
+    from json.encoder import c_make_encoder as _c_make_encoder
+except ImportError:  # pragma: no cover - CPython always has the C accelerator
+    _c_make_encoder = None
+
 __all__ = [
     "HASH_PREFIX",
     "dumps",
@@ -260,6 +265,41 @@ def plain(value: Any) -> bool:
     return False
 
 
+_is_plain = plain
+
+
+def _make_plain_encoder() -> Any:
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, built once.
+
+    ``json.dumps`` with those arguments builds a ``JSONEncoder`` and then a C
+    encoder on every call — a third of encoding one entry, and an append
+    encodes four values (content, envelope, line, the session's head). The C
+    encoder is built here once, without the circular-reference ``markers``
+    dict (a shared one would not be thread-safe): the values it sees are plain
+    (:func:`plain` walked them, which a cycle does not survive), and a cycle
+    would still end in ``RecursionError`` rather than loop. Same bytes: the
+    same C function with the same arguments.
+    """
+    if _c_make_encoder is None:  # pragma: no cover - CPython always has it
+        encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return lambda value: encoder.encode(value)
+    encode = _c_make_encoder(
+        None,  # markers: no cycle check (see above)
+        json.JSONEncoder(ensure_ascii=False).default,  # raises TypeError, as json.dumps
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # indent
+        ":",
+        ",",
+        True,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan (as json.dumps; plain values hold no floats)
+    )
+    return lambda value: "".join(encode(value, 0))
+
+
+_encode_plain = _make_plain_encoder()
+
+
 def dumps(value: Any, *, plain: bool = False) -> bytes:
     """The RFC 8785 canonical bytes of a JSON value (dicts, lists, str, numbers …).
 
@@ -269,10 +309,11 @@ def dumps(value: Any, *, plain: bool = False) -> bytes:
     everything else goes through ``rfc8785``. ``plain=True`` says the caller
     already knows the value is plain (:func:`plain`): no walk to find out.
     """
-    if plain or _plain(value):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-            "utf-8"
-        )
+    # _is_plain (exact types, no encoding) answers most values before _plain
+    # (which also checks every string's encoding) is needed; what it accepts
+    # _plain accepts too.
+    if plain or _is_plain(value) or _plain(value):
+        return _encode_plain(value).encode("utf-8")
     _check_strings(value)
     try:
         return rfc8785.dumps(_prepare(value))
