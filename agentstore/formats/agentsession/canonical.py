@@ -29,18 +29,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import rfc8785
 
 from agentstore import exceptions
 
-try:
-    from json.encoder import c_make_encoder as _c_make_encoder
-except ImportError:  # pragma: no cover - CPython always has the C accelerator
-    _c_make_encoder = None
+#: The C accelerator's encoder factory (typeshed does not declare it; CPython has it).
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 
 __all__ = [
     "HASH_PREFIX",
@@ -268,7 +268,7 @@ def plain(value: Any) -> bool:
 _is_plain = plain
 
 
-def _make_plain_encoder() -> Any:
+def _make_plain_encoder() -> Callable[[Any], str]:
     """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, built once.
 
     ``json.dumps`` with those arguments builds a ``JSONEncoder`` and then a C
@@ -297,7 +297,7 @@ def _make_plain_encoder() -> Any:
     return lambda value: "".join(encode(value, 0))
 
 
-_encode_plain = _make_plain_encoder()
+_encode_plain: Callable[[Any], str] = _make_plain_encoder()
 
 
 def dumps(value: Any, *, plain: bool = False) -> bytes:
