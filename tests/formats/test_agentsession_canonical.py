@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+import rfc8785
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import canonical
@@ -224,3 +227,21 @@ def test_header_validation_and_fill():
         with pytest.raises(exceptions.ValidationError) as exc:
             validate_header(bad)
         assert exc.value.field == field
+
+
+def test_the_plain_path_writes_what_json_dumps_and_rfc8785_write() -> None:
+    # decision 338: the C encoder built once gives json.dumps' bytes, top-level strings too.
+    values: list[Any] = [
+        "x",
+        'é\u2028\x00\n"\\',
+        0,
+        -(2**53 - 1),
+        None,
+        True,
+        [],
+        {},
+        {"b": [1, {"a": "z", "A": False}], "a": None, "c": "é"},
+    ]
+    for value in values:
+        expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert canonical.dumps(value) == expected.encode("utf-8") == rfc8785.dumps(value)

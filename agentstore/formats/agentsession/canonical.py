@@ -280,20 +280,22 @@ def _make_plain_encoder() -> Callable[[Any], str]:
     would still end in ``RecursionError`` rather than loop. Same bytes: the
     same C function with the same arguments.
     """
-    if _c_make_encoder is None:  # pragma: no cover - CPython always has it
-        encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return lambda value: encoder.encode(value)
-    encode = _c_make_encoder(
-        None,  # markers: no cycle check (see above)
-        json.JSONEncoder(ensure_ascii=False).default,  # raises TypeError, as json.dumps
-        json.encoder.encode_basestring,  # ensure_ascii=False
-        None,  # indent
-        ":",
-        ",",
-        True,  # sort_keys
-        False,  # skipkeys
-        True,  # allow_nan (as json.dumps; plain values hold no floats)
-    )
+    encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        # The arguments JSONEncoder.iterencode passes it, in its order.
+        encode = _c_make_encoder(
+            None,  # markers: no cycle check (see above)
+            encoder.default,  # raises TypeError, as json.dumps does
+            json.encoder.encode_basestring,  # ensure_ascii=False
+            None,  # indent
+            ":",
+            ",",
+            True,  # sort_keys
+            False,  # skipkeys
+            True,  # allow_nan (as json.dumps; plain values hold no floats)
+        )
+    except TypeError:  # pragma: no cover - no accelerator, or another signature
+        return encoder.encode
     return lambda value: "".join(encode(value, 0))
 
 
