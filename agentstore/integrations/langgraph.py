@@ -58,7 +58,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
 from agentstore.db import SharedConnection
-from agentstore.stores.checkpoints import CheckpointStore
+from agentstore.stores.checkpoints import CheckpointStore, pack_values
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 
 __all__ = ["AgentstoreSaver", "close_connections"]
@@ -252,22 +252,30 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
         dumps = self.serde.dumps_typed
-        inline: builtins.list[ChannelBlob] = []
+        inline: builtins.list[tuple[str, str, bytes | None]] = []
         blobs: builtins.list[ChannelBlob] = []
         for channel, value in values.items():
-            if _small(value):
-                type_, blob = dumps(value)
-                version = str(versions.get(channel, ""))
-                inline.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
+            kind = type(value)
+            # Small: None, booleans, numbers and strings up to INLINE_CHARS —
+            # what PostgresSaver keeps in its checkpoint row (it keeps strings
+            # of any length). Rewritten with every checkpoint, so only what is
+            # cheap to rewrite; exact types, so a subclass with its own
+            # serialization takes the blob table.
+            if (
+                value is None
+                or kind is int
+                or kind is float
+                or kind is bool
+                or (kind is str and len(value) <= INLINE_CHARS)
+            ):
+                inline.append((channel, *dumps(value)))
             elif channel in new_versions:
                 type_, blob = dumps(value)
                 version = str(new_versions[channel])
                 blobs.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
-        for channel, cleared in versions.items():
+        for channel in versions:
             if channel not in values:
-                inline.append(
-                    ChannelBlob(channel=channel, version=str(cleared), type="empty", blob=None)
-                )
+                inline.append((channel, "empty", None))
         # Without its values and versions: the versions are stored as JSON
         # (Checkpoint.channel_versions) and put back from there on reading.
         type_, data = dumps({**checkpoint, "channel_values": {}, "channel_versions": {}})
@@ -282,7 +290,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             metadata,
             versions,
             blobs,
-            inline=inline,
+            inline=pack_values(inline),
             owner_id=self.owner_id,
         )
         return {
@@ -417,24 +425,6 @@ PAGE = 50
 
 #: The longest string kept in the checkpoint's row rather than the blob table.
 INLINE_CHARS = 256
-
-
-def _small(value: Any) -> bool:
-    """Whether ``value`` is kept in its checkpoint's row (``Checkpoint.inline``).
-
-    ``None``, booleans, numbers and strings up to :data:`INLINE_CHARS`: what
-    ``PostgresSaver`` keeps in its checkpoint row (it keeps strings of any
-    length). Rewritten with every checkpoint, so only what is cheap to rewrite;
-    exact types, so a subclass with its own serialization takes the blob table.
-    """
-    kind = type(value)
-    return (
-        value is None
-        or kind is int
-        or kind is float
-        or kind is bool
-        or (kind is str and len(value) <= INLINE_CHARS)
-    )
 
 
 def close_connections(using: str = DEFAULT_DB_ALIAS) -> None:

@@ -40,7 +40,7 @@ import sqlite3
 import struct
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -66,6 +66,7 @@ __all__ = [
     "CheckpointStore",
     "delete_thread_rows",
     "pack_inline",
+    "pack_values",
     "touch_thread",
     "unpack_inline",
 ]
@@ -189,7 +190,7 @@ class CheckpointStore:
         channel_versions: Mapping[str, Any],
         blobs: Sequence[ChannelBlob] = (),
         *,
-        inline: Sequence[ChannelBlob] = (),
+        inline: Sequence[ChannelBlob] | bytes = (),
         owner_id: int | None = None,
     ) -> None:
         """Store one checkpoint and the channel blobs new in it (one transaction).
@@ -200,7 +201,8 @@ class CheckpointStore:
         are kept in the checkpoint's own row instead (``Checkpoint.inline``):
         the caller passes there every small value the checkpoint reads, new or
         not, and those channels are never looked up in the blob table when this
-        checkpoint is read (decision 325).
+        checkpoint is read (decision 325) — as blobs, or already packed by
+        :func:`pack_values`.
         """
         if not checkpoint_id:
             raise ValidationError("checkpoint_id must not be empty", field="checkpoint_id")
@@ -217,7 +219,7 @@ class CheckpointStore:
             metadata=_json_param(metadata, connection),
             channel_versions=_json_param(channel_versions, connection),
             run_id=run_id if isinstance(run_id, str) else "",
-            inline=pack_inline(inline),
+            inline=inline if isinstance(inline, bytes) else pack_inline(inline),
             created_at=sql.adapt_datetime(connection, now),
         )
         blob_params = [
@@ -775,10 +777,17 @@ def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> An
     """``value`` adapted for a JSON column of the connection's backend (as the ORM would).
 
     What ``JSONField.get_db_prep_save`` ends in (the checkpoint's JSON fields
-    have no encoder), without the field's layers around it: text on SQLite, a
+    have no encoder), without the field's layers around it: text on SQLite
+    (``json.dumps`` with its defaults, as Django's ``adapt_json_value``), a
     ``Jsonb`` on PostgreSQL.
     """
+    if connection.vendor == "sqlite":
+        return _encode_json(value if type(value) is dict else dict(value))
     return connection.ops.adapt_json_value(dict(value), None)
+
+
+# json.dumps(value) without its argument checks: the encoder it builds for defaults.
+_encode_json = json.JSONEncoder().encode
 
 
 def _record(
@@ -827,14 +836,23 @@ def pack_inline(blobs: Sequence[ChannelBlob]) -> bytes:
     back by :func:`unpack_inline`. Versions are not packed: they are the
     checkpoint's ``channel_versions``.
     """
+    return pack_values([(b.channel, b.type, b.blob) for b in blobs])
+
+
+def pack_values(values: Iterable[tuple[str, str, bytes | None]]) -> bytes:
+    """:func:`pack_inline` of ``(channel, type, bytes)`` triples (``None``: a cleared channel).
+
+    What ``CheckpointStore.put`` takes as ``inline`` already packed: the
+    LangGraph saver packs a checkpoint's small values as it serializes them,
+    without a :class:`ChannelBlob` per value (decision 353).
+    """
     parts: builtins.list[bytes] = []
-    for b in blobs:
-        channel, type_ = b.channel.encode(), b.type.encode()
-        value = b.blob
-        parts.append(
-            _INLINE_HEAD.pack(len(channel), len(type_), -1 if value is None else len(value))
-        )
-        parts += (channel, type_, value or b"")
+    head = _INLINE_HEAD.pack
+    for channel, type_, value in values:
+        name, kind = channel.encode(), type_.encode()
+        parts += (head(len(name), len(kind), -1 if value is None else len(value)), name, kind)
+        if value:
+            parts.append(value)
     return b"".join(parts)
 
 
