@@ -48,7 +48,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from django.core.signals import setting_changed
@@ -66,6 +66,7 @@ __all__ = [
     "atomic_write",
     "backoff_delay",
     "bare_connection",
+    "bare_execute",
     "bare_or_lean_write",
     "bare_sqlite",
     "bare_write",
@@ -197,32 +198,50 @@ def bare_write(fn: Callable[[sqlite3.Connection], T], *, using: str = DEFAULT_DB
     return lean_write(body, using=using)
 
 
+def bare_execute(
+    connection: BaseDatabaseWrapper, statement: str, params: Sequence[Any], *, using: str
+) -> bool:
+    """Send one ``?`` statement as its own transaction on ``connection``'s ``sqlite3`` connection.
+
+    :func:`bare_connection`'s test and the writer queue in one call — the
+    LangGraph saver's per-call write (decision 352). SQLite's autocommit makes
+    one statement its own transaction — atomic, durable, its deferred foreign
+    keys checked at its end — so no ``BEGIN IMMEDIATE`` and ``COMMIT`` are sent
+    (decision 350); inside the writer queue no agentstore writer competes for
+    SQLite's lock, anyone else meets the busy timeout and the retries, as a
+    ``BEGIN IMMEDIATE`` would. ``False``, with nothing sent, where the bare
+    path does not apply (PostgreSQL, inside ``atomic()``, something
+    watching): the caller then takes Django's path, so a watcher sees the
+    statement.
+    """
+    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
+        return False
+    if connection.connection is None:
+        connection.ensure_connection()
+    if not connection.autocommit:
+        return False
+
+    def attempt() -> None:
+        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+            connection.connection.execute(statement, params)
+
+    _sqlite_attempts(connection, using, attempt)
+    return True
+
+
 def bare_write_on(
     connection: BaseDatabaseWrapper,
     fn: Callable[[sqlite3.Connection], T],
     *,
     using: str,
-    statements: int = 2,
 ) -> T:
     """:func:`bare_write` on ``connection``, for which :func:`bare_connection` just said yes.
 
-    The writer queue, the busy retries and errors raised as Django's, as
-    :func:`bare_write`. ``statements=1`` says ``fn`` sends exactly one
-    statement (one ``execute``, never an ``executemany``): it then runs in
-    SQLite's autocommit, which makes one statement its own transaction —
-    atomic, durable, its deferred foreign keys checked at its end — so the
-    ``BEGIN IMMEDIATE`` and ``COMMIT`` round trips through ``sqlite3`` are not
-    sent (decision 350). Inside the writer queue no agentstore writer
-    competes for the lock; anyone else is met by the busy timeout and the
-    retries, as a ``BEGIN IMMEDIATE`` would be.
+    The same transaction — the writer queue, ``BEGIN IMMEDIATE``, ``COMMIT``,
+    the busy retries, errors raised as Django's — without looking the
+    connection up or checking it again: the LangGraph saver's store holds
+    its connection object and has just checked it (decision 352).
     """
-    if statements == 1:
-
-        def single() -> T:
-            with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
-                return fn(connection.connection)
-
-        return _sqlite_attempts(connection, using, single)
     begin = f"BEGIN {connection.transaction_mode or ''}".rstrip()  # type: ignore[attr-defined]
 
     def attempt() -> T:
@@ -685,6 +704,12 @@ def _take_writer_slot(connection: BaseDatabaseWrapper) -> int:
     lock, path = slot.lock, slot.path
     if lock is None or path is None:
         return -1
+    try:
+        # The free queue (nearly always, in one process) without _acquire's call.
+        fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return lock.fd
+    except BlockingIOError:
+        pass
     if not _acquire(lock, slot.timeout):
         # The abandoned wait owns the old descriptor now (it releases and closes
         # it when the kernel finally grants it): this connection opens a fresh one.

@@ -53,7 +53,13 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from agentstore import sql
-from agentstore.db import SharedConnection, atomic_write, bare_connection, bare_write_on
+from agentstore.db import (
+    SharedConnection,
+    atomic_write,
+    bare_connection,
+    bare_execute,
+    bare_write_on,
+)
 from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
@@ -80,6 +86,10 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 TOUCH_EVERY = 1.0
 # (database alias, thread id) -> when this process last touched the thread.
 _touched: dict[tuple[str, str], float] = {}
+
+# What CheckpointStore._commit runs on SQLite's bare connection: statements sent
+# by a function in one transaction, or one (statement, params), its own.
+_Bare = Callable[[sqlite3.Connection], None] | tuple[str, builtins.list[Any]]
 
 #: The most pending writes ``put_writes`` sends as one multi-row INSERT on SQLite
 #: (10 parameters a row, well under SQLite's variable limit); more go by executemany.
@@ -243,13 +253,16 @@ class CheckpointStore:
                     cursor.executemany(checkpoint_sql.INSERT_BLOB, blob_params)
                 cursor.execute(checkpoint_sql.UPSERT_CHECKPOINT, params)
 
-        def bare(raw: sqlite3.Connection) -> None:
-            if blob_params:
-                raw.executemany(checkpoint_sql.qmark(checkpoint_sql.INSERT_BLOB), blob_params)
-            raw.execute(checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
+        bare: _Bare
+        if blob_params:
 
-        # Without new blobs (most puts) the checkpoint's row is the one statement.
-        statements = 2 if blob_params else 1
+            def bare(raw: sqlite3.Connection) -> None:
+                raw.executemany(checkpoint_sql.qmark(checkpoint_sql.INSERT_BLOB), blob_params)
+                raw.execute(checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
+
+        else:
+            # Without new blobs (most puts) the checkpoint's row is the one statement.
+            bare = (checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
 
         single = None
         if connection.vendor == "postgresql":
@@ -263,7 +276,7 @@ class CheckpointStore:
         # (and a thread deleted meanwhile is re-created, as on a first put).
         place = (self.using, thread_id)
         touch = _touched.get(place, -TOUCH_EVERY) <= time.monotonic() - TOUCH_EVERY
-        self._commit(connection, write, single, bare, statements, touch=touch)
+        self._commit(connection, write, single, bare, touch=touch)
         if touch:
             if len(_touched) > 10_000:
                 _touched.clear()
@@ -318,37 +331,33 @@ class CheckpointStore:
             with connection.cursor() as cursor:
                 cursor.executemany(statement, rows)
 
+        bare: _Bare
         if len(rows) <= _ONE_STATEMENT_ROWS:
             # One multi-row INSERT: a single statement is its own transaction
-            # on SQLite (bare_write_on), as on PostgreSQL below.
-            flat = [*itertools.chain(*rows)]
-            one = checkpoint_sql.qmark(checkpoint_sql.many(statement, len(rows)))
-
-            def bare(raw: sqlite3.Connection) -> None:
-                raw.execute(one, flat)
-
-            statements = 1
+            # on SQLite (db.bare_execute), as on PostgreSQL below.
+            bare = (
+                checkpoint_sql.qmark(checkpoint_sql.many(statement, len(rows))),
+                [*itertools.chain(*rows)],
+            )
         else:
 
             def bare(raw: sqlite3.Connection) -> None:
                 raw.executemany(checkpoint_sql.qmark(statement), rows)
 
-            statements = 2
         single = None
         if connection.vendor == "postgresql":
             single = (checkpoint_sql.many(statement, len(rows)), [*itertools.chain(*rows)])
         # Writes follow their checkpoint's put, which touched the thread; a run
         # saves a step's writes in the background, so they can commit before
         # the checkpoint that creates the thread's session: then _commit does.
-        self._commit(connection, write, single, bare, statements, touch=False)
+        self._commit(connection, write, single, bare, touch=False)
 
     def _commit(
         self,
         connection: BaseDatabaseWrapper,
         write: Callable[[bool], None],
         single: tuple[str, builtins.list[Any]] | None,
-        bare: Callable[[sqlite3.Connection], None],
-        statements: int,
+        bare: _Bare,
         *,
         touch: bool,
     ) -> None:
@@ -360,11 +369,12 @@ class CheckpointStore:
         — one round trip where ``atomic_write`` takes three or four (BEGIN, the
         statements, COMMIT; decision 191). On SQLite, ``bare(raw)`` runs its
         statements on the ``sqlite3`` connection itself inside
-        :func:`~agentstore.db.bare_write`'s transaction, when nothing observes
-        Django's cursor (decision 295); ``statements`` is how many it sends (one:
-        SQLite's autocommit is its transaction, decision 350). When the thread's
-        session is missing (a first write, or the thread was deleted meanwhile),
-        the foreign key fails and the write runs again with the touch.
+        :func:`~agentstore.db.bare_write_on`'s transaction, when nothing
+        observes Django's cursor (decision 295); a ``bare`` that is one
+        ``(statement, params)`` is sent as its own transaction in SQLite's
+        autocommit (:func:`~agentstore.db.bare_execute`, decision 350). When the
+        thread's session is missing (a first write, or the thread was deleted
+        meanwhile), the foreign key fails and the write runs again with the touch.
         """
         try:
             if touch:
@@ -373,8 +383,12 @@ class CheckpointStore:
             elif single is not None and not connection.in_atomic_block:
                 with connection.cursor() as cursor:
                     cursor.execute(*single)
+            elif isinstance(bare, tuple):
+                if not bare_execute(connection, *bare, using=self.using):
+                    with self._lent():
+                        atomic_write(partial(write, False), using=self.using)
             elif bare_connection(connection) is not None:
-                bare_write_on(connection, bare, using=self.using, statements=statements)
+                bare_write_on(connection, bare, using=self.using)
             else:
                 with self._lent():
                     atomic_write(partial(write, False), using=self.using)
