@@ -32,9 +32,9 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import IntegrityError, connections, transaction
 from django.db.backends.utils import CursorWrapper
@@ -46,6 +46,7 @@ from agentstore.models import Entry, MessagePart
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import tree as tree_sql
 from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.stores.sessions import SessionStore
 from agentstore.stores.tree_context import (
     NO_SETTINGS,
@@ -81,7 +82,6 @@ from agentstore.validation import (
 __all__ = ["TreeStore"]
 
 TREE = SessionKind.TREE.value
-T = TypeVar("T")
 # Positions in the selected rows, and the chunk size (agentstore/sql/tree.py).
 _PK = tree_sql.PK
 _ROLE = tree_sql.ROLE
@@ -1414,30 +1414,23 @@ def _require_count(value: Any, field: str) -> int:
 # -- row mapping ---------------------------------------------------------------------
 
 
-def _builder(cls: type[T]) -> Callable[..., T]:
-    """A keyword constructor of frozen, slotted dataclass ``cls`` for rows read back.
-
-    The generated ``__init__`` of a frozen dataclass sets each field through
-    ``object.__setattr__``, ~0.2 µs a field: on a 50-entry branch read the
-    entities cost more than SQLite's work (docs/decisions.md, decision 312).
-    This sets the slots directly and requires every field (no defaults, no
-    ``__post_init__`` — the classes have none); a test compares its results
-    with the classes' own constructor.
-    """
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    setters = {name: getattr(cls, name).__set__ for name in names}
-    body = "\n".join(f"    _set_{name}(o, {name})" for name in names)
-    source = f"def build(*, {', '.join(names)}):\n    o = _new(_cls)\n{body}\n    return o\n"
-    scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    scope.update({f"_set_{name}": setter for name, setter in setters.items()})
-    exec(source, scope)  # noqa: S102 - the source is built from the dataclass's field names
-    build: Callable[..., T] = scope["build"]
-    return build
-
-
-_new_entry = _builder(EntryEntity)
-_new_message = _builder(MessageEntity)
-_new_part = _builder(MessagePartEntity)
+# The fields of the value objects a branch read builds, in the order their
+# positional builders take them (agentstore.stores.frozen: a read of 50 entries
+# builds 150 objects, and a keyword call would cost more than their slots).
+require_fields(
+    EntryEntity,
+    (
+        "id", "session_id", "type", "created_at", "parent_id", "message", "custom_type",
+        "data_json", "summary", "tool_name", "tool_status", "tool_args_json",
+        "token_estimate", "model_facing", "display", "compaction_first_kept_entry_id",
+        "compaction_tokens_before", "branch_from_entry_id", "operation_id", "seq",
+    ),
+)  # fmt: skip
+require_fields(MessageEntity, ("role", "content", "provider", "model", "parts", "timestamp"))
+require_fields(MessagePartEntity, ("type", "text", "mime_type", "name", "data", "width", "height"))
+_new_entry = positional_builder(EntryEntity)
+_new_message = positional_builder(MessageEntity)
+_new_part = positional_builder(MessagePartEntity)
 
 
 def _entry_from_row(row: Sequence[Any], parts: tuple[MessagePartEntity, ...]) -> EntryEntity:
@@ -1469,34 +1462,28 @@ def _entry_from_row(row: Sequence[Any], parts: tuple[MessagePartEntity, ...]) ->
         _part_count,
     ) = row
     stamp = _to_datetime(created_at)
+    # Positional, in require_fields' order above.
     return _new_entry(
-        id=entry_id,
-        session_id=session_id,
-        parent_id=parent_id,
-        type=entry_type,
-        created_at=stamp,
-        message=_new_message(
-            role=role,
-            content=content,
-            provider=provider,
-            model=model,
-            parts=parts,
-            timestamp=stamp,
-        ),
-        custom_type=custom_type,
-        data_json=line,
-        summary=summary,
-        tool_name=tool_name,
-        tool_status=tool_status,
-        tool_args_json=tool_args_json,
-        token_estimate=token_estimate,
-        model_facing=bool(model_facing),
-        display=bool(display),
-        compaction_first_kept_entry_id=first_kept,
-        compaction_tokens_before=tokens_before,
-        branch_from_entry_id=branch_from,
-        operation_id=operation_id,
-        seq=seq,
+        entry_id,
+        session_id,
+        entry_type,
+        stamp,
+        parent_id,
+        _new_message(role, content, provider, model, parts, stamp),
+        custom_type,
+        line,
+        summary,
+        tool_name,
+        tool_status,
+        tool_args_json,
+        token_estimate,
+        bool(model_facing),
+        bool(display),
+        first_kept,
+        tokens_before,
+        branch_from,
+        operation_id,
+        seq,
     )
 
 
@@ -1509,11 +1496,7 @@ def _message_parts(
     found = tuple(stored or ())
     if not found and content.strip():
         # A plain-text message stores no part rows ("legacy text" in librecode).
-        return (
-            _new_part(
-                type="text", text=content, mime_type="", name="", data=b"", width=0, height=0
-            ),
-        )
+        return (_new_part("text", content, "", "", b"", 0, 0),)
     return found
 
 
