@@ -85,7 +85,7 @@ def positional_builder(cls: type[T]) -> Callable[..., T]:
     return build
 
 
-def _check(cls: type[T], names: tuple[str, ...], build: Callable[..., T]) -> None:
+def _check(cls: type[Any], names: tuple[str, ...], build: Callable[..., Any]) -> None:
     """The builder's object equals, hashes and prints as the class's own (else ``TypeError``)."""
     values = [object() for _ in names]  # distinct markers: a swapped slot shows
     try:
