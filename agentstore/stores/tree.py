@@ -765,17 +765,9 @@ class TreeStore(StoreBase):
             chunk = pks[start : start + _CHUNK]
             cursor.execute(tree_sql.load_parts(len(chunk)), chunk)
             for pk, kind, text, mime, name, width, height, data in cursor.fetchall():
-                found[pk].append(
-                    MessagePartEntity(
-                        type=kind,
-                        text=text,
-                        mime_type=mime,
-                        name=name,
-                        width=width,
-                        height=height,
-                        data=_as_bytes(data),
-                    )
-                )
+                # Positional, in require_fields' order (type, text, mime_type, name,
+                # data, width, height).
+                found[pk].append(_new_part(kind, text, mime, name, _as_bytes(data), width, height))
         return found
 
     def _cursor_read(self, fn: Callable[[CursorWrapper], Any]) -> Any:
@@ -1581,13 +1573,15 @@ class _ContextEntry:
     @property
     def message(self) -> MessageEntity:
         row = self.row
-        return MessageEntity(
-            role=row[_C_ROLE],
-            content=row[_C_CONTENT],
-            provider=row[_C_PROVIDER],
-            model=row[_C_MODEL],
-            parts=self.parts,
-            timestamp=_to_datetime(row[_C_CREATED]),
+        # Positional, in require_fields' order (role, content, provider, model,
+        # parts, timestamp).
+        return _new_message(
+            row[_C_ROLE],
+            row[_C_CONTENT],
+            row[_C_PROVIDER],
+            row[_C_MODEL],
+            self.parts,
+            _to_datetime(row[_C_CREATED]),
         )
 
 
