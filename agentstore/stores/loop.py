@@ -35,7 +35,8 @@ which costs several times the work per row. On SQLite, while nothing watches
 Django's cursor (``agentstore.db.watched``), they go straight to the ``sqlite3``
 connection — the append in ``db.bare_or_lean_write``'s transaction, the session
 touched by one narrow ``UPDATE`` once it exists — and ``last_n`` builds its
-``RunStep`` values through their slots (docs/decisions.md, decisions 315–317).
+``RunStep`` values with a positional builder (:mod:`agentstore.stores.frozen`;
+docs/decisions.md, decisions 315–317 and 365–367).
 Elsewhere (PostgreSQL, a query log, ``execute_wrapper``, inside ``atomic()``) the
 same statements go through :func:`agentstore.sql.cursor`, which is Django's own
 cursor whenever something watches. Datetimes are adapted as Django adapts them, so

@@ -23,8 +23,9 @@ timestamp (caller-supplied message timestamps are kept), ties by insertion.
 Hot paths use hand-written SQL through Django's connection; a plain append
 (any kind but a compaction) and the bounded ``branch(..., limit=)`` read send it
 on the lean cursor — and the append in the lean transaction — while nothing
-watches the connection (docs/decisions.md, decisions 310 and 312). See
-``docs/tree-store.md`` for the measured figures.
+watches the connection (docs/decisions.md, decisions 310 and 312), and reads
+build their entities with positional builders (:mod:`agentstore.stores.frozen`,
+decisions 365–366). See ``docs/tree-store.md`` for the measured figures.
 """
 
 from __future__ import annotations
