@@ -13,7 +13,7 @@ and in the INSERT's parent check. They run outside a test transaction
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -75,6 +75,23 @@ def test_entities_read_back_equal_the_appended_ones(store: TreeStore) -> None:
     assert hash(read[0].message.parts) == hash(root.message.parts)
     with pytest.raises(AttributeError):
         read[0].seq = 5  # type: ignore[misc]
+
+
+@pytest.mark.sqlite_only
+def test_a_stamp_in_another_text_form_reads_back_right(store: TreeStore) -> None:
+    # Branch reads parse Django's text form directly; a stamp written in another
+    # form (an offset, by hand) takes sql.utc for that row (decision 366).
+    session = store.create_session("/w")
+    root = store.append_message(session.id, None, user("one"))
+    child = store.append_message(session.id, root.id, user("two"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE agentstore_entry SET created_at = %s WHERE session_id = %s AND entry_id = %s",
+            ["2026-01-01 03:00:00+02:00", session.id, root.id],
+        )
+    first, second = store.branch(session.id, child.id, limit=2)
+    assert first.created_at == first.message.timestamp == datetime(2026, 1, 1, 1, tzinfo=UTC)
+    assert second == child
 
 
 def test_a_refused_append_writes_nothing(store: TreeStore) -> None:
