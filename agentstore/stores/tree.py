@@ -499,13 +499,15 @@ class TreeStore(StoreBase):
         if message.role and not parts and message.content.strip():
             # What a later read returns for a plain-text message ("legacy text").
             parts = (MessagePartEntity(type="text", text=message.content),)
-        entity = EntryEntity(
+        # The slot-setting constructors of the row mapper (decision 312): every
+        # field given, the same objects as the dataclasses' own __init__ makes.
+        entity = _new_entry(
             id=new_id(),
             session_id=session_id,
             parent_id=parent_id,
             type=entry_type,
             created_at=created_at,
-            message=MessageEntity(
+            message=_new_message(
                 role=message.role,
                 content=message.content,
                 provider=message.provider,
@@ -526,6 +528,7 @@ class TreeStore(StoreBase):
             compaction_tokens_before=derived.compaction_tokens_before,
             branch_from_entry_id=derived.branch_from_entry_id,
             operation_id=operation_id,
+            seq=0,
         )
         return _Draft(entity, stored_parts)
 
