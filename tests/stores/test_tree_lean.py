@@ -23,6 +23,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agentstore import exceptions
 from agentstore.models import Entry, MessagePart, Session
+from agentstore.sql import sessions as session_sql
 from agentstore.sql import tree as tree_sql
 from agentstore.stores.tree import TreeStore
 from agentstore.types.tree import MessagePartEntity
@@ -184,3 +185,20 @@ def test_the_index_names_its_columns_entry_id_first() -> None:
     assert [c["columns"] for c in unique] == [["entry_id", "session_id"]]
     plain = [c for c in constraints.values() if c["index"] and c["columns"] == ["entry_id"]]
     assert plain == []
+
+
+def test_every_lookup_of_parts_by_entry_uses_the_unique_entry_sequence_index() -> None:
+    # MessagePart.entry has no index of its own (decision 361): the unique
+    # (entry, sequence) serves the parts of a page of entries and the deletes.
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, MessagePart._meta.db_table)
+    alone = [n for n, c in constraints.items() if c["index"] and c["columns"] == ["entry_id"]]
+    assert alone == ["agentstore_part_image"]  # the partial "any image here?" index only
+    if connection.vendor != "sqlite":
+        return
+    index = "sqlite_autoindex_agentstore_messagepart_1"  # UNIQUE (entry_id, sequence)
+    for statement in (tree_sql.load_parts(3), tree_sql.delete_parts(3)):
+        plan = _plan(statement, [1, 2, 3])
+        assert f"{index} (entry_id=?)" in plan and "SCAN" not in plan, plan
+    cascade = _plan(session_sql.DELETE_PARTS, ["s"])
+    assert f"{index} (entry_id=?)" in cascade, cascade
