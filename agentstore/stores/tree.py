@@ -22,8 +22,9 @@ write lock. "Append order" is ``(created_at, seq)``: entries sort by their
 timestamp (caller-supplied message timestamps are kept), ties by insertion.
 Hot paths use hand-written SQL through Django's connection; a plain append
 (any kind but a compaction) and the bounded ``branch(..., limit=)`` read send it
-on the lean cursor — and the append in the lean transaction — while nothing
-watches the connection (docs/decisions.md, decisions 310 and 312). See
+on the lean cursor — and the append in the lean transaction, its statements on
+SQLite's own connection — while nothing watches the connection
+(docs/decisions.md, decisions 310, 312 and 360). See
 ``docs/tree-store.md`` for the measured figures.
 """
 
