@@ -202,3 +202,41 @@ def test_every_lookup_of_parts_by_entry_uses_the_unique_entry_sequence_index() -
         assert f"{index} (entry_id=?)" in plan and "SCAN" not in plan, plan
     cascade = _plan(session_sql.DELETE_PARTS, ["s"])
     assert f"{index} (entry_id=?)" in cascade, cascade
+
+
+@pytest.mark.sqlite_only
+def test_an_unwatched_append_is_the_touch_and_the_insert_on_sqlite3(store: TreeStore) -> None:
+    session = store.create_session("/b")
+    root = store.append_message(session.id, None, user("one"))
+    seen: list[str] = []
+    connection.ensure_connection()
+    connection.connection.set_trace_callback(seen.append)
+    try:
+        store.append_message(session.id, root.id, user("two"))
+    finally:
+        connection.connection.set_trace_callback(None)
+    # The INSERT's trigger programs (the search index) trace as the INSERT again
+    # or as "--" lines: one statement each.
+    sent = [s for s in seen if not s.startswith("--")]
+    sent = [s for n, s in enumerate(sent) if n == 0 or s != sent[n - 1]]
+    assert [s.split()[0].upper() for s in sent] == ["BEGIN", "UPDATE", "INSERT", "COMMIT"]
+
+
+@pytest.mark.sqlite_only
+def test_a_failed_bare_insert_rolls_the_touch_back(
+    store: TreeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import OperationalError
+
+    from agentstore.stores import tree
+
+    session = store.create_session("/f")
+    root = store.append_message(session.id, None, user("one"))
+    touched = Session.objects.get(id=session.id).updated_at
+    monkeypatch.setattr(tree, "_INSERT_CHILD_ENTRY_BARE", "INSERT INTO no_such_table VALUES (1)")
+    with pytest.raises(OperationalError, match="no_such_table"):  # raised as Django's
+        store.append_message(session.id, root.id, user("lost"))
+    monkeypatch.undo()
+    assert Session.objects.get(id=session.id).updated_at == touched
+    assert not _open_transaction()
+    assert store.append_message(session.id, root.id, user("two")).seq == 2
