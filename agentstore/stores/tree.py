@@ -22,15 +22,17 @@ write lock. "Append order" is ``(created_at, seq)``: entries sort by their
 timestamp (caller-supplied message timestamps are kept), ties by insertion.
 Hot paths use hand-written SQL through Django's connection; a plain append
 (any kind but a compaction) and the bounded ``branch(..., limit=)`` read send it
-on the lean cursor — and the append in the lean transaction — while nothing
-watches the connection (docs/decisions.md, decisions 310 and 312), and reads
-build their entities with positional builders (:mod:`agentstore.stores.frozen`,
-decisions 365–366). See ``docs/tree-store.md`` for the measured figures.
+on the lean cursor — and the append in the lean transaction, its statements on
+SQLite's own connection — while nothing watches the connection
+(docs/decisions.md, decisions 310, 312 and 360), and reads build their entities
+with positional builders (:mod:`agentstore.stores.frozen`, decisions 365–366).
+See ``docs/tree-store.md`` for the measured figures.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -41,7 +43,7 @@ from django.db import IntegrityError, connections, transaction
 from django.db.backends.utils import CursorWrapper
 
 from agentstore import exceptions, sql
-from agentstore.db import is_unique_violation
+from agentstore.db import bare_or_lean_write, is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Entry, MessagePart
 from agentstore.models.sessions import SessionKind
@@ -103,6 +105,10 @@ _C_FIRST_KEPT = tree_sql.C_FIRST_KEPT
 _C_PARTS = tree_sql.C_PARTS
 _C_SETTINGS = tree_sql.C_SETTINGS
 _CHUNK = tree_sql.CHUNK
+# The append's statements with ``?`` marks, for the bare sqlite3 connection.
+_INSERT_ENTRY_BARE = sql.qmark(tree_sql.INSERT_ENTRY)
+_INSERT_CHILD_ENTRY_BARE = sql.qmark(tree_sql.INSERT_CHILD_ENTRY)
+_INSERT_PART_BARE = sql.qmark(tree_sql.INSERT_PART)
 
 
 _to_datetime = sql.utc
@@ -112,8 +118,11 @@ def _as_bytes(value: Any) -> bytes:
     return b"" if value is None else bytes(value)
 
 
-def _encode_data(data: dict[str, Any]) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+#: ``json.dumps(data, separators=(",", ":"), ensure_ascii=False)`` without
+#: building an encoder per call (once per append).
+_encode_data: Callable[[dict[str, Any]], str] = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False
+).encode
 
 
 class _Draft:
@@ -492,13 +501,15 @@ class TreeStore(StoreBase):
         if message.role and not parts and message.content.strip():
             # What a later read returns for a plain-text message ("legacy text").
             parts = (MessagePartEntity(type="text", text=message.content),)
-        entity = EntryEntity(
+        # The slot-setting constructors of the row mapper (decision 312): every
+        # field given, the same objects as the dataclasses' own __init__ makes.
+        entity = _new_entry(
             id=new_id(),
             session_id=session_id,
             parent_id=parent_id,
             type=entry_type,
             created_at=created_at,
-            message=MessageEntity(
+            message=_new_message(
                 role=message.role,
                 content=message.content,
                 provider=message.provider,
@@ -519,6 +530,7 @@ class TreeStore(StoreBase):
             compaction_tokens_before=derived.compaction_tokens_before,
             branch_from_entry_id=derived.branch_from_entry_id,
             operation_id=operation_id,
+            seq=0,
         )
         return _Draft(entity, stored_parts)
 
@@ -558,8 +570,12 @@ class TreeStore(StoreBase):
             # The common append: two hand-written statements (touch, insert
             # checking the parent), so the lean transaction and cursor apply —
             # Django's cost more than SQLite's work here (docs/decisions.md,
-            # decisions 291 and 310). Anything watching still sees every statement.
-            params = self._insert_params(draft)
+            # decisions 291 and 310) — and, on SQLite with nothing watching,
+            # the sqlite3 connection itself (decision 360). Anything watching
+            # still sees every statement.
+            stamp = sql.adapt_datetime(connection, entity.created_at)
+            params = self._insert_params(draft, stamp)
+            sessions = self.sessions
 
             def append() -> tuple[int, int]:
                 with sql.cursor(self.using) as cursor:
@@ -568,8 +584,19 @@ class TreeStore(StoreBase):
                         self.sessions.update(cursor, session_id, name=rename)
                     return self._insert_row(cursor, draft, params)
 
-            _, seq = self.write(append, lean=True)
-            return _with_seq(entity, seq)
+            if rename is not None:
+                _, seq = self.write(append, lean=True)
+            else:
+
+                def bare(raw: sqlite3.Connection) -> tuple[int, int]:
+                    sessions.touch_forward_bare(raw, session_id, TREE, stamp)
+                    return self._insert_row_bare(raw, draft, params)
+
+                _, seq = bare_or_lean_write(bare, append, using=self.using)
+            # The entity is this call's own until it is returned: its seq is
+            # set in place rather than by copying every field (``replace``).
+            _set_seq(entity, seq)
+            return entity
 
         def write() -> EntryEntity:
             with connection.cursor() as cursor:
@@ -619,11 +646,16 @@ class TreeStore(StoreBase):
 
     def _insert(self, cursor: CursorWrapper, draft: _Draft) -> EntryEntity:
         """Insert the draft at the next seq; ``ValidationError`` when its parent is missing."""
-        _, seq = self._insert_row(cursor, draft, self._insert_params(draft))
+        created_at = sql.adapt_datetime(connections[self.using], draft.entity.created_at)
+        _, seq = self._insert_row(cursor, draft, self._insert_params(draft, created_at))
         return _with_seq(draft.entity, seq)
 
-    def _insert_params(self, draft: _Draft) -> list[Any]:
-        """The INSERT's parameters, built before the transaction (its lock is held for less)."""
+    @staticmethod
+    def _insert_params(draft: _Draft, created_at: Any) -> list[Any]:
+        """The INSERT's parameters, built before the transaction (its lock is held for less).
+
+        ``created_at``: the entry's timestamp adapted for the connection.
+        """
         e = draft.entity
         parent = e.parent_id
         return [
@@ -635,7 +667,7 @@ class TreeStore(StoreBase):
                 parent_id=parent,
                 type=e.type,
                 line=e.data_json,
-                created_at=connections[self.using].ops.adapt_datetimefield_value(e.created_at),
+                created_at=created_at,
                 role=e.message.role,
                 content=e.message.content,
                 provider=e.message.provider,
@@ -679,24 +711,26 @@ class TreeStore(StoreBase):
             )
         pk, seq = inserted
         if draft.parts:
-            cursor.executemany(
-                tree_sql.INSERT_PART,
-                [
-                    sql.row(
-                        MessagePart,
-                        entry_id=pk,
-                        sequence=index,
-                        type=part.type,
-                        text=part.text,
-                        mime_type=part.mime_type,
-                        name=part.name,
-                        width=part.width,
-                        height=part.height,
-                        data=part.data if part.data else None,
-                    )
-                    for index, part in enumerate(draft.parts)
-                ],
+            cursor.executemany(tree_sql.INSERT_PART, _part_rows(pk, draft.parts))
+        return int(pk), int(seq)
+
+    @staticmethod
+    def _insert_row_bare(
+        raw: sqlite3.Connection, draft: _Draft, params: list[Any]
+    ) -> tuple[int, int]:
+        """:meth:`_insert_row` on the bare ``sqlite3`` connection (the same statements)."""
+        parent = draft.entity.parent_id
+        inserted = raw.execute(
+            _INSERT_ENTRY_BARE if parent is None else _INSERT_CHILD_ENTRY_BARE, params
+        ).fetchone()
+        if inserted is None:
+            raise exceptions.ValidationError(
+                f"parent_id {parent!r} is not an entry of session {draft.entity.session_id}",
+                field="parent_id",
             )
+        pk, seq = inserted
+        if draft.parts:
+            raw.executemany(_INSERT_PART_BARE, _part_rows(pk, draft.parts))
         return int(pk), int(seq)
 
     def _resolve_compaction_conflict(
@@ -1598,6 +1632,30 @@ def _decode_settings(value: str) -> Settings:
 
 def _with_seq(entry: EntryEntity, seq: int) -> EntryEntity:
     return replace(entry, seq=seq)
+
+
+#: Sets a (frozen, slotted) entity's ``seq`` in place: only for an entity not
+#: yet handed to anyone (the append's own, just inserted).
+_set_seq: Callable[[EntryEntity, int], None] = vars(EntryEntity)["seq"].__set__
+
+
+def _part_rows(pk: int, parts: Sequence[MessagePartEntity]) -> list[list[Any]]:
+    """The parts' INSERT parameters (``tree_sql.INSERT_PART``) under entry ``pk``."""
+    return [
+        sql.row(
+            MessagePart,
+            entry_id=pk,
+            sequence=index,
+            type=part.type,
+            text=part.text,
+            mime_type=part.mime_type,
+            name=part.name,
+            width=part.width,
+            height=part.height,
+            data=part.data if part.data else None,
+        )
+        for index, part in enumerate(parts)
+    ]
 
 
 def _message_from_entry(entry: EntryEntity) -> SessionMessageEntity:
