@@ -115,6 +115,26 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     return _sqlite_attempts(connection, using, attempt)
 
 
+def _lean_connection(using: str) -> BaseDatabaseWrapper | None:
+    """``using``'s connection, opened, when a write may skip Django's layers; else ``None``.
+
+    The one rule (decision 300) behind :func:`lean_write`, :func:`bare_sqlite`
+    and :func:`bare_or_lean_write`: SQLite, outside any ``atomic()`` block,
+    nothing watching the statements (:func:`watched`), and in autocommit —
+    Django's manual-transaction mode may already have a transaction open.
+    """
+    return _lean(connections[using])
+
+
+def _lean(connection: BaseDatabaseWrapper) -> BaseDatabaseWrapper | None:
+    """:func:`_lean_connection` of a connection object already in hand."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
+        return None
+    if connection.connection is None:
+        connection.ensure_connection()
+    return connection if connection.autocommit else None
+
+
 def lean_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     """:func:`atomic_write` for a body of hand-written statements: the append hot paths.
 
@@ -128,12 +148,8 @@ def lean_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     which cost more than the statements of a one-item append (decision 291).
     Everywhere else it *is* :func:`atomic_write`.
     """
-    connection = connections[using]
-    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
-        return atomic_write(fn, using=using)
-    connection.ensure_connection()
-    if not connection.autocommit:
-        # Django's manual-transaction mode: the connection may already be in one.
+    connection = _lean_connection(using)
+    if connection is None:
         return atomic_write(fn, using=using)
     return _lean_sqlite(connection, using, fn)
 
@@ -171,11 +187,7 @@ def bare_sqlite(using: str = DEFAULT_DB_ALIAS) -> sqlite3.Connection | None:
 
 def bare_connection(connection: BaseDatabaseWrapper) -> sqlite3.Connection | None:
     """:func:`bare_sqlite` of a connection object already in hand (no ``connections[…]``)."""
-    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
-        return None
-    if connection.connection is None:
-        connection.ensure_connection()
-    if not connection.autocommit:
+    if _lean(connection) is None:
         return None
     raw: sqlite3.Connection = connection.connection
     return raw
@@ -214,11 +226,7 @@ def bare_execute(
     watching): the caller then takes Django's path, so a watcher sees the
     statement.
     """
-    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
-        return False
-    if connection.connection is None:
-        connection.ensure_connection()
-    if not connection.autocommit:
+    if _lean(connection) is None:
         return False
 
     def attempt() -> None:
@@ -272,16 +280,14 @@ def bare_or_lean_write(
     (decision 315). ``bare`` sends ``?`` statements on the ``sqlite3``
     connection; ``lean`` the same statements on :func:`agentstore.sql.cursor`.
     """
-    connection = connections[using]
-    if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
+    connection = _lean_connection(using)
+    if connection is None:
         return atomic_write(lean, using=using)
-    connection.ensure_connection()
-    if not connection.autocommit:
-        return atomic_write(lean, using=using)
+    open_connection = connection  # narrowed for the closure
 
     def body() -> T:
-        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
-            return bare(connection.connection)
+        with open_connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+            return bare(open_connection.connection)
 
     return _lean_sqlite(connection, using, body)
 

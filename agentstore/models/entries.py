@@ -166,7 +166,15 @@ class MessagePart(models.Model):
     """One text or image part of a message-carrying entry, in order."""
 
     entry = models.ForeignKey(
-        Entry, verbose_name=_("entry"), on_delete=models.CASCADE, related_name="parts"
+        Entry,
+        verbose_name=_("entry"),
+        on_delete=models.CASCADE,
+        related_name="parts",
+        # No index of its own: the unique (entry, sequence) starts with it and
+        # serves every lookup by entry — the parts of a page of entries, the
+        # cascade, the deletes (docs/decisions.md, decision 361; as 241 for
+        # the entry's session).
+        db_index=False,
     )
     sequence = models.PositiveIntegerField(_("sequence"))
     type = models.CharField(_("type"), max_length=8, choices=PartType.choices)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy as _
 
 if TYPE_CHECKING:
@@ -60,7 +61,13 @@ class Ref(models.Model):
     class Meta:
         verbose_name = _("ref")
         verbose_name_plural = _("refs")
-        indexes = [models.Index(fields=["session_id"], name="agentstore_ref_session")]
+        indexes = [
+            models.Index(fields=["session_id"], name="agentstore_ref_session"),
+            # The creation rules' probes (selectors.refs.clash_candidates): names
+            # by their lower-cased spelling, so a new name is checked in a few
+            # seeks instead of a read of every name.
+            models.Index(Lower("name"), name="agentstore_ref_folded"),
+        ]
         constraints = [
             models.CheckConstraint(condition=~Q(name=""), name="agentstore_ref_name_not_empty"),
             models.CheckConstraint(

@@ -36,11 +36,11 @@ from typing import Any
 
 from django.db import connections
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
-from django.db.models.functions import Collate
+from django.db.models.functions import Collate, Lower
 
 from agentstore.models import Ref, RefLog
 
-__all__ = ["count_refs_under", "prefix_upper", "ref_log_rows", "refs_under"]
+__all__ = ["clash_candidates", "count_refs_under", "prefix_upper", "ref_log_rows", "refs_under"]
 
 
 def prefix_upper(prefix: str) -> str | None:
@@ -112,6 +112,40 @@ def count_refs_under(
     if sessions is not None:
         found = found.filter(session_id__in=sessions.values("pk"))
     return found.count()
+
+
+def clash_candidates(name: str, *, using: str = "default") -> list[str]:
+    """The few existing names that could forbid creating ``name``: index probes, not a scan.
+
+    The creation rules (:mod:`agentstore.stores.log_refs`) refuse a name that is a
+    segment-prefix of an existing one, either way, or whose leading segments differ
+    from one's only in ASCII case. Every clash shares a *folded* (lower-cased)
+    segment-prefix with ``name`` — its first ``k + 1`` segments, for some ``k`` —
+    and existing names never clash with each other, so all the names that share
+    one folded prefix spell it the same way. One name per prefix therefore stands
+    for all of them: for each ``k``, one name folded *equal to* ``name``'s first
+    ``k + 1`` segments and one folded *under* them (``prefix/…``), each an
+    ``ORDER BY … LIMIT 1`` seek in the ``LOWER(name)`` index
+    (``agentstore_ref_folded``). The caller checks the candidates with the rules
+    themselves (``log_refs.conflict``), so a candidate that does not clash costs
+    nothing but its read. 2 × segments probes, whatever the number of refs
+    (at most 100 segments fit in 200 bytes; typical names have 2–4).
+    """
+    refs = Ref.objects.using(using).alias(folded=Lower("name"))
+    segments = name.lower().split("/")
+    found: list[str] = []
+    for k in range(len(segments)):
+        folded = "/".join(segments[: k + 1])
+        probes = (
+            refs.filter(folded=folded),
+            # "/" is followed by "0" in byte order: [prefix/, prefix0) is the subtree.
+            refs.filter(folded__gte=folded + "/", folded__lt=folded + "0"),
+        )
+        for probe in probes:
+            other = probe.order_by("folded").values_list("name", flat=True).first()
+            if other is not None:
+                found.append(other)
+    return found
 
 
 def ref_log_rows(

@@ -35,7 +35,8 @@ which costs several times the work per row. On SQLite, while nothing watches
 Django's cursor (``agentstore.db.watched``), they go straight to the ``sqlite3``
 connection — the append in ``db.bare_or_lean_write``'s transaction, the session
 touched by one narrow ``UPDATE`` once it exists — and ``last_n`` builds its
-``RunStep`` values through their slots (docs/decisions.md, decisions 315–317).
+``RunStep`` values with a positional builder (:mod:`agentstore.stores.frozen`;
+docs/decisions.md, decisions 315–317 and 365–367).
 Elsewhere (PostgreSQL, a query log, ``execute_wrapper``, inside ``atomic()``) the
 same statements go through :func:`agentstore.sql.cursor`, which is Django's own
 cursor whenever something watches. Datetimes are adapted as Django adapts them, so
@@ -46,10 +47,9 @@ uses the ORM.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import hashlib
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,6 +65,7 @@ from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import steps as steps_sql
 from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.stores.sessions import SessionStore
 from agentstore.types.loop import (
     FinalizeSummary,
@@ -513,53 +514,60 @@ class LoopStore(StoreBase):
 
 # RunStep is a frozen, slotted dataclass: its generated __init__ sets each field
 # through object.__setattr__ and costs about three times what the read's rows
-# cost to fetch. A step read back is built from its slots' own setters instead —
-# the same object, field for field (tests/stores/test_loop_lean.py compares).
+# cost to fetch. A step read back is built by a positional builder instead
+# (agentstore.stores.frozen, decision 365) — the same object, field for field
+# (tests/stores/test_loop_lean.py compares).
 _RUN_STEP_FIELDS = (*_STEP_ORDER, "created_at")
-if (
-    tuple(f.name for f in dataclasses.fields(RunStep)) != _RUN_STEP_FIELDS
-    or not hasattr(RunStep, "__slots__")
-    or hasattr(RunStep, "__post_init__")
-):  # pragma: no cover - a change of RunStep
-    raise ImportError("RunStep changed: update _run_steps (LoopStore.last_n)")
-_SET = tuple(getattr(RunStep, name).__set__ for name in _RUN_STEP_FIELDS)
+require_fields(RunStep, _RUN_STEP_FIELDS)
+_new_step = positional_builder(RunStep)
 
 
 def _run_steps(
-    session_id: str, rows: Iterable[Sequence[Any]], *, text_stamps: bool
+    session_id: str, rows: Sequence[Sequence[Any]], *, text_stamps: bool
 ) -> builtins.list[RunStep]:
     """``RunStep`` values of the session's step rows (``steps_sql.reads`` columns).
 
     ``text_stamps``: ``created_at`` comes as SQLite's text (naive UTC), parsed
     here directly; anything else goes through :func:`agentstore.sql.utc`.
     """
-    set_sid, set_index, set_type, set_content, set_args, set_ms, set_prompt, set_done, set_at = _SET
-    new = object.__new__
-    utc = sql.utc
-    parse = datetime.fromisoformat
-    out: builtins.list[RunStep] = []
-    append = out.append
-    for index, step_type, content, tool_args, duration, prompt, completion, created in rows:
-        step = new(RunStep)
-        set_sid(step, session_id)
-        set_index(step, index)
-        set_type(step, step_type)
-        set_content(step, content)
-        set_args(step, None if tool_args is None else bytes(tool_args))
-        set_ms(step, duration)
-        set_prompt(step, prompt)
-        set_done(step, completion)
-        if text_stamps:
-            try:
-                # Django's text form (YYYY-MM-DD HH:MM:SS[.ffffff]), naive UTC.
-                created = parse(created + "+00:00")
-            except (TypeError, ValueError):
-                created = utc(created)
-        else:
-            created = utc(created)
-        set_at(step, created)
-        append(step)
-    return out
+    new_step = _new_step
+    if text_stamps:
+        parse = datetime.fromisoformat
+        try:
+            # Django's text form (YYYY-MM-DD HH:MM:SS[.ffffff]), naive UTC, parsed
+            # directly; one comprehension (a loop of appends costs ~10% more).
+            return [
+                new_step(
+                    session_id,
+                    index,
+                    kind,
+                    text,
+                    # sqlite3 gives bytes (or None): no copy to make.
+                    args if args is None or type(args) is bytes else bytes(args),
+                    ms,
+                    prompt,
+                    completion,
+                    parse(at + "+00:00"),
+                )
+                for index, kind, text, args, ms, prompt, completion, at in rows
+            ]
+        except (TypeError, ValueError):
+            pass  # a stamp in another form: the general path below
+    # Positional, in _RUN_STEP_FIELDS order.
+    return [
+        new_step(
+            session_id,
+            index,
+            kind,
+            text,
+            None if args is None else bytes(args),
+            ms,
+            prompt,
+            completion,
+            sql.utc(at),
+        )
+        for index, kind, text, args, ms, prompt, completion, at in rows
+    ]
 
 
 # -- validating input -------------------------------------------------------------

@@ -42,7 +42,12 @@ from django.db.models import QuerySet
 from agentstore import exceptions, notify, sql
 from agentstore.models import Entry, Ref, RefLog
 from agentstore.models import Session as SessionRow
-from agentstore.selectors.refs import count_refs_under, ref_log_rows, refs_under
+from agentstore.selectors.refs import (
+    clash_candidates,
+    count_refs_under,
+    ref_log_rows,
+    refs_under,
+)
 from agentstore.stores import log_refs
 from agentstore.stores.base import Clock, StoreBase, retrying_write
 from agentstore.stores.log_rows import LOG
@@ -126,8 +131,9 @@ class RefStore(StoreBase):
         connection = connections[self.using]
         if connection.vendor == "postgresql":
             # Serialise ref writers like SQLite's single writer does: the
-            # creation conflict rules read *every* name, which row locks
-            # cannot protect (docs/log-store.md, "Refs"). Readers are not blocked.
+            # creation conflict rules read names that may not exist yet (a
+            # racing creator's), which row locks cannot protect
+            # (docs/log-store.md, "Refs"). Readers are not blocked.
             with connection.cursor() as cursor:
                 cursor.execute(f"LOCK TABLE {sql.REF} IN SHARE ROW EXCLUSIVE MODE")
 
@@ -160,15 +166,14 @@ class RefStore(StoreBase):
         return live[1]
 
     def _create_ref(self, name: str, target: RefTarget, incarnation: str, now: datetime) -> None:
-        refs = Ref.objects.using(self.using)
-        clash = log_refs.conflict(name, refs.values_list("name", flat=True))
+        clash = log_refs.conflict(name, clash_candidates(name, using=self.using))
         if clash:
             raise exceptions.RefNameError(
                 f"ref name {name!r} conflicts with existing ref {clash!r}",
                 field="name",
                 conflicts_with=clash,
             )
-        refs.create(
+        Ref.objects.using(self.using).create(
             name=name,
             session_id=target.session,
             entry_id=target.entry,

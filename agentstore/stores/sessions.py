@@ -107,6 +107,8 @@ def _check_kind(kind: str) -> str:
 # The statements of touch_or_create_bare with ``?`` marks (the bare sqlite3 connection).
 _TOUCH_BARE = sql.qmark(session_sql.TOUCH)
 _KIND_OF_BARE = sql.qmark(session_sql.KIND_OF)
+# touch_forward_bare's (the tree store's per-append touch on the bare connection).
+_TOUCH_FORWARD_BARE = sql.qmark(session_sql.TOUCH_FORWARD)
 
 
 class PreparedUpsert(NamedTuple):
@@ -367,13 +369,21 @@ class SessionStore(StoreBase):
                 notify.notify(self.using, notify.session_key(session_id))
             return
         cursor.execute(session_sql.KIND_OF, [session_id])
-        row = cursor.fetchone()
-        if row is None:
-            raise exceptions.NoSession(f"no such session: {session_id}")
-        raise exceptions.ValidationError(
-            f"session {session_id} is a {row[0]} session, not a {kind} session",
-            field="session_id",
-        )
+        raise _not_touched(session_id, kind, cursor.fetchone())
+
+    def touch_forward_bare(
+        self, raw: sqlite3.Connection, session_id: str, kind: str, adapted: Any
+    ) -> None:
+        """:meth:`touch` with a stamp, on the bare ``sqlite3`` connection.
+
+        Inside :func:`agentstore.db.bare_or_lean_write`'s transaction; ``adapted``
+        is the stamp adapted for SQLite (before the write lock). The same
+        statement and the same errors as ``touch``; nothing to notify (SQLite has
+        no ``NOTIFY``). The tree store's per-append path (decision 360).
+        """
+        if raw.execute(_TOUCH_FORWARD_BARE, (adapted, adapted, session_id, kind)).rowcount == 1:
+            return
+        raise _not_touched(session_id, kind, raw.execute(_KIND_OF_BARE, (session_id,)).fetchone())
 
     def update(self, cursor: CursorWrapper, session_id: str, **values: Any) -> int:
         """Set session columns (attribute names; datetimes adapted here); the row count."""
@@ -532,3 +542,15 @@ class SessionStore(StoreBase):
             owner_id=_owner_id(owner_id),
         )
         self.upsert(cursor, PreparedUpsert(statement, params, session_id, kind))
+
+
+def _not_touched(
+    session_id: str, kind: str, row: Sequence[Any] | None
+) -> exceptions.AgentStoreError:
+    """Why a touch changed no row: ``row`` is the session's ``(kind,)``, ``None`` when missing."""
+    if row is None:
+        return exceptions.NoSession(f"no such session: {session_id}")
+    return exceptions.ValidationError(
+        f"session {session_id} is a {row[0]} session, not a {kind} session",
+        field="session_id",
+    )

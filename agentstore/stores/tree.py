@@ -22,30 +22,34 @@ write lock. "Append order" is ``(created_at, seq)``: entries sort by their
 timestamp (caller-supplied message timestamps are kept), ties by insertion.
 Hot paths use hand-written SQL through Django's connection; a plain append
 (any kind but a compaction) and the bounded ``branch(..., limit=)`` read send it
-on the lean cursor — and the append in the lean transaction — while nothing
-watches the connection (docs/decisions.md, decisions 310 and 312). See
-``docs/tree-store.md`` for the measured figures.
+on the lean cursor — and the append in the lean transaction, its statements on
+SQLite's own connection — while nothing watches the connection
+(docs/decisions.md, decisions 310, 312 and 360), and reads build their entities
+with positional builders (:mod:`agentstore.stores.frozen`, decisions 365–366).
+See ``docs/tree-store.md`` for the measured figures.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import fields, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import IntegrityError, connections, transaction
 from django.db.backends.utils import CursorWrapper
 
 from agentstore import exceptions, sql
-from agentstore.db import is_unique_violation
+from agentstore.db import bare_or_lean_write, is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Entry, MessagePart
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import tree as tree_sql
 from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.stores.sessions import SessionStore
 from agentstore.stores.tree_context import (
     NO_SETTINGS,
@@ -81,7 +85,6 @@ from agentstore.validation import (
 __all__ = ["TreeStore"]
 
 TREE = SessionKind.TREE.value
-T = TypeVar("T")
 # Positions in the selected rows, and the chunk size (agentstore/sql/tree.py).
 _PK = tree_sql.PK
 _ROLE = tree_sql.ROLE
@@ -102,6 +105,10 @@ _C_FIRST_KEPT = tree_sql.C_FIRST_KEPT
 _C_PARTS = tree_sql.C_PARTS
 _C_SETTINGS = tree_sql.C_SETTINGS
 _CHUNK = tree_sql.CHUNK
+# The append's statements with ``?`` marks, for the bare sqlite3 connection.
+_INSERT_ENTRY_BARE = sql.qmark(tree_sql.INSERT_ENTRY)
+_INSERT_CHILD_ENTRY_BARE = sql.qmark(tree_sql.INSERT_CHILD_ENTRY)
+_INSERT_PART_BARE = sql.qmark(tree_sql.INSERT_PART)
 
 
 _to_datetime = sql.utc
@@ -111,8 +118,11 @@ def _as_bytes(value: Any) -> bytes:
     return b"" if value is None else bytes(value)
 
 
-def _encode_data(data: dict[str, Any]) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+#: ``json.dumps(data, separators=(",", ":"), ensure_ascii=False)`` without
+#: building an encoder per call (once per append).
+_encode_data: Callable[[dict[str, Any]], str] = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False
+).encode
 
 
 class _Draft:
@@ -491,13 +501,15 @@ class TreeStore(StoreBase):
         if message.role and not parts and message.content.strip():
             # What a later read returns for a plain-text message ("legacy text").
             parts = (MessagePartEntity(type="text", text=message.content),)
-        entity = EntryEntity(
+        # The slot-setting constructors of the row mapper (decision 312): every
+        # field given, the same objects as the dataclasses' own __init__ makes.
+        entity = _new_entry(
             id=new_id(),
             session_id=session_id,
             parent_id=parent_id,
             type=entry_type,
             created_at=created_at,
-            message=MessageEntity(
+            message=_new_message(
                 role=message.role,
                 content=message.content,
                 provider=message.provider,
@@ -518,6 +530,7 @@ class TreeStore(StoreBase):
             compaction_tokens_before=derived.compaction_tokens_before,
             branch_from_entry_id=derived.branch_from_entry_id,
             operation_id=operation_id,
+            seq=0,
         )
         return _Draft(entity, stored_parts)
 
@@ -557,8 +570,12 @@ class TreeStore(StoreBase):
             # The common append: two hand-written statements (touch, insert
             # checking the parent), so the lean transaction and cursor apply —
             # Django's cost more than SQLite's work here (docs/decisions.md,
-            # decisions 291 and 310). Anything watching still sees every statement.
-            params = self._insert_params(draft)
+            # decisions 291 and 310) — and, on SQLite with nothing watching,
+            # the sqlite3 connection itself (decision 360). Anything watching
+            # still sees every statement.
+            stamp = sql.adapt_datetime(connection, entity.created_at)
+            params = self._insert_params(draft, stamp)
+            sessions = self.sessions
 
             def append() -> tuple[int, int]:
                 with sql.cursor(self.using) as cursor:
@@ -567,8 +584,19 @@ class TreeStore(StoreBase):
                         self.sessions.update(cursor, session_id, name=rename)
                     return self._insert_row(cursor, draft, params)
 
-            _, seq = self.write(append, lean=True)
-            return _with_seq(entity, seq)
+            if rename is not None:
+                _, seq = self.write(append, lean=True)
+            else:
+
+                def bare(raw: sqlite3.Connection) -> tuple[int, int]:
+                    sessions.touch_forward_bare(raw, session_id, TREE, stamp)
+                    return self._insert_row_bare(raw, draft, params)
+
+                _, seq = bare_or_lean_write(bare, append, using=self.using)
+            # The entity is this call's own until it is returned: its seq is
+            # set in place rather than by copying every field (``replace``).
+            _set_seq(entity, seq)
+            return entity
 
         def write() -> EntryEntity:
             with connection.cursor() as cursor:
@@ -618,11 +646,16 @@ class TreeStore(StoreBase):
 
     def _insert(self, cursor: CursorWrapper, draft: _Draft) -> EntryEntity:
         """Insert the draft at the next seq; ``ValidationError`` when its parent is missing."""
-        _, seq = self._insert_row(cursor, draft, self._insert_params(draft))
+        created_at = sql.adapt_datetime(connections[self.using], draft.entity.created_at)
+        _, seq = self._insert_row(cursor, draft, self._insert_params(draft, created_at))
         return _with_seq(draft.entity, seq)
 
-    def _insert_params(self, draft: _Draft) -> list[Any]:
-        """The INSERT's parameters, built before the transaction (its lock is held for less)."""
+    @staticmethod
+    def _insert_params(draft: _Draft, created_at: Any) -> list[Any]:
+        """The INSERT's parameters, built before the transaction (its lock is held for less).
+
+        ``created_at``: the entry's timestamp adapted for the connection.
+        """
         e = draft.entity
         parent = e.parent_id
         return [
@@ -634,7 +667,7 @@ class TreeStore(StoreBase):
                 parent_id=parent,
                 type=e.type,
                 line=e.data_json,
-                created_at=connections[self.using].ops.adapt_datetimefield_value(e.created_at),
+                created_at=created_at,
                 role=e.message.role,
                 content=e.message.content,
                 provider=e.message.provider,
@@ -678,24 +711,26 @@ class TreeStore(StoreBase):
             )
         pk, seq = inserted
         if draft.parts:
-            cursor.executemany(
-                tree_sql.INSERT_PART,
-                [
-                    sql.row(
-                        MessagePart,
-                        entry_id=pk,
-                        sequence=index,
-                        type=part.type,
-                        text=part.text,
-                        mime_type=part.mime_type,
-                        name=part.name,
-                        width=part.width,
-                        height=part.height,
-                        data=part.data if part.data else None,
-                    )
-                    for index, part in enumerate(draft.parts)
-                ],
+            cursor.executemany(tree_sql.INSERT_PART, _part_rows(pk, draft.parts))
+        return int(pk), int(seq)
+
+    @staticmethod
+    def _insert_row_bare(
+        raw: sqlite3.Connection, draft: _Draft, params: list[Any]
+    ) -> tuple[int, int]:
+        """:meth:`_insert_row` on the bare ``sqlite3`` connection (the same statements)."""
+        parent = draft.entity.parent_id
+        inserted = raw.execute(
+            _INSERT_ENTRY_BARE if parent is None else _INSERT_CHILD_ENTRY_BARE, params
+        ).fetchone()
+        if inserted is None:
+            raise exceptions.ValidationError(
+                f"parent_id {parent!r} is not an entry of session {draft.entity.session_id}",
+                field="parent_id",
             )
+        pk, seq = inserted
+        if draft.parts:
+            raw.executemany(_INSERT_PART_BARE, _part_rows(pk, draft.parts))
         return int(pk), int(seq)
 
     def _resolve_compaction_conflict(
@@ -752,16 +787,11 @@ class TreeStore(StoreBase):
     def _build_entries(
         self, cursor: CursorWrapper, rows: Sequence[Sequence[Any]], hydrate: bool
     ) -> list[EntryEntity]:
+        text_stamps = cursor.db.vendor == "sqlite"
         if not hydrate:
-            return [_entry_from_row(row, ()) for row in rows]
+            return _entries_from_rows(rows, None, text_stamps=text_stamps)
         parts = self._load_parts(cursor, [row[_PK] for row in rows if row[_PART_COUNT]])
-        return [
-            _entry_from_row(
-                row,
-                _message_parts(row[_ROLE], row[_CONTENT], parts.get(row[_PK])),
-            )
-            for row in rows
-        ]
+        return _entries_from_rows(rows, parts, text_stamps=text_stamps)
 
     @staticmethod
     def _load_parts(cursor: CursorWrapper, pks: list[int]) -> dict[int, list[MessagePartEntity]]:
@@ -770,17 +800,9 @@ class TreeStore(StoreBase):
             chunk = pks[start : start + _CHUNK]
             cursor.execute(tree_sql.load_parts(len(chunk)), chunk)
             for pk, kind, text, mime, name, width, height, data in cursor.fetchall():
-                found[pk].append(
-                    MessagePartEntity(
-                        type=kind,
-                        text=text,
-                        mime_type=mime,
-                        name=name,
-                        width=width,
-                        height=height,
-                        data=_as_bytes(data),
-                    )
-                )
+                # Positional, in require_fields' order (type, text, mime_type, name,
+                # data, width, height).
+                found[pk].append(_new_part(kind, text, mime, name, _as_bytes(data), width, height))
         return found
 
     def _cursor_read(self, fn: Callable[[CursorWrapper], Any]) -> Any:
@@ -923,15 +945,19 @@ class TreeStore(StoreBase):
         # Both backends emit a recursive CTE's rows level by level, but SQL does
         # not promise it; sorting in Python only when needed is cheaper than an
         # ORDER BY over 10,000 wide rows.
-        if any(rows[i][0] > rows[i + 1][0] for i in range(len(rows) - 1)):
+        depths = [row[0] for row in rows]
+        if depths != sorted(depths):
             rows.sort(key=lambda row: row[0])
-        seen: set[int] = set()
-        path: list[Sequence[Any]] = []
-        for row in rows:
-            if row[1] in seen:
-                break
-            seen.add(row[1])
-            path.append(row[2:])
+        if len({row[1] for row in rows}) == len(rows):  # no entry twice: no cycle
+            path = [row[2:] for row in rows]
+        else:  # a corrupt parent cycle: the path ends before its first repeat
+            seen: set[int] = set()
+            path = []
+            for row in rows:
+                if row[1] in seen:
+                    break
+                seen.add(row[1])
+                path.append(row[2:])
         path.reverse()
         return path
 
@@ -1414,36 +1440,47 @@ def _require_count(value: Any, field: str) -> int:
 # -- row mapping ---------------------------------------------------------------------
 
 
-def _builder(cls: type[T]) -> Callable[..., T]:
-    """A keyword constructor of frozen, slotted dataclass ``cls`` for rows read back.
-
-    The generated ``__init__`` of a frozen dataclass sets each field through
-    ``object.__setattr__``, ~0.2 µs a field: on a 50-entry branch read the
-    entities cost more than SQLite's work (docs/decisions.md, decision 312).
-    This sets the slots directly and requires every field (no defaults, no
-    ``__post_init__`` — the classes have none); a test compares its results
-    with the classes' own constructor.
-    """
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    setters = {name: getattr(cls, name).__set__ for name in names}
-    body = "\n".join(f"    _set_{name}(o, {name})" for name in names)
-    source = f"def build(*, {', '.join(names)}):\n    o = _new(_cls)\n{body}\n    return o\n"
-    scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    scope.update({f"_set_{name}": setter for name, setter in setters.items()})
-    exec(source, scope)  # noqa: S102 - the source is built from the dataclass's field names
-    build: Callable[..., T] = scope["build"]
-    return build
-
-
-_new_entry = _builder(EntryEntity)
-_new_message = _builder(MessageEntity)
-_new_part = _builder(MessagePartEntity)
-
-
-def _entry_from_row(row: Sequence[Any], parts: tuple[MessagePartEntity, ...]) -> EntryEntity:
+# The fields of the value objects a branch read builds, in the order their
+# positional builders take them (agentstore.stores.frozen: a read of 50 entries
+# builds 150 objects, and a keyword call would cost more than their slots).
+require_fields(
+    EntryEntity,
     (
+        "id", "session_id", "type", "created_at", "parent_id", "message", "custom_type",
+        "data_json", "summary", "tool_name", "tool_status", "tool_args_json",
+        "token_estimate", "model_facing", "display", "compaction_first_kept_entry_id",
+        "compaction_tokens_before", "branch_from_entry_id", "operation_id", "seq",
+    ),
+)  # fmt: skip
+require_fields(MessageEntity, ("role", "content", "provider", "model", "parts", "timestamp"))
+require_fields(MessagePartEntity, ("type", "text", "mime_type", "name", "data", "width", "height"))
+_new_entry = positional_builder(EntryEntity)
+_new_message = positional_builder(MessageEntity)
+_new_part = positional_builder(MessagePartEntity)
+
+
+def _entries_from_rows(
+    rows: Iterable[Sequence[Any]],
+    parts: Mapping[int, list[MessagePartEntity]] | None,
+    *,
+    text_stamps: bool,
+) -> list[EntryEntity]:
+    """``EntryEntity`` values of selected entry rows (:func:`tree_sql.select_list`).
+
+    ``parts``: the stored message parts by entry primary key (an entry with a
+    message and none gets its content as one text part, :func:`_message_parts`);
+    ``None``: no parts at all (an unhydrated read). ``text_stamps``: ``created_at``
+    is SQLite's text (naive UTC), parsed here directly; else :func:`sql.utc`.
+    One loop with the builders called positionally (in ``require_fields``' order
+    above): per-row helper calls were a fifth of a 50-entry branch read.
+    """
+    new_entry, new_message, new_part = _new_entry, _new_message, _new_part
+    parse, utc = datetime.fromisoformat, sql.utc
+    out: list[EntryEntity] = []
+    append = out.append
+    for (
         session_id,
-        _pk,
+        pk,
         seq,
         entry_id,
         parent_id,
@@ -1467,37 +1504,46 @@ def _entry_from_row(row: Sequence[Any], parts: tuple[MessagePartEntity, ...]) ->
         branch_from,
         operation_id,
         _part_count,
-    ) = row
-    stamp = _to_datetime(created_at)
-    return _new_entry(
-        id=entry_id,
-        session_id=session_id,
-        parent_id=parent_id,
-        type=entry_type,
-        created_at=stamp,
-        message=_new_message(
-            role=role,
-            content=content,
-            provider=provider,
-            model=model,
-            parts=parts,
-            timestamp=stamp,
-        ),
-        custom_type=custom_type,
-        data_json=line,
-        summary=summary,
-        tool_name=tool_name,
-        tool_status=tool_status,
-        tool_args_json=tool_args_json,
-        token_estimate=token_estimate,
-        model_facing=bool(model_facing),
-        display=bool(display),
-        compaction_first_kept_entry_id=first_kept,
-        compaction_tokens_before=tokens_before,
-        branch_from_entry_id=branch_from,
-        operation_id=operation_id,
-        seq=seq,
-    )
+    ) in rows:
+        if text_stamps:
+            try:
+                stamp = parse(created_at + "+00:00")
+            except (TypeError, ValueError):
+                stamp = utc(created_at)
+        else:
+            stamp = utc(created_at)
+        found: tuple[MessagePartEntity, ...] = ()
+        if role and parts is not None:  # as _message_parts, inlined
+            stored = parts.get(pk)
+            if stored:
+                found = tuple(stored)
+            elif content.strip():
+                found = (new_part("text", content, "", "", b"", 0, 0),)
+        append(
+            new_entry(
+                entry_id,
+                session_id,
+                entry_type,
+                stamp,
+                parent_id,
+                new_message(role, content, provider, model, found, stamp),
+                custom_type,
+                line,
+                summary,
+                tool_name,
+                tool_status,
+                tool_args_json,
+                token_estimate,
+                bool(model_facing),
+                bool(display),
+                first_kept,
+                tokens_before,
+                branch_from,
+                operation_id,
+                seq,
+            )
+        )
+    return out
 
 
 def _message_parts(
@@ -1509,11 +1555,7 @@ def _message_parts(
     found = tuple(stored or ())
     if not found and content.strip():
         # A plain-text message stores no part rows ("legacy text" in librecode).
-        return (
-            _new_part(
-                type="text", text=content, mime_type="", name="", data=b"", width=0, height=0
-            ),
-        )
+        return (_new_part("text", content, "", "", b"", 0, 0),)
     return found
 
 
@@ -1566,13 +1608,15 @@ class _ContextEntry:
     @property
     def message(self) -> MessageEntity:
         row = self.row
-        return MessageEntity(
-            role=row[_C_ROLE],
-            content=row[_C_CONTENT],
-            provider=row[_C_PROVIDER],
-            model=row[_C_MODEL],
-            parts=self.parts,
-            timestamp=_to_datetime(row[_C_CREATED]),
+        # Positional, in require_fields' order (role, content, provider, model,
+        # parts, timestamp).
+        return _new_message(
+            row[_C_ROLE],
+            row[_C_CONTENT],
+            row[_C_PROVIDER],
+            row[_C_MODEL],
+            self.parts,
+            _to_datetime(row[_C_CREATED]),
         )
 
 
@@ -1588,6 +1632,30 @@ def _decode_settings(value: str) -> Settings:
 
 def _with_seq(entry: EntryEntity, seq: int) -> EntryEntity:
     return replace(entry, seq=seq)
+
+
+#: Sets a (frozen, slotted) entity's ``seq`` in place: only for an entity not
+#: yet handed to anyone (the append's own, just inserted).
+_set_seq: Callable[[EntryEntity, int], None] = vars(EntryEntity)["seq"].__set__
+
+
+def _part_rows(pk: int, parts: Sequence[MessagePartEntity]) -> list[list[Any]]:
+    """The parts' INSERT parameters (``tree_sql.INSERT_PART``) under entry ``pk``."""
+    return [
+        sql.row(
+            MessagePart,
+            entry_id=pk,
+            sequence=index,
+            type=part.type,
+            text=part.text,
+            mime_type=part.mime_type,
+            name=part.name,
+            width=part.width,
+            height=part.height,
+            data=part.data if part.data else None,
+        )
+        for index, part in enumerate(parts)
+    ]
 
 
 def _message_from_entry(entry: EntryEntity) -> SessionMessageEntity:

@@ -15,11 +15,15 @@ from typing import Any
 
 import pytest
 from django.db import connections
+from django.db.models.functions import Lower
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentstore import exceptions
 from agentstore.models import Ref, RefLog
 from agentstore.models import Session as SessionRow
-from agentstore.stores import LogStore, RefStore
+from agentstore.selectors.refs import clash_candidates
+from agentstore.stores import LogStore, RefStore, log_refs
 from agentstore.types import RefTarget
 from tests.stores.test_log_support import Harness, user
 
@@ -470,3 +474,77 @@ def test_continue_ref_when_the_ref_moved_meanwhile(
     successor = moved.value.session  # type: ignore[attr-defined]
     assert successor.header["parent_session"] == a
     assert store.resolve_ref("moving") == T(b)
+
+
+# -- the creation rules read a few names, not every name ------------------------
+
+_SEGMENTS = st.sampled_from(["a", "A", "b", "B", "ab", "aB"])
+_NAMES = st.lists(_SEGMENTS, min_size=1, max_size=3).map("/".join)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(existing=st.lists(_NAMES, max_size=8), name=_NAMES)
+def test_clash_candidates_decide_as_every_name_would(
+    h: Harness, existing: list[str], name: str
+) -> None:
+    """Probing ``clash_candidates`` decides exactly as checking every existing name.
+
+    A tiny alphabet with case variants makes clashes of every kind frequent:
+    prefix either way, case-only differences at any depth, and names that
+    share a folded prefix without clashing.
+    """
+    Ref.objects.all().delete()
+    store = h.new()
+    (a,) = sessions(store, 1)
+    kept: list[str] = []
+    for other in existing:
+        if other in kept or log_refs.conflict(other, kept):
+            continue  # what the store would refuse; the refs stay pairwise clash-free
+        store.update_ref(other, None, T(a))
+        kept.append(other)
+    if name in kept:
+        return
+    expected = log_refs.conflict(name, kept)
+    got = log_refs.conflict(name, clash_candidates(name))
+    assert bool(got) == bool(expected)
+    if expected:
+        with pytest.raises(exceptions.RefNameError):
+            store.update_ref(name, None, T(a))
+    else:
+        store.update_ref(name, None, T(a))
+
+
+def test_clash_probes_seek_the_folded_index(h: Harness) -> None:
+    """Each probe is an index seek on ``LOWER(name)``, whatever the number of refs."""
+    store = h.new()
+    (a,) = sessions(store, 1)
+    for n in range(50):
+        store.update_ref(f"refs/heads/b{n}", None, T(a))
+    connection = connections["default"]
+    folded = Ref.objects.alias(folded=Lower("name"))
+    probes = [
+        folded.filter(folded="refs/heads").order_by("folded").values_list("name")[:1],
+        folded.filter(folded__gte="refs/", folded__lt="refs0")
+        .order_by("folded")
+        .values_list("name")[:1],
+    ]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        for probe in probes:
+            query, params = probe.query.sql_with_params()
+            if connection.vendor == "sqlite":
+                cursor.execute(f"EXPLAIN QUERY PLAN {query}", params)
+                plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+                assert "agentstore_ref_folded" in plan and "SCAN" not in plan, plan
+            else:
+                cursor.execute(f"EXPLAIN {query}", params)
+                plan = " ".join(row[0] for row in cursor.fetchall())
+                assert "agentstore_ref_folded" in plan, plan
+    assert set(clash_candidates("refs/heads/b7")) <= {
+        "refs/heads/b7",
+        *Ref.objects.values_list("name", flat=True),
+    }
+    assert len(clash_candidates("refs/heads/new")) <= 2 * 3

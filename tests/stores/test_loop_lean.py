@@ -87,6 +87,29 @@ def test_steps_read_back_equal_the_dataclass_built_normally() -> None:
         got.content = "changed"  # type: ignore[misc]
 
 
+@pytest.mark.sqlite_only
+def test_a_stamp_in_another_text_form_reads_back_through_the_general_path() -> None:
+    # The fast path parses Django's text form; a row whose stamp was written in
+    # another form (here with an offset, by hand) sends the whole read through
+    # sql.utc, and every step still reads back right (decision 367).
+    store = LoopStore(clock=Clock())
+    for index in range(3):
+        store.append(step("odd", index))
+    first, second, third = Step.objects.filter(session_id="odd").order_by("id")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE agentstore_step SET created_at = %s WHERE id = %s",
+            ["2026-01-01 03:00:00+02:00", second.pk],
+        )
+    got = store.last_n("odd", 3)
+    assert [s.created_at for s in got] == [
+        first.created_at,
+        datetime(2026, 1, 1, 1, tzinfo=UTC),
+        third.created_at,
+    ]
+    assert all(s.created_at is not None and s.created_at.tzinfo is UTC for s in got)
+
+
 def test_both_paths_store_the_same_things() -> None:
     clock = Clock()
     store = LoopStore(clock=clock)

@@ -3,17 +3,18 @@
 A plain tree append (not a compaction) is two hand-written statements — the
 session touch and the INSERT that checks the parent — and takes the lean
 transaction and cursor while nothing watches the connection (docs/decisions.md,
-decision 310). These tests check both sides of that switch, that a refused
-append (missing parent, missing or foreign session) writes nothing, and that the
-one ``(entry_id, session)`` unique index that replaced the two entry-id indexes
-(decision 311) still serves every lookup by entry id: with the session, alone,
-and in the INSERT's parent check. They run outside a test transaction
+decision 310) — on SQLite the ``sqlite3`` connection itself (decision 360).
+These tests check both sides of that switch (the same rows either way), that a
+refused append (missing parent, missing or foreign session) writes nothing, and
+that the one ``(entry_id, session)`` unique index that replaced the two entry-id
+indexes (decision 311) still serves every lookup by entry id: with the session,
+alone, and in the INSERT's parent check. They run outside a test transaction
 (``transaction=True``), where the lean path is taken.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -21,9 +22,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agentstore import exceptions
-from agentstore.models import Entry, Session
+from agentstore.models import Entry, MessagePart, Session
+from agentstore.sql import sessions as session_sql
 from agentstore.sql import tree as tree_sql
 from agentstore.stores.tree import TreeStore
+from agentstore.types.tree import MessagePartEntity
 from tests.stores.conftest import TickClock, user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,6 +66,52 @@ def test_a_lean_append_commits_and_moves_updated_at(store: TreeStore) -> None:
     assert store.entry(session.id, entry.id) == entry
 
 
+def _stored(session_id: str) -> list[tuple[Any, ...]]:
+    """Every column of the session's entries and parts but the ids the append draws."""
+    entries = list(
+        Entry.objects.filter(session_id=session_id)
+        .order_by("seq")
+        .values_list(
+            *[
+                f.attname
+                for f in Entry._meta.concrete_fields
+                if f.name not in ("id", "entry_id", "parent_id", "session", "created_at", "line")
+            ]
+        )
+    )
+    parts = list(
+        MessagePart.objects.filter(entry__session_id=session_id)
+        .order_by("entry__seq", "sequence")
+        .values_list(
+            *[f.attname for f in MessagePart._meta.concrete_fields if f.name not in ("id", "entry")]
+        )
+    )
+    return [*entries, *parts]
+
+
+def test_the_unwatched_and_the_watched_append_store_the_same_rows(store: TreeStore) -> None:
+    image = MessagePartEntity(
+        type="image", mime_type="image/png", data=b"\x89PNG", width=2, height=3
+    )
+    text = MessagePartEntity(type="text", text="look")
+
+    def appends(session_id: str) -> list[Any]:
+        root = store.append_message(session_id, None, user("hi"))
+        child = store.append_message(session_id, root.id, user("look", parts=(text, image)))
+        return [root, child, store.append_custom_entry(session_id, child.id, "note", '{"k": 1}')]
+
+    unwatched = store.create_session("/u")
+    made = appends(unwatched.id)
+    watched = store.create_session("/w")
+    with CaptureQueriesContext(connection) as queries:
+        seen = appends(watched.id)
+    assert len(queries.captured_queries) >= 6
+    assert [e.seq for e in made] == [e.seq for e in seen] == [1, 2, 3]
+    assert _stored(unwatched.id) == _stored(watched.id)
+    assert [store.entry(unwatched.id, e.id) for e in made] == made
+    assert made[1].message.parts == (text, image)
+
+
 def test_entities_read_back_equal_the_appended_ones(store: TreeStore) -> None:
     # Reads build entities without the dataclasses' own constructor (decision 312):
     # equal, equally hashed and printed, and still frozen.
@@ -75,6 +124,23 @@ def test_entities_read_back_equal_the_appended_ones(store: TreeStore) -> None:
     assert hash(read[0].message.parts) == hash(root.message.parts)
     with pytest.raises(AttributeError):
         read[0].seq = 5  # type: ignore[misc]
+
+
+@pytest.mark.sqlite_only
+def test_a_stamp_in_another_text_form_reads_back_right(store: TreeStore) -> None:
+    # Branch reads parse Django's text form directly; a stamp written in another
+    # form (an offset, by hand) takes sql.utc for that row (decision 366).
+    session = store.create_session("/w")
+    root = store.append_message(session.id, None, user("one"))
+    child = store.append_message(session.id, root.id, user("two"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE agentstore_entry SET created_at = %s WHERE session_id = %s AND entry_id = %s",
+            ["2026-01-01 03:00:00+02:00", session.id, root.id],
+        )
+    first, second = store.branch(session.id, child.id, limit=2)
+    assert first.created_at == first.message.timestamp == datetime(2026, 1, 1, 1, tzinfo=UTC)
+    assert second == child
 
 
 def test_a_refused_append_writes_nothing(store: TreeStore) -> None:
@@ -136,3 +202,58 @@ def test_the_index_names_its_columns_entry_id_first() -> None:
     assert [c["columns"] for c in unique] == [["entry_id", "session_id"]]
     plain = [c for c in constraints.values() if c["index"] and c["columns"] == ["entry_id"]]
     assert plain == []
+
+
+def test_every_lookup_of_parts_by_entry_uses_the_unique_entry_sequence_index() -> None:
+    # MessagePart.entry has no index of its own (decision 361): the unique
+    # (entry, sequence) serves the parts of a page of entries and the deletes.
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, MessagePart._meta.db_table)
+    alone = [n for n, c in constraints.items() if c["index"] and c["columns"] == ["entry_id"]]
+    assert alone == ["agentstore_part_image"]  # the partial "any image here?" index only
+    if connection.vendor != "sqlite":
+        return
+    index = "sqlite_autoindex_agentstore_messagepart_1"  # UNIQUE (entry_id, sequence)
+    for statement in (tree_sql.load_parts(3), tree_sql.delete_parts(3)):
+        plan = _plan(statement, [1, 2, 3])
+        assert f"{index} (entry_id=?)" in plan and "SCAN" not in plan, plan
+    cascade = _plan(session_sql.DELETE_PARTS, ["s"])
+    assert f"{index} (entry_id=?)" in cascade, cascade
+
+
+@pytest.mark.sqlite_only
+def test_an_unwatched_append_is_the_touch_and_the_insert_on_sqlite3(store: TreeStore) -> None:
+    session = store.create_session("/b")
+    root = store.append_message(session.id, None, user("one"))
+    seen: list[str] = []
+    connection.ensure_connection()
+    connection.connection.set_trace_callback(seen.append)
+    try:
+        store.append_message(session.id, root.id, user("two"))
+    finally:
+        connection.connection.set_trace_callback(None)
+    # The INSERT's trigger programs (the search index) trace as the INSERT again
+    # or as "--" lines: one statement each.
+    sent = [s for s in seen if not s.startswith("--")]
+    sent = [s for n, s in enumerate(sent) if n == 0 or s != sent[n - 1]]
+    assert [s.split()[0].upper() for s in sent] == ["BEGIN", "UPDATE", "INSERT", "COMMIT"]
+
+
+@pytest.mark.sqlite_only
+def test_a_failed_bare_insert_rolls_the_touch_back(
+    store: TreeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import OperationalError
+
+    from agentstore.stores import tree
+
+    session = store.create_session("/f")
+    root = store.append_message(session.id, None, user("one"))
+    touched = Session.objects.get(id=session.id).updated_at
+    monkeypatch.setattr(tree, "_INSERT_CHILD_ENTRY_BARE", "INSERT INTO no_such_table VALUES (1)")
+    with pytest.raises(OperationalError, match="no_such_table"):  # raised as Django's
+        store.append_message(session.id, root.id, user("lost"))
+    monkeypatch.undo()
+    assert Session.objects.get(id=session.id).updated_at == touched
+    assert not _open_transaction()
+    assert store.append_message(session.id, root.id, user("two")).seq == 2
