@@ -48,9 +48,10 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.backends import utils as backend_utils
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -60,12 +61,16 @@ from agentstore.conf import agentstore_settings
 from agentstore.exceptions import DatabaseBusy
 
 __all__ = [
+    "SharedConnection",
     "WalCheckpointer",
     "atomic_write",
     "backoff_delay",
+    "bare_connection",
+    "bare_execute",
     "bare_or_lean_write",
     "bare_sqlite",
     "bare_write",
+    "bare_write_on",
     "is_busy_error",
     "is_unique_violation",
     "lean_write",
@@ -118,10 +123,15 @@ def _lean_connection(using: str) -> BaseDatabaseWrapper | None:
     nothing watching the statements (:func:`watched`), and in autocommit —
     Django's manual-transaction mode may already have a transaction open.
     """
-    connection = connections[using]
+    return _lean(connections[using])
+
+
+def _lean(connection: BaseDatabaseWrapper) -> BaseDatabaseWrapper | None:
+    """:func:`_lean_connection` of a connection object already in hand."""
     if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
         return None
-    connection.ensure_connection()
+    if connection.connection is None:
+        connection.ensure_connection()
     return connection if connection.autocommit else None
 
 
@@ -172,8 +182,12 @@ def bare_sqlite(using: str = DEFAULT_DB_ALIAS) -> sqlite3.Connection | None:
     caller takes its Django path, so whatever observes statements still sees
     every one.
     """
-    connection = _lean_connection(using)
-    if connection is None:
+    return bare_connection(connections[using])
+
+
+def bare_connection(connection: BaseDatabaseWrapper) -> sqlite3.Connection | None:
+    """:func:`bare_sqlite` of a connection object already in hand (no ``connections[…]``)."""
+    if _lean(connection) is None:
         return None
     raw: sqlite3.Connection = connection.connection
     return raw
@@ -194,6 +208,63 @@ def bare_write(fn: Callable[[sqlite3.Connection], T], *, using: str = DEFAULT_DB
             return fn(connection.connection)
 
     return lean_write(body, using=using)
+
+
+def bare_execute(
+    connection: BaseDatabaseWrapper, statement: str, params: Sequence[Any], *, using: str
+) -> bool:
+    """Send one ``?`` statement as its own transaction on ``connection``'s ``sqlite3`` connection.
+
+    :func:`bare_connection`'s test and the writer queue in one call — the
+    LangGraph saver's per-call write (decision 352). SQLite's autocommit makes
+    one statement its own transaction — atomic, durable, its deferred foreign
+    keys checked at its end — so no ``BEGIN IMMEDIATE`` and ``COMMIT`` are sent
+    (decision 350); inside the writer queue no agentstore writer competes for
+    SQLite's lock, anyone else meets the busy timeout and the retries, as a
+    ``BEGIN IMMEDIATE`` would. ``False``, with nothing sent, where the bare
+    path does not apply (PostgreSQL, inside ``atomic()``, something
+    watching): the caller then takes Django's path, so a watcher sees the
+    statement.
+    """
+    if _lean(connection) is None:
+        return False
+
+    def attempt() -> None:
+        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+            connection.connection.execute(statement, params)
+
+    _sqlite_attempts(connection, using, attempt)
+    return True
+
+
+def bare_write_on(
+    connection: BaseDatabaseWrapper,
+    fn: Callable[[sqlite3.Connection], T],
+    *,
+    using: str,
+) -> T:
+    """:func:`bare_write` on ``connection``, for which :func:`bare_connection` just said yes.
+
+    The same transaction — the writer queue, ``BEGIN IMMEDIATE``, ``COMMIT``,
+    the busy retries, errors raised as Django's — without looking the
+    connection up or checking it again: the LangGraph saver's store holds
+    its connection object and has just checked it (decision 352).
+    """
+    begin = f"BEGIN {connection.transaction_mode or ''}".rstrip()  # type: ignore[attr-defined]
+
+    def attempt() -> T:
+        raw = connection.connection
+        with connection.wrap_database_errors:
+            raw.execute(begin)
+            try:
+                result = fn(raw)
+                raw.execute("COMMIT")
+            except BaseException:
+                _rollback(connection)
+                raise
+        return result
+
+    return _sqlite_attempts(connection, using, attempt)
 
 
 def bare_or_lean_write(
@@ -219,6 +290,81 @@ def bare_or_lean_write(
             return bare(open_connection.connection)
 
     return _lean_sqlite(connection, using, body)
+
+
+class SharedConnection:
+    """One Django connection object of an alias, lent to one thread at a time.
+
+    LangGraph calls a checkpointer from short-lived executor threads — a new set
+    for every ``invoke`` — and Django opens one connection per thread, which
+    those threads never close (measured: 507 connections for 200 invocations).
+    So the LangGraph savers keep one connection object of their own (as
+    ``SqliteSaver`` keeps one ``sqlite3`` connection behind a lock) and use it
+    from whichever thread calls, holding :attr:`lock`:
+
+    * a hot path that needs only the connection object (statements on it, or
+      on its ``sqlite3`` connection) takes :attr:`lock` and :meth:`ready` —
+      nothing else, since Django's per-thread machinery (``connections[alias]``,
+      ``asgiref.local``) was a fifth of the saver's time per call (decision 352);
+    * anything that goes through ``connections[alias]`` (the ORM,
+      ``atomic_write``) runs inside :meth:`borrowed`, which installs the object
+      as the calling thread's connection for the alias while it runs, then
+      puts the thread's own back.
+
+    A transaction the caller has open lives on the caller's connection, so
+    work on this one never joins it. ``settings(alias)`` gives the settings
+    the connection (re)connects with, read at each reconnect (a test run
+    renames the database after import); by default Django's own.
+    """
+
+    def __init__(
+        self, using: str, *, settings: Callable[[str], dict[str, Any]] | None = None
+    ) -> None:
+        self.using = using
+        self.pid = os.getpid()
+        self.lock = threading.RLock()
+        self.settings = settings or (lambda alias: connections.settings[alias])
+        self.connection: BaseDatabaseWrapper = connections.create_connection(using)
+        # Used from whichever thread holds the lock; Django checks the owner.
+        self.connection.inc_thread_sharing()
+
+    def ready(self) -> BaseDatabaseWrapper:
+        """The connection object, for the thread that holds :attr:`lock`."""
+        connection = self.connection
+        if connection.connection is None:
+            # (Re)connecting: read the settings now, as Django's own
+            # connections do (a test run renames the database after import).
+            connection.settings_dict = self.settings(self.using)
+        return connection
+
+    @contextlib.contextmanager
+    def borrowed(self) -> Iterator[BaseDatabaseWrapper]:
+        """Hold :attr:`lock`, the connection installed as the thread's ``connections[alias]``."""
+        with self.lock:
+            # The thread's own connection object, if it has one: LangGraph's
+            # executor threads are new at every invoke, and making them one
+            # (connections[alias]) would cost 50 µs per thread for nothing.
+            own = next(
+                (c for c in connections.all(initialized_only=True) if c.alias == self.using),
+                None,
+            )
+            if own is self.connection:  # a nested call on the same thread
+                yield own
+                return
+            self.ready()
+            connections[self.using] = self.connection
+            try:
+                yield self.connection
+            finally:
+                if own is None:
+                    del connections[self.using]
+                else:
+                    connections[self.using] = own
+
+    def close(self) -> None:
+        """Close the connection (the next use opens a new one)."""
+        with self.lock:
+            self.connection.close()
 
 
 def _rollback(connection: BaseDatabaseWrapper) -> None:
@@ -266,9 +412,10 @@ _DJANGO_EXECUTEMANY = _django_code("executemany")
 
 def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Callable[[], T]) -> T:
     """Run ``attempt`` (one transaction) in the writer queue; again on SQLITE_BUSY."""
-    attempts = max(1, int(agentstore_settings.WRITE_ATTEMPTS))
     started = time.monotonic()
-    for number in range(1, attempts + 1):
+    number = 0
+    while True:
+        number += 1
         try:
             # The writer slot inline rather than through _sqlite_writer_slot's
             # generator: this runs once per append.
@@ -285,7 +432,9 @@ def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Calla
         except DatabaseError as exc:
             if not is_busy_error(exc):
                 raise
-            if number == attempts:
+            # Read only after a busy attempt: the first attempt nearly always commits.
+            attempts = max(1, int(agentstore_settings.WRITE_ATTEMPTS))
+            if number >= attempts:
                 waited = time.monotonic() - started
                 logger.warning(
                     "write transaction on %r busy, exhausted after %d attempts (%.3fs)",
@@ -301,7 +450,6 @@ def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Calla
             delay = backoff_delay(number)
             logger.debug("write transaction on %r busy (attempt %d), retrying", using, number)
             time.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def backoff_delay(attempt: int) -> float:
@@ -516,19 +664,63 @@ def _sqlite_writer_slot(connection: BaseDatabaseWrapper) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+class _Slot:
+    """What :func:`_take_writer_slot` resolved for one connection object, kept between writes.
+
+    The lock file's path (settings and the database's name), its open
+    description and the queue's deadline cost more to look up than the
+    ``flock`` itself (decision 351); they are resolved again when the
+    database's name, the process or the ``AGENTSTORE`` settings change.
+    """
+
+    __slots__ = ("lock", "name", "path", "pid", "timeout")
+
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        self.name = connection.settings_dict["NAME"]
+        self.pid = os.getpid()
+        self.path = sqlite_lock_path(connection)
+        self.lock = _lock_file(connection, self.path) if self.path else None
+        self.timeout = float(agentstore_settings.WRITE_QUEUE_TIMEOUT or 0)
+
+
+_slots: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Slot] = weakref.WeakKeyDictionary()
+
+
+def _settings_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("AGENTSTORE", "DATABASES"):
+        _slots.clear()
+
+
+setting_changed.connect(_settings_changed)
+
+
 def _take_writer_slot(connection: BaseDatabaseWrapper) -> int:
     """Take the writer lock file (see :func:`_sqlite_writer_slot`); its descriptor, or -1 if none.
 
     The caller releases it with ``flock(fd, LOCK_UN)``.
     """
-    path = sqlite_lock_path(connection)
-    lock = _lock_file(connection, path) if path else None
+    slot = _slots.get(connection)
+    if (
+        slot is None
+        or slot.name != connection.settings_dict["NAME"]
+        or slot.pid != os.getpid()
+        or (slot.lock is not None and slot.lock.fd < 0)
+    ):
+        slot = _slots[connection] = _Slot(connection)
+    lock, path = slot.lock, slot.path
     if lock is None or path is None:
         return -1
-    timeout = float(agentstore_settings.WRITE_QUEUE_TIMEOUT or 0)
-    if not _acquire(lock, timeout):
+    try:
+        # The free queue (nearly always, in one process) without _acquire's call.
+        fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return lock.fd
+    except BlockingIOError:
+        pass
+    if not _acquire(lock, slot.timeout):
         # The abandoned wait owns the old descriptor now (it releases and closes
         # it when the kernel finally grants it): this connection opens a fresh one.
+        timeout = slot.timeout
+        _slots.pop(connection, None)
         _lock_files(connection).pop(path, None)
         logger.warning("writer queue %s not granted within %.3fs", path, timeout)
         raise DatabaseBusy(
@@ -637,6 +829,7 @@ def _acquire(lock: _LockFile, timeout: float) -> bool:
 def _reset_after_fork() -> None:
     # Descriptions inherited from the parent must not be used by the child.
     _files.clear()
+    _slots.clear()
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)

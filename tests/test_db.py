@@ -410,6 +410,62 @@ def test_bare_write_retries_a_busy_database(no_sleep: list[float]) -> None:
     assert len(calls) == 2 and len(no_sleep) == 1
 
 
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_bare_execute_is_one_statement_in_its_own_transaction() -> None:
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    from agentstore import sql
+
+    connection = connections["default"]  # the object itself, not the proxy
+
+    insert = f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)})"
+    now = str(timezone.now().replace(tzinfo=None))
+
+    def row(key: str) -> list[object]:
+        return sql.row(Document, namespace="one", key=key, updated_at=now)
+
+    assert db.bare_execute(connection, insert.replace("%s", "?"), row("a"), using="default")
+    assert not connection.connection.in_transaction  # committed: SQLite's autocommit
+    with pytest.raises(IntegrityError):  # Django's class; the statement left nothing
+        db.bare_execute(connection, insert.replace("%s", "?"), row("a"), using="default")
+    assert not connection.connection.in_transaction
+    # Watched, nothing is sent: the caller takes Django's path, which the log sees.
+    with CaptureQueriesContext(connection) as captured:
+        assert not db.bare_execute(connection, insert.replace("%s", "?"), row("b"), using="default")
+    assert captured.captured_queries == []
+    with transaction.atomic():
+        assert not db.bare_execute(connection, insert.replace("%s", "?"), row("b"), using="default")
+    assert list(Document.objects.filter(namespace="one").values_list("key", flat=True)) == ["a"]
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_slot_follows_settings_and_the_database_name() -> None:
+    # Resolved once per connection object (decision 351), and again when the
+    # AGENTSTORE settings or the database's name change.
+    import fcntl
+
+    from django.db import connections
+
+    connection = connections["default"]  # the object itself, not the proxy
+    fd = db._take_writer_slot(connection)
+    assert fd >= 0
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    with override_settings(AGENTSTORE={"SQLITE_WRITE_LOCK": False}):
+        assert db._take_writer_slot(connection) == -1
+    fd = db._take_writer_slot(connection)
+    assert fd >= 0
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    name = connection.settings_dict["NAME"]
+    try:
+        connection.settings_dict["NAME"] = ":memory:"
+        assert db._take_writer_slot(connection) == -1  # no file, no queue
+    finally:
+        connection.settings_dict["NAME"] = name
+
+
 # -- WalCheckpointer ----------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ booleans, numbers, short strings) ride in the checkpoint's own row, as
 version, so a long conversation does not rewrite unchanged channels at every step.
 
 The savers of a process share one database connection per alias (see
-:class:`_SharedConnection` for why), lent to the calling thread for each call:
+:class:`agentstore.db.SharedConnection` for why), used by the calling thread for each call:
 sync methods run on the caller's thread, and each async method runs the same
 body once on a thread of the event loop's executor. The saver's writes never
 join a transaction the caller has open. It passes LangGraph's conformance suite
@@ -33,17 +33,16 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import itertools
 import os
 import random
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -58,7 +57,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
-from agentstore.stores.checkpoints import CheckpointStore
+from agentstore.db import SharedConnection
+from agentstore.stores.checkpoints import CheckpointStore, pack_values
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 
 __all__ = ["AgentstoreSaver", "close_connections"]
@@ -91,58 +91,6 @@ def _hop(
     return twin
 
 
-class _SharedConnection:
-    """One Django connection per process and database alias, lent to one thread at a time.
-
-    LangGraph calls a checkpointer from short-lived executor threads — a new set
-    for every ``invoke`` — and Django opens one connection per thread, which
-    those threads never close (measured: 507 connections for 200 invocations).
-    Handing every call to one worker thread fixed that but cost two thread
-    switches a call, which made the saver half as fast as LangGraph's own
-    (docs/integrations/langgraph.md, "Performance"). So the savers keep one
-    connection object of their own (as ``SqliteSaver`` keeps one ``sqlite3``
-    connection behind a lock) and lend it to the calling thread:
-    :meth:`borrowed` installs it as that thread's connection for ``using``
-    while the call runs, then puts the thread's own back. A transaction the
-    caller has open lives on the caller's connection, so the saver's writes
-    never join it.
-    """
-
-    def __init__(self, using: str) -> None:
-        self.using = using
-        self.pid = os.getpid()
-        self.lock = threading.RLock()
-        self.connection: BaseDatabaseWrapper = connections.create_connection(using)
-        # Used from whichever thread holds the lock; Django checks the owner.
-        self.connection.inc_thread_sharing()
-
-    @contextlib.contextmanager
-    def borrowed(self) -> Iterator[BaseDatabaseWrapper]:
-        with self.lock:
-            # The thread's own connection object, if it has one: LangGraph's
-            # executor threads are new at every invoke, and making them one
-            # (connections[alias]) would cost 50 µs per thread for nothing.
-            own = next(
-                (c for c in connections.all(initialized_only=True) if c.alias == self.using),
-                None,
-            )
-            if own is self.connection:  # a nested call on the same thread
-                yield own
-                return
-            if self.connection.connection is None:
-                # (Re)connecting: read the settings now, as Django's own
-                # connections do (a test run renames the database after import).
-                self.connection.settings_dict = _settings(self.using)
-            connections[self.using] = self.connection
-            try:
-                yield self.connection
-            finally:
-                if own is None:
-                    del connections[self.using]
-                else:
-                    connections[self.using] = own
-
-
 def _settings(using: str) -> dict[str, Any]:
     """The database settings of ``using``, with prepared statements on PostgreSQL.
 
@@ -168,19 +116,24 @@ def _settings(using: str) -> dict[str, Any]:
     return {**settings, "OPTIONS": options}
 
 
-_shared_connections: dict[str, _SharedConnection] = {}
+_shared_connections: dict[str, SharedConnection] = {}
 _shared_lock = threading.Lock()
 
 
-def _shared(using: str) -> _SharedConnection:
-    """The savers' connection for ``using`` in this process (created on first use)."""
+def _shared(using: str) -> SharedConnection:
+    """The savers' connection for ``using`` in this process (created on first use).
+
+    One :class:`~agentstore.db.SharedConnection` per process and alias, lent
+    to the calling thread (LangGraph's executor threads are new at every
+    ``invoke``; a connection each would never be closed).
+    """
     shared = _shared_connections.get(using)
     # A forked child must not talk over its parent's socket or file handle.
     if shared is None or shared.pid != os.getpid():
         with _shared_lock:
             shared = _shared_connections.get(using)
             if shared is None or shared.pid != os.getpid():
-                shared = _shared_connections[using] = _SharedConnection(using)
+                shared = _shared_connections[using] = SharedConnection(using, settings=_settings)
     return shared
 
 
@@ -202,25 +155,26 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
     ) -> None:
         super().__init__(serde=serde)
         self.using = using
-        self.store = CheckpointStore(using=using, clock=clock)
+        # The store's hot paths (put, put_writes, get) work on the savers'
+        # shared connection themselves; the rest of the saver borrows it.
+        self.store = CheckpointStore(using=using, clock=clock, shared=partial(_shared, using))
         self.owner_id: int | None = getattr(owner, "pk", owner)
 
     # Every method below is the one body of a sync/async pair. The sync method
-    # runs on the caller's thread with the savers' shared connection (see
-    # _SharedConnection); its async twin (``_hop``, at the end) runs it once on
-    # a thread of the event loop's executor.
+    # runs on the caller's thread with the savers' shared connection (_shared);
+    # its async twin (``_hop``, at the end) runs it once on a thread of the
+    # event loop's executor.
 
     # -- reads ------------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config["configurable"]
-        with _shared(self.using).borrowed():
-            record = self.store.get(
-                str(configurable["thread_id"]),
-                configurable.get("checkpoint_ns", ""),
-                get_checkpoint_id(config),
-            )
-            return None if record is None else self._tuple(record)
+        record = self.store.get(
+            str(configurable["thread_id"]),
+            configurable.get("checkpoint_ns", ""),
+            get_checkpoint_id(config),
+        )
+        return None if record is None else self._tuple(record)
 
     def list(
         self,
@@ -298,40 +252,47 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
         dumps = self.serde.dumps_typed
-        inline: builtins.list[ChannelBlob] = []
+        inline: builtins.list[tuple[str, str, bytes | None]] = []
         blobs: builtins.list[ChannelBlob] = []
         for channel, value in values.items():
-            if _small(value):
-                type_, blob = dumps(value)
-                version = str(versions.get(channel, ""))
-                inline.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
+            kind = type(value)
+            # Small: None, booleans, numbers and strings up to INLINE_CHARS —
+            # what PostgresSaver keeps in its checkpoint row (it keeps strings
+            # of any length). Rewritten with every checkpoint, so only what is
+            # cheap to rewrite; exact types, so a subclass with its own
+            # serialization takes the blob table.
+            if (
+                value is None
+                or kind is int
+                or kind is float
+                or kind is bool
+                or (kind is str and len(value) <= INLINE_CHARS)
+            ):
+                inline.append((channel, *dumps(value)))
             elif channel in new_versions:
                 type_, blob = dumps(value)
                 version = str(new_versions[channel])
                 blobs.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
-        for channel, cleared in versions.items():
+        for channel in versions:
             if channel not in values:
-                inline.append(
-                    ChannelBlob(channel=channel, version=str(cleared), type="empty", blob=None)
-                )
+                inline.append((channel, "empty", None))
         # Without its values and versions: the versions are stored as JSON
         # (Checkpoint.channel_versions) and put back from there on reading.
         type_, data = dumps({**checkpoint, "channel_values": {}, "channel_versions": {}})
         metadata = get_serializable_checkpoint_metadata(config, metadata)
-        with _shared(self.using).borrowed():
-            self.store.put(
-                thread_id,
-                checkpoint_ns,
-                checkpoint["id"],
-                configurable.get("checkpoint_id"),
-                type_,
-                data,
-                metadata,
-                versions,
-                blobs,
-                inline=inline,
-                owner_id=self.owner_id,
-            )
+        self.store.put(
+            thread_id,
+            checkpoint_ns,
+            checkpoint["id"],
+            configurable.get("checkpoint_id"),
+            type_,
+            data,
+            metadata,
+            versions,
+            blobs,
+            inline=pack_values(inline),
+            owner_id=self.owner_id,
+        )
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -361,18 +322,17 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             for idx, (channel, value) in enumerate(writes)
             for type_, blob in [dumps(value)]
         ]
-        with _shared(self.using).borrowed():
-            self.store.put_writes(
-                str(configurable["thread_id"]),
-                configurable.get("checkpoint_ns", ""),
-                configurable["checkpoint_id"],
-                rows,
-                # Special channels (error, interrupt, resume…) keep the latest
-                # value; a regular write is stored once (a retried task changes
-                # nothing).
-                replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
-                owner_id=self.owner_id,
-            )
+        self.store.put_writes(
+            str(configurable["thread_id"]),
+            configurable.get("checkpoint_ns", ""),
+            configurable["checkpoint_id"],
+            rows,
+            # Special channels (error, interrupt, resume…) keep the latest
+            # value; a regular write is stored once (a retried task changes
+            # nothing).
+            replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
+            owner_id=self.owner_id,
+        )
 
     def delete_thread(self, thread_id: str) -> None:
         with _shared(self.using).borrowed():
@@ -447,9 +407,10 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
     def _migrate_pending_sends(self, record: CheckpointRecord, checkpoint: Checkpoint) -> None:
         """Checkpoints before format v4 kept pending sends as writes of their parent."""
         assert record.parent_checkpoint_id is not None
-        sends = self.store.writes_of(
-            record.thread_id, record.checkpoint_ns, record.parent_checkpoint_id, TASKS
-        )
+        with _shared(self.using).borrowed():
+            sends = self.store.writes_of(
+                record.thread_id, record.checkpoint_ns, record.parent_checkpoint_id, TASKS
+            )
         if not sends:
             return
         checkpoint["channel_values"][TASKS] = [
@@ -466,24 +427,6 @@ PAGE = 50
 INLINE_CHARS = 256
 
 
-def _small(value: Any) -> bool:
-    """Whether ``value`` is kept in its checkpoint's row (``Checkpoint.inline``).
-
-    ``None``, booleans, numbers and strings up to :data:`INLINE_CHARS`: what
-    ``PostgresSaver`` keeps in its checkpoint row (it keeps strings of any
-    length). Rewritten with every checkpoint, so only what is cheap to rewrite;
-    exact types, so a subclass with its own serialization takes the blob table.
-    """
-    kind = type(value)
-    return (
-        value is None
-        or kind is int
-        or kind is float
-        or kind is bool
-        or (kind is str and len(value) <= INLINE_CHARS)
-    )
-
-
 def close_connections(using: str = DEFAULT_DB_ALIAS) -> None:
     """Close the savers' shared database connection for ``using``.
 
@@ -493,5 +436,4 @@ def close_connections(using: str = DEFAULT_DB_ALIAS) -> None:
     """
     shared = _shared_connections.get(using)
     if shared is not None and shared.pid == os.getpid():
-        with shared.lock:
-            shared.connection.close()
+        shared.close()

@@ -33,17 +33,18 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import itertools
 import json
 import sqlite3
 import struct
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -52,7 +53,13 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from agentstore import sql
-from agentstore.db import atomic_write, bare_sqlite, bare_write
+from agentstore.db import (
+    SharedConnection,
+    atomic_write,
+    bare_connection,
+    bare_execute,
+    bare_write_on,
+)
 from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
@@ -65,6 +72,7 @@ __all__ = [
     "CheckpointStore",
     "delete_thread_rows",
     "pack_inline",
+    "pack_values",
     "touch_thread",
     "unpack_inline",
 ]
@@ -78,6 +86,14 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 TOUCH_EVERY = 1.0
 # (database alias, thread id) -> when this process last touched the thread.
 _touched: dict[tuple[str, str], float] = {}
+
+# What CheckpointStore._commit runs on SQLite's bare connection: statements sent
+# by a function in one transaction, or one (statement, params), its own.
+_Bare = Callable[[sqlite3.Connection], None] | tuple[str, builtins.list[Any]]
+
+#: The most pending writes ``put_writes`` sends as one multi-row INSERT on SQLite
+#: (10 parameters a row, well under SQLite's variable limit); more go by executemany.
+_ONE_STATEMENT_ROWS = 50
 
 #: Rows ``list`` reads per SQL page when a metadata filter must be checked in Python.
 LIST_PAGE = 100
@@ -118,19 +134,62 @@ def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> bool
     return SessionStore(using=using).delete(thread_id, GRAPH)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _on_connection(
+    method: Callable[Concatenate[CheckpointStore, BaseDatabaseWrapper, P], R],
+) -> Callable[Concatenate[CheckpointStore, P], R]:
+    """A hot path run with its connection object: the store's shared one, or the thread's.
+
+    With a :class:`~agentstore.db.SharedConnection` the method runs holding
+    its lock, on that object directly — no ``connections[alias]`` and no
+    lending on the way (decision 352); what must go through
+    ``connections[alias]`` (the thread's touch, the ORM) borrows it
+    (:meth:`CheckpointStore._lent`).
+    """
+
+    @functools.wraps(method)
+    def run(self: CheckpointStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self.shared is None:
+            return method(self, connections[self.using], *args, **kwargs)
+        shared = self.shared()
+        with shared.lock:
+            return method(self, shared.ready(), *args, **kwargs)
+
+    return run
+
+
 class CheckpointStore:
-    """LangGraph checkpoint rows in the project's database (see the module docstring)."""
+    """LangGraph checkpoint rows in the project's database (see the module docstring).
+
+    ``shared`` (the LangGraph savers') gives the
+    :class:`~agentstore.db.SharedConnection` the store works on from any
+    thread; without it, the calling thread's ``connections[using]``.
+    """
 
     def __init__(
-        self, *, using: str = DEFAULT_DB_ALIAS, clock: Callable[[], datetime] | None = None
+        self,
+        *,
+        using: str = DEFAULT_DB_ALIAS,
+        clock: Callable[[], datetime] | None = None,
+        shared: Callable[[], SharedConnection] | None = None,
     ) -> None:
         self.using = using
         self.clock = clock or timezone.now
+        self.shared = shared
+
+    def _lent(self) -> contextlib.AbstractContextManager[Any]:
+        """Make the store's connection this thread's ``connections[using]`` for a block."""
+        return contextlib.nullcontext() if self.shared is None else self.shared().borrowed()
 
     # -- writes -----------------------------------------------------------------------
 
+    @_on_connection
     def put(
         self,
+        connection: BaseDatabaseWrapper,
         thread_id: str,
         checkpoint_ns: str,
         checkpoint_id: str,
@@ -141,7 +200,7 @@ class CheckpointStore:
         channel_versions: Mapping[str, Any],
         blobs: Sequence[ChannelBlob] = (),
         *,
-        inline: Sequence[ChannelBlob] = (),
+        inline: Sequence[ChannelBlob] | bytes = (),
         owner_id: int | None = None,
     ) -> None:
         """Store one checkpoint and the channel blobs new in it (one transaction).
@@ -152,12 +211,12 @@ class CheckpointStore:
         are kept in the checkpoint's own row instead (``Checkpoint.inline``):
         the caller passes there every small value the checkpoint reads, new or
         not, and those channels are never looked up in the blob table when this
-        checkpoint is read (decision 325).
+        checkpoint is read (decision 325) — as blobs, or already packed by
+        :func:`pack_values`.
         """
         if not checkpoint_id:
             raise ValidationError("checkpoint_id must not be empty", field="checkpoint_id")
         now = self.clock()
-        connection = connections[self.using]
         run_id = metadata.get("run_id")
         params = sql.row(
             Checkpoint,
@@ -170,8 +229,8 @@ class CheckpointStore:
             metadata=_json_param(metadata, connection),
             channel_versions=_json_param(channel_versions, connection),
             run_id=run_id if isinstance(run_id, str) else "",
-            inline=pack_inline(inline),
-            created_at=connection.ops.adapt_datetimefield_value(now),
+            inline=inline if isinstance(inline, bytes) else pack_inline(inline),
+            created_at=sql.adapt_datetime(connection, now),
         )
         blob_params = [
             sql.row(
@@ -194,10 +253,16 @@ class CheckpointStore:
                     cursor.executemany(checkpoint_sql.INSERT_BLOB, blob_params)
                 cursor.execute(checkpoint_sql.UPSERT_CHECKPOINT, params)
 
-        def bare(raw: sqlite3.Connection) -> None:
-            if blob_params:
+        bare: _Bare
+        if blob_params:
+
+            def bare(raw: sqlite3.Connection) -> None:
                 raw.executemany(checkpoint_sql.qmark(checkpoint_sql.INSERT_BLOB), blob_params)
-            raw.execute(checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
+                raw.execute(checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
+
+        else:
+            # Without new blobs (most puts) the checkpoint's row is the one statement.
+            bare = (checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
 
         single = None
         if connection.vendor == "postgresql":
@@ -211,14 +276,16 @@ class CheckpointStore:
         # (and a thread deleted meanwhile is re-created, as on a first put).
         place = (self.using, thread_id)
         touch = _touched.get(place, -TOUCH_EVERY) <= time.monotonic() - TOUCH_EVERY
-        self._commit(write, single, bare, touch=touch)
+        self._commit(connection, write, single, bare, touch=touch)
         if touch:
             if len(_touched) > 10_000:
                 _touched.clear()
             _touched[place] = time.monotonic()
 
+    @_on_connection
     def put_writes(
         self,
+        connection: BaseDatabaseWrapper,
         thread_id: str,
         checkpoint_ns: str,
         checkpoint_id: str,
@@ -236,7 +303,6 @@ class CheckpointStore:
         """
         if not writes:
             return
-        connection = connections[self.using]
         if replace:
             # One row per (task_id, idx), the last one: a single INSERT … DO
             # UPDATE may not change a row twice (executemany would keep the last).
@@ -265,8 +331,18 @@ class CheckpointStore:
             with connection.cursor() as cursor:
                 cursor.executemany(statement, rows)
 
-        def bare(raw: sqlite3.Connection) -> None:
-            raw.executemany(checkpoint_sql.qmark(statement), rows)
+        bare: _Bare
+        if len(rows) <= _ONE_STATEMENT_ROWS:
+            # One multi-row INSERT: a single statement is its own transaction
+            # on SQLite (db.bare_execute), as on PostgreSQL below.
+            bare = (
+                checkpoint_sql.qmark(checkpoint_sql.many(statement, len(rows))),
+                [*itertools.chain(*rows)],
+            )
+        else:
+
+            def bare(raw: sqlite3.Connection) -> None:
+                raw.executemany(checkpoint_sql.qmark(statement), rows)
 
         single = None
         if connection.vendor == "postgresql":
@@ -274,13 +350,14 @@ class CheckpointStore:
         # Writes follow their checkpoint's put, which touched the thread; a run
         # saves a step's writes in the background, so they can commit before
         # the checkpoint that creates the thread's session: then _commit does.
-        self._commit(write, single, bare, touch=False)
+        self._commit(connection, write, single, bare, touch=False)
 
     def _commit(
         self,
+        connection: BaseDatabaseWrapper,
         write: Callable[[bool], None],
         single: tuple[str, builtins.list[Any]] | None,
-        bare: Callable[[sqlite3.Connection], None],
+        bare: _Bare,
         *,
         touch: bool,
     ) -> None:
@@ -292,26 +369,34 @@ class CheckpointStore:
         — one round trip where ``atomic_write`` takes three or four (BEGIN, the
         statements, COMMIT; decision 191). On SQLite, ``bare(raw)`` runs its
         statements on the ``sqlite3`` connection itself inside
-        :func:`~agentstore.db.bare_write`'s transaction, when nothing observes
-        Django's cursor (decision 295). When the thread's session is missing (a
-        first write, or the thread was deleted meanwhile), the foreign key fails
-        and the write runs again with the touch.
+        :func:`~agentstore.db.bare_write_on`'s transaction, when nothing
+        observes Django's cursor (decision 295); a ``bare`` that is one
+        ``(statement, params)`` is sent as its own transaction in SQLite's
+        autocommit (:func:`~agentstore.db.bare_execute`, decision 350). When the
+        thread's session is missing (a first write, or the thread was deleted
+        meanwhile), the foreign key fails and the write runs again with the touch.
         """
-        connection = connections[self.using]
         try:
             if touch:
-                atomic_write(partial(write, True), using=self.using)
+                with self._lent():
+                    atomic_write(partial(write, True), using=self.using)
             elif single is not None and not connection.in_atomic_block:
                 with connection.cursor() as cursor:
                     cursor.execute(*single)
-            elif bare_sqlite(self.using) is not None:
-                bare_write(bare, using=self.using)
+            elif isinstance(bare, tuple):
+                if not bare_execute(connection, *bare, using=self.using):
+                    with self._lent():
+                        atomic_write(partial(write, False), using=self.using)
+            elif bare_connection(connection) is not None:
+                bare_write_on(connection, bare, using=self.using)
             else:
-                atomic_write(partial(write, False), using=self.using)
+                with self._lent():
+                    atomic_write(partial(write, False), using=self.using)
         except IntegrityError:
             if touch:
                 raise
-            atomic_write(partial(write, True), using=self.using)
+            with self._lent():
+                atomic_write(partial(write, True), using=self.using)
 
     def delete_thread(self, thread_id: str) -> bool:
         """Delete a thread and everything stored for it (``delete_thread_rows``)."""
@@ -452,12 +537,16 @@ class CheckpointStore:
 
     # -- reads ------------------------------------------------------------------------
 
+    @_on_connection
     def get(
-        self, thread_id: str, checkpoint_ns: str = "", checkpoint_id: str | None = None
+        self,
+        connection: BaseDatabaseWrapper,
+        thread_id: str,
+        checkpoint_ns: str = "",
+        checkpoint_id: str | None = None,
     ) -> CheckpointRecord | None:
         """The checkpoint ``checkpoint_id`` of the namespace, or its latest; ``None`` if absent."""
-        connection = connections[self.using]
-        raw = bare_sqlite(self.using)
+        raw = bare_connection(connection)
         if raw is None:
             with connection.cursor() as cursor:
                 return _read(
@@ -702,10 +791,17 @@ def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> An
     """``value`` adapted for a JSON column of the connection's backend (as the ORM would).
 
     What ``JSONField.get_db_prep_save`` ends in (the checkpoint's JSON fields
-    have no encoder), without the field's layers around it: text on SQLite, a
+    have no encoder), without the field's layers around it: text on SQLite
+    (``json.dumps`` with its defaults, as Django's ``adapt_json_value``), a
     ``Jsonb`` on PostgreSQL.
     """
+    if connection.vendor == "sqlite":
+        return _encode_json(value if type(value) is dict else dict(value))
     return connection.ops.adapt_json_value(dict(value), None)
+
+
+# json.dumps(value) without its argument checks: the encoder it builds for defaults.
+_encode_json = json.JSONEncoder().encode
 
 
 def _record(
@@ -754,14 +850,23 @@ def pack_inline(blobs: Sequence[ChannelBlob]) -> bytes:
     back by :func:`unpack_inline`. Versions are not packed: they are the
     checkpoint's ``channel_versions``.
     """
+    return pack_values([(b.channel, b.type, b.blob) for b in blobs])
+
+
+def pack_values(values: Iterable[tuple[str, str, bytes | None]]) -> bytes:
+    """:func:`pack_inline` of ``(channel, type, bytes)`` triples (``None``: a cleared channel).
+
+    What ``CheckpointStore.put`` takes as ``inline`` already packed: the
+    LangGraph saver packs a checkpoint's small values as it serializes them,
+    without a :class:`ChannelBlob` per value (decision 353).
+    """
     parts: builtins.list[bytes] = []
-    for b in blobs:
-        channel, type_ = b.channel.encode(), b.type.encode()
-        value = b.blob
-        parts.append(
-            _INLINE_HEAD.pack(len(channel), len(type_), -1 if value is None else len(value))
-        )
-        parts += (channel, type_, value or b"")
+    head = _INLINE_HEAD.pack
+    for channel, type_, value in values:
+        name, kind = channel.encode(), type_.encode()
+        parts += (head(len(name), len(kind), -1 if value is None else len(value)), name, kind)
+        if value:
+            parts.append(value)
     return b"".join(parts)
 
 

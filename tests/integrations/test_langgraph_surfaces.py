@@ -294,6 +294,53 @@ def test_writes_that_commit_before_their_thread_exists_create_it() -> None:
     assert [w.idx for w in store.writes_of("early-thread", "", "cp-1")] == [0, 1]
 
 
+def test_a_store_on_a_shared_connection_works_from_fresh_threads_and_is_watchable() -> None:
+    # Decision 352: with a SharedConnection the hot paths use that object
+    # directly — a fresh thread (LangGraph's executor threads) gets no
+    # connection of its own — and fall back to Django's path, which borrows it,
+    # where they must: the thread's creation on a first write, a watcher.
+    import threading
+
+    from django.db import connections
+
+    from agentstore.db import SharedConnection
+    from agentstore.types.checkpoints import PendingWriteRow
+
+    shared = SharedConnection("default")
+    store = CheckpointStore(shared=lambda: shared)
+    row = PendingWriteRow(task_id="t", task_path="", idx=0, channel="c", type="msgpack", blob=b"x")
+    cp_type, cp_data = "msgpack", b"checkpoint"
+    own: list[list[Any]] = []
+
+    def work() -> None:
+        store.put_writes("fresh-thread", "", "cp-1", [row])  # before the thread exists
+        store.put("fresh-thread", "", "cp-1", None, cp_type, cp_data, {"step": 0}, {"c": "1"})
+        store.put_writes("fresh-thread", "", "cp-1", [row], replace=True)
+        record = store.get("fresh-thread", "")
+        assert record is not None and [w.channel for w in record.writes] == ["c"]
+        own.append(connections.all(initialized_only=True))
+
+    try:
+        # Once per process, the first row of a model reads the defaults (which
+        # may ask this thread's connection): not the fresh thread's business.
+        store.put("warm", "", "cp-0", None, cp_type, cp_data, {}, {})
+        store.put_writes("warm", "", "cp-0", [row])
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+        assert own == [[]]  # the thread never opened a connection of its own
+        assert Session.objects.filter(pk="fresh-thread", kind="graph").exists()
+        with CaptureQueriesContext(shared.connection) as captured:
+            store.put("fresh-thread", "", "cp-2", "cp-1", cp_type, cp_data, {"step": 1}, {})
+            store.put_writes("fresh-thread", "", "cp-2", [row])
+            assert store.get("fresh-thread", "") is not None
+        sent = " ".join(q["sql"] for q in captured.captured_queries)
+        # A watcher of the shared connection sees every statement, Django's way.
+        assert sent.count("INSERT INTO") == 2 and "SELECT" in sent
+    finally:
+        shared.close()
+
+
 def test_small_values_ride_in_the_checkpoint_row_and_larger_ones_in_the_blob_table() -> None:
     # Decision 325: None, booleans, numbers, short strings and cleared channels
     # live in Checkpoint.inline; anything else is one blob row per new version.
