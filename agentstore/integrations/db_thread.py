@@ -249,17 +249,15 @@ class _Thread:
                 ok = True
             except BaseException as exc:  # handed to the caller, whatever it is
                 value, ok = exc, False
+            finally:
+                _recycle(idle=False)
+                open_connections = True
             del fn, args, context
             if call.loop is not None:
                 # A loop that closed while the work ran (RuntimeError) has nobody waiting.
                 with contextlib.suppress(RuntimeError):
                     call.loop.call_soon_threadsafe(call.settle, ok, value)
             del value, call
-            # After the caller was woken, not before (decision 357): the next
-            # call waits in the queue until this ends, so nothing else runs on
-            # a connection that is about to be closed.
-            _recycle(idle=False)
-            open_connections = True
 
 
 _thread: _Thread | None = None

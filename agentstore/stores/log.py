@@ -496,6 +496,8 @@ class LogStore(StoreBase):
         except BaseException:
             session.truncate(base_len, base_leaf)
             raise
+        # Committed: the session need not keep its appends to undo them (decision 356).
+        session.written()
         if beat:
             self._beats[session_id] = now
         if raise_header:
