@@ -325,13 +325,15 @@ class StoredSession(Session):
         only the newest :data:`KEEP` looked-up or appended entries stay in
         memory — bounded whatever the number of appends (decision 356). A
         session held whole in memory (created or imported by this store, or
-        materialised) is left as it is.
+        materialised) keeps its tree, as any in-memory ``Session`` does; it
+        only drops the undo record.
         """
-        if self._full:
-            return
-        self._opened = self._count
         self._opened_state = self._state
         self._appended.clear()
+        if self._full:
+            self._opened = len(self)
+            return
+        self._opened = self._count
         # Their call ids are rows below the count now: ``_call_id_used`` finds them.
         self._new_calls.clear()
         known = self._known
