@@ -278,7 +278,14 @@ class LogStore(StoreBase):
         self._report(dead)
         self._held.add(sid)
         self._refused.pop(sid, None)
-        stored = self._open[sid] = self._stored(session)
+        if len(session):
+            stored = self._open[sid] = self._stored(session)  # a fork: its prefix in memory
+        else:
+            # A new, empty session is what opening it from its head gives: its
+            # appends are then kept bounded like any opened session's (decision 356).
+            stored = self._open[sid] = self._adopt(
+                StoredSession.from_head(session, using=self.using)
+            )
         if _stale_format(session.header):
             self._stale.add(sid)
         return stored

@@ -166,6 +166,23 @@ class StoredSession(Session):
         stored.clock = session.clock
         return stored
 
+    @classmethod
+    def from_head(cls, session: Session, *, using: str) -> StoredSession:
+        """``session``, whose lines are all stored, as if opened from its head row.
+
+        Nothing of the tree is held: lookups ask the rows. For a session just
+        created (no lines) this is exactly what ``open`` would give.
+        """
+        stored = cls(
+            session.header,
+            header_line=session.header_line,
+            using=using,
+            lines=len(session),
+            state=session.resume_state(),
+        )
+        stored.clock = session.clock
+        return stored
+
     # -- the in-memory structures of Session, filled on first use --------------
 
     def _become(self, full: Session) -> None:

@@ -263,3 +263,18 @@ def test_many_appends_keep_a_bounded_session_and_the_same_answers(h: Harness) ->
     # A rule that walks the branch materialises the session: every line is there.
     walked = store.open(sid).path(whole.leaf)
     assert [e.id for e in walked] == [e.id for e in whole.path(whole.leaf)]
+
+
+def test_a_created_session_is_bounded_too_and_reads_the_same(h: Harness) -> None:
+    store = h.new()
+    created = store.create({})
+    assert isinstance(created, StoredSession) and not created._full  # nothing to hold yet
+    sid = created.id
+    store.append(sid, call("c-first"))
+    for n in range(KEEP + 20):
+        store.append(sid, user(f"u{n}"))
+    assert len(created._known) <= KEEP and not created._appended
+    with pytest.raises(exceptions.AgentStoreError):
+        store.append(sid, call("c-first"))
+    whole = same_as_read_whole(h, sid, created)
+    assert [e.id for e in created.entries] == [e.id for e in whole.entries]  # materialised
