@@ -113,7 +113,8 @@ logger = logging.getLogger("agentstore.stores.log")
 _MAX_ID = 255
 _MAX_NAME = 500
 _CURRENT_MINOR = format_version(CURRENT_FORMAT)[1]
-#: How stale the heartbeat of a held session may get before an append writes it.
+#: How stale the heartbeat of a held session — and the session's ``updated_at`` —
+#: may get before an append writes it (decisions 290 and 355).
 HEARTBEAT_EVERY = timedelta(seconds=1)
 
 
@@ -198,11 +199,13 @@ class LogStore(StoreBase):
         self._stale.discard(session_id)
 
     def _beat_due(self, session_id: str, now: datetime) -> bool:
-        """Whether an append at ``now`` writes the heartbeat: none this second (decision 290).
+        """Whether an append at ``now`` writes the heartbeat and ``updated_at``: none this second.
 
-        The fence runs in every append regardless (``SessionStore.update_held``);
-        the heartbeat only says when the holder last appended, to within
-        :data:`HEARTBEAT_EVERY`. A clock that went back writes it too.
+        The fence and the head run in every append regardless
+        (``SessionStore.update_held``); the heartbeat and the session's
+        ``updated_at`` only say when the holder last appended, to within
+        :data:`HEARTBEAT_EVERY` (decisions 290 and 355). A clock that went back
+        writes them too.
         """
         last = self._beats.get(session_id)
         return last is None or not last <= now < last + HEARTBEAT_EVERY
@@ -275,7 +278,14 @@ class LogStore(StoreBase):
         self._report(dead)
         self._held.add(sid)
         self._refused.pop(sid, None)
-        stored = self._open[sid] = self._stored(session)
+        if len(session):
+            stored = self._open[sid] = self._stored(session)  # a fork: its prefix in memory
+        else:
+            # A new, empty session is what opening it from its head gives: its
+            # appends are then kept bounded like any opened session's (decision 356).
+            stored = self._open[sid] = self._adopt(
+                StoredSession.from_head(session, using=self.using)
+            )
         if _stale_format(session.header):
             self._stale.add(sid)
         return stored
@@ -493,6 +503,8 @@ class LogStore(StoreBase):
         except BaseException:
             session.truncate(base_len, base_leaf)
             raise
+        # Committed: the session need not keep its appends to undo them (decision 356).
+        session.written()
         if beat:
             self._beats[session_id] = now
         if raise_header:
@@ -513,15 +525,19 @@ class LogStore(StoreBase):
         """The statements (on a cursor, in a write transaction) of appends already in ``session``.
 
         One session update that is also the fence (only while this store holds
-        the session: ``updated_at``, the head that the next open trusts —
-        stores/log_open.py — and the name or successor the last
-        ``info``/``link`` among them sets), the holder's heartbeat if ``beat``,
-        the header raised if stale, and every row in one statement.
+        the session: the head that the next open trusts — stores/log_open.py —,
+        the name or successor the last ``info``/``link`` among them sets, and
+        ``updated_at`` if ``beat``), the holder's heartbeat if ``beat``, the
+        header raised if stale, and every row in one statement.
+
+        ``updated_at`` sits in two session indexes (the session lists' order),
+        two WAL pages of a one-item append; like the heartbeat it is written
+        at most once a second per held session, so it is never more than
+        :data:`HEARTBEAT_EVERY` behind the session's last append (decision 355).
         """
-        columns: dict[str, Any] = {
-            "updated_at": now,
-            "log_head": encode_head(len(session), session.state),
-        }
+        columns: dict[str, Any] = {"log_head": encode_head(len(session), session.state)}
+        if beat:
+            columns["updated_at"] = now
         for new in (p.entry for p in written):
             if new.type == "info":
                 name = new.data.get("name")

@@ -27,6 +27,14 @@ read whole (ids verified) up to the lines it knew at open, its own appends
 added, and from then on it is an ordinary in-memory ``Session``. Same answers,
 the old cost, only when asked.
 
+What it keeps of its own appends is bounded (decision 356): once the store
+has committed them, :meth:`StoredSession.written` folds them into the lines
+"at open" — they are the database's now, found by the same lookups — and only
+the newest :data:`KEEP` entries stay in memory (a ``get_items(50)`` is served
+from them). Keeping every append's decoded entry made a long-running writer's
+garbage collector scan a heap that grew by half a dozen objects per append:
+a full collection every few thousand appends, tens of µs per append averaged.
+
 Lines appended by another writer after open are invisible to the lookups
 (``seq`` beyond the count), exactly as they were to a session read whole: the
 next insert collides on ``UNIQUE(session, seq)`` and the store refuses with
@@ -35,6 +43,7 @@ next insert collides on ``UNIQUE(session, seq)`` and the store refuses with
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Collection
 from typing import Any
@@ -55,7 +64,11 @@ from agentstore.formats.agentsession.canonical import parse as parse_canonical
 from agentstore.sql import log as log_sql
 from agentstore.stores.log_rows import call_id_key, read_rows
 
-__all__ = ["StoredSession", "encode_head", "open_stored", "walk_path"]
+__all__ = ["KEEP", "StoredSession", "encode_head", "open_stored", "walk_path"]
+
+#: Entries a session opened from its head keeps in memory once written: its
+#: newest appends and look-ups (a tail read walks them before the rows).
+KEEP = 256
 
 
 def _entry(line: str) -> Entry:
@@ -150,6 +163,23 @@ class StoredSession(Session):
             state=session.resume_state(),
         )
         stored._become(session)
+        stored.clock = session.clock
+        return stored
+
+    @classmethod
+    def from_head(cls, session: Session, *, using: str) -> StoredSession:
+        """``session``, whose lines are all stored, as if opened from its head row.
+
+        Nothing of the tree is held: lookups ask the rows. For a session just
+        created (no lines) this is exactly what ``open`` would give.
+        """
+        stored = cls(
+            session.header,
+            header_line=session.header_line,
+            using=using,
+            lines=len(session),
+            state=session.resume_state(),
+        )
         stored.clock = session.clock
         return stored
 
@@ -301,6 +331,34 @@ class StoredSession(Session):
             self._leaf = leaf
         del self._appended[kept:]
         self._state = self._appended[-1][1] if self._appended else self._opened_state
+
+    def written(self) -> None:
+        """Every append so far is committed: count them among the stored lines.
+
+        Called by the store after a successful write transaction. The lines
+        "at open" become all of them (lookups and ``_materialize`` read them
+        from the rows, where they were verified when written), the record
+        kept for undoing uncommitted appends (:meth:`truncate`) is dropped, and
+        only the newest :data:`KEEP` looked-up or appended entries stay in
+        memory — bounded whatever the number of appends (decision 356). A
+        session held whole in memory (created or imported by this store, or
+        materialised) keeps its tree, as any in-memory ``Session`` does; it
+        only drops the undo record.
+        """
+        self._opened_state = self._state
+        self._appended.clear()
+        if self._full:
+            self._opened = len(self)
+            return
+        self._opened = self._count
+        # Their call ids are rows below the count now: ``_call_id_used`` finds them.
+        self._new_calls.clear()
+        known = self._known
+        excess = len(known) - KEEP
+        if excess > 0:
+            # Oldest first (insertion order): a tail read wants the newest.
+            for key in list(itertools.islice(known, excess)):
+                del known[key]
 
     # -- reading the branch --------------------------------------------------------
 

@@ -114,7 +114,7 @@ def entry_params(
     cursor: CursorWrapper, session_id: str, seq: int, entry: LogEntry, fallback: Any
 ) -> list[Any]:
     """The bound parameters of ``sql.log.INSERT_ENTRY`` for one line at ``seq``."""
-    stamp = cursor.db.ops.adapt_datetimefield_value(entry_created_at(entry, fallback))
+    stamp = sql.adapt_datetime(cursor.db, entry_created_at(entry, fallback))
     role, content, tool_name, summary, model = projection(entry)
     return sql.row(
         Entry,

@@ -410,9 +410,8 @@ class SessionStore(StoreBase):
         """
         _check_columns(values)
         statement = session_sql.update_held(tuple(values), cursor.db.vendor)
-        ops = cursor.db.ops
         params = [
-            ops.adapt_datetimefield_value(v) if isinstance(v, datetime) else v
+            sql.adapt_datetime(cursor.db, v) if isinstance(v, datetime) else v
             for v in values.values()
         ]
         cursor.execute(statement, [*params, session_id, session_id, token])

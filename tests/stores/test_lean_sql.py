@@ -5,7 +5,8 @@ layer only while nothing watches the connection (decision 291): these tests
 check both sides of that switch, that the lean transaction commits, rolls back
 and raises ``django.db``'s exceptions like ``atomic_write``, that the fence in
 the session touch refuses an append whose hold is gone, and that the heartbeat
-moves at most once a second (decision 290). They run outside a test
+and the session's ``updated_at`` move at most once a second while the head
+moves with every append (decisions 290 and 355). They run outside a test
 transaction (``transaction=True``), where the lean path is taken.
 """
 
@@ -23,6 +24,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from agentstore import exceptions, sql
 from agentstore.db import lean_write, watched
 from agentstore.models import Entry, Holder
+from agentstore.models import Session as SessionRow
 from agentstore.stores import LogStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -166,6 +168,47 @@ def test_the_heartbeat_moves_at_most_once_a_second() -> None:
         store.append(sid, user("earlier"))
         assert heartbeat() == clock.now
         assert Entry.objects.filter(session_id=sid).count() == 4
+    finally:
+        store.close()
+
+
+def test_updated_at_moves_at_most_once_a_second_and_the_head_every_append() -> None:
+    clock = Clock()
+    store = LogStore(clock=clock)
+    try:
+        sid = store.create({"id": "touch"}).id
+
+        def row() -> tuple[datetime, str]:
+            session = SessionRow.objects.get(pk=sid)
+            return session.updated_at, session.log_head
+
+        clock.now += timedelta(milliseconds=10)
+        store.append(sid, user("first"))  # the first append of this store writes it
+        first, head = row()
+        assert first == clock.now
+        clock.now += timedelta(milliseconds=500)
+        store.append(sid, user("half a second later"))
+        updated, moved = row()
+        assert updated == first  # within a second of the last append: left alone
+        assert moved != head  # the head the next open trusts moves every time
+        assert store.lock_holder(sid).heartbeat == first  # type: ignore[union-attr]
+        clock.now += timedelta(milliseconds=600)
+        store.append(sid, user("a second after the first"))
+        assert row()[0] == clock.now
+        clock.now -= timedelta(minutes=1)  # a clock that went back writes it too
+        store.append(sid, user("earlier"))
+        assert row()[0] == clock.now
+        # A name (an ``info``) is written at once, whatever the second.
+        clock.now += timedelta(milliseconds=1)
+        store.append(sid, {"type": "info", "name": "renamed"})
+        assert SessionRow.objects.get(pk=sid).name == "renamed"
+        # What reopening trusts is the head: a fresh store sees every line.
+        store.close()
+        other = LogStore()
+        try:
+            assert len(other.open(sid)) == 5
+        finally:
+            other.close()
     finally:
         store.close()
 

@@ -16,7 +16,7 @@ from agentstore.formats.agentsession import Session
 from agentstore.models import Entry
 from agentstore.models import Session as SessionRow
 from agentstore.stores import LogStore
-from agentstore.stores.log_open import StoredSession
+from agentstore.stores.log_open import KEEP, StoredSession
 from tests.stores.test_log_support import Harness, assistant, user
 
 
@@ -227,3 +227,54 @@ def test_tail_of_a_session_not_open_walks_from_the_head(h: Harness) -> None:
     whole = reader.read(sid)
     walked = [e.id for e in whole.path(tip)]
     assert [e.id for e in reader.tail(sid).entries] == walked
+
+
+def test_many_appends_keep_a_bounded_session_and_the_same_answers(h: Harness) -> None:
+    """Past ``KEEP`` appends the opened session holds no more entries (decision 356).
+
+    Its written appends count as stored lines: an early call id is still
+    refused, a tail longer than what memory keeps still reads right, a failed
+    batch is still undone, and materialising still sees every line.
+    """
+    store = h.new()
+    sid = store.create({}).id
+    store.append(sid, user("before"))
+    store.close()
+    store, opened = reopened(h, sid)
+    first_call = store.append(sid, call("c-early"))
+    ids = [store.append(sid, user(f"u{n}")) for n in range(KEEP + 40)]
+    assert len(opened._known) <= KEEP and not opened._appended
+    with pytest.raises(exceptions.AgentStoreError):
+        store.append(sid, call("c-early"))  # refused from the rows, as a whole read does
+    store.close()
+    store, opened = reopened(h, sid)
+    before = len(opened)
+    with pytest.raises(exceptions.AgentStoreError):
+        store.append_many(sid, [user("kept?"), call("c-early")])  # all or nothing
+    assert len(store.open(sid)) == before
+    store.close()
+    store, opened = reopened(h, sid)
+    for n in range(KEEP + 10):
+        store.append(sid, user(f"v{n}"))
+    tail = store.tail(sid, KEEP + 300).entries
+    whole = same_as_read_whole(h, sid, store.open(sid))
+    assert [e.id for e in tail] == [e.id for e in whole.path(whole.leaf)][-(KEEP + 300) :]
+    assert ids[-1] in {e.id for e in tail} and first_call in {e.id for e in whole.entries}
+    # A rule that walks the branch materialises the session: every line is there.
+    walked = store.open(sid).path(whole.leaf)
+    assert [e.id for e in walked] == [e.id for e in whole.path(whole.leaf)]
+
+
+def test_a_created_session_is_bounded_too_and_reads_the_same(h: Harness) -> None:
+    store = h.new()
+    created = store.create({})
+    assert isinstance(created, StoredSession) and not created._full  # nothing to hold yet
+    sid = created.id
+    store.append(sid, call("c-first"))
+    for n in range(KEEP + 20):
+        store.append(sid, user(f"u{n}"))
+    assert len(created._known) <= KEEP and not created._appended
+    with pytest.raises(exceptions.AgentStoreError):
+        store.append(sid, call("c-first"))
+    whole = same_as_read_whole(h, sid, created)
+    assert [e.id for e in created.entries] == [e.id for e in whole.entries]  # materialised
