@@ -734,7 +734,8 @@ class _QueueWait:
     """A blocking ``flock`` in a helper thread, so the caller can stop waiting.
 
     Blocking (rather than polling ``LOCK_NB``) is what keeps the queue fair:
-    the kernel grants the lock to a sleeping waiter when it is released. The
+    the kernel grants the lock to a sleeping waiter when it is released. Only
+    :func:`_spin`'s bounded poll (a few hundred µs) comes first. The
     wait itself cannot be cancelled, so a caller that gives up *abandons* it:
     the helper keeps waiting, and releases and closes the descriptor as soon as
     the kernel grants it, so an abandoned wait never holds the queue.
@@ -808,8 +809,40 @@ class _Waiter:
         self.requests.put(None)
 
 
+#: How long a contended wait with a deadline polls ``LOCK_NB`` before it blocks
+#: (decision 370): the measured best of 50, 100 (adaptive) and 200 µs.
+SPIN_SECONDS = 200e-6
+
+# The spin's yield between tries, a name of its own so a test can act inside the spin.
+_spin_yield = os.sched_yield
+
+
+def _spin(fd: int, budget: float) -> bool:
+    """Poll ``LOCK_NB`` on ``fd`` for up to ``budget`` seconds; whether it was granted.
+
+    A holder's transaction often ends within a couple of hundred µs: taking
+    the lock while still running saves the blocking wait's two wake-ups (the
+    kernel's of the helper thread, the helper's of the caller). The yield lets
+    a preempted holder on this core run first.
+    """
+    end = time.monotonic() + budget
+    while True:
+        _spin_yield()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        if time.monotonic() >= end:
+            return False
+
+
 def _acquire(lock: _LockFile, timeout: float) -> bool:
-    """Take ``lock`` exclusively, waiting at most ``timeout`` seconds (≤ 0: forever)."""
+    """Take ``lock`` exclusively, waiting at most ``timeout`` seconds (≤ 0: forever).
+
+    With a deadline, a short spin (:data:`SPIN_SECONDS`, counted against
+    ``timeout``) comes before the blocking wait in the helper thread.
+    """
     try:
         fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
@@ -818,9 +851,13 @@ def _acquire(lock: _LockFile, timeout: float) -> bool:
     if timeout <= 0:
         fcntl.flock(lock.fd, fcntl.LOCK_EX)
         return True
+    started = time.monotonic()
+    if _spin(lock.fd, min(SPIN_SECONDS, timeout)):
+        return True
     if lock.waiter is None:
         lock.waiter = _Waiter()
-    if _QueueWait(lock.fd, lock.waiter).wait(timeout):
+    remaining = max(0.0, timeout - (time.monotonic() - started))
+    if _QueueWait(lock.fd, lock.waiter).wait(remaining):
         return True
     lock.detach()  # the abandoned wait closes it (and its waiter ends)
     return False

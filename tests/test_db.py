@@ -544,3 +544,63 @@ def test_contended_waits_of_one_description_share_one_helper_thread(tmp_path: Pa
         fcntl.flock(holder, fcntl.LOCK_UN)
     finally:
         os.close(holder)
+
+
+def test_a_holder_that_lets_go_during_the_spin_is_followed_without_the_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Decision 370: a contended wait polls LOCK_NB briefly before it blocks.
+    import fcntl
+
+    path = str(tmp_path / "spin.lock")
+    holder = os.open(path, os.O_RDWR | os.O_CREAT)  # another description: another party
+    lock = db._LockFile(path)
+    yields = 0
+
+    def release_on_the_second_yield() -> None:
+        nonlocal yields
+        yields += 1
+        if yields == 2:
+            fcntl.flock(holder, fcntl.LOCK_UN)
+
+    monkeypatch.setattr(db, "_spin_yield", release_on_the_second_yield)
+    monkeypatch.setattr(db, "SPIN_SECONDS", 3600.0)  # only the release ends this spin
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert db._acquire(lock, timeout=5)
+        assert yields == 2  # taken at the first try after the release
+        assert lock.waiter is None  # no helper thread was started or used
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the spinner holds it
+        fcntl.flock(lock.fd, fcntl.LOCK_UN)
+    finally:
+        os.close(holder)
+
+
+def test_the_spin_counts_against_the_queue_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A deadline shorter than the spin ends the wait: the spin is bounded by it,
+    # and the blocking wait after it gets only what is left (here nothing).
+    import fcntl
+
+    path = str(tmp_path / "deadline.lock")
+    holder = os.open(path, os.O_RDWR | os.O_CREAT)
+    lock = db._LockFile(path)
+    budgets: list[float] = []
+    spin = db._spin
+
+    def recorded(fd: int, budget: float) -> bool:
+        budgets.append(budget)
+        return spin(fd, budget)
+
+    monkeypatch.setattr(db, "_spin", recorded)
+    monkeypatch.setattr(db, "SPIN_SECONDS", 3600.0)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert not db._acquire(lock, timeout=0.01)  # never granted: the holder keeps it
+        assert budgets == [0.01]  # the spin got the deadline, not its own hour
+        assert lock.fd == -1  # the abandoned wait owns the description, as before
+        fcntl.flock(holder, fcntl.LOCK_UN)
+    finally:
+        os.close(holder)
