@@ -250,21 +250,12 @@ def bare_write_on(
     connection up or checking it again: the LangGraph saver's store holds
     its connection object and has just checked it (decision 352).
     """
-    begin = f"BEGIN {connection.transaction_mode or ''}".rstrip()  # type: ignore[attr-defined]
 
-    def attempt() -> T:
-        raw = connection.connection
-        with connection.wrap_database_errors:
-            raw.execute(begin)
-            try:
-                result = fn(raw)
-                raw.execute("COMMIT")
-            except BaseException:
-                _rollback(connection)
-                raise
-        return result
+    def body() -> T:
+        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
+            return fn(connection.connection)
 
-    return _sqlite_attempts(connection, using, attempt)
+    return _lean_sqlite(connection, using, body)
 
 
 def bare_or_lean_write(
@@ -283,13 +274,7 @@ def bare_or_lean_write(
     connection = _lean_connection(using)
     if connection is None:
         return atomic_write(lean, using=using)
-    open_connection = connection  # narrowed for the closure
-
-    def body() -> T:
-        with open_connection.wrap_database_errors:  # sqlite3's errors raised as Django's
-            return bare(open_connection.connection)
-
-    return _lean_sqlite(connection, using, body)
+    return bare_write_on(connection, bare, using=using)
 
 
 class SharedConnection:

@@ -105,10 +105,13 @@ _C_FIRST_KEPT = tree_sql.C_FIRST_KEPT
 _C_PARTS = tree_sql.C_PARTS
 _C_SETTINGS = tree_sql.C_SETTINGS
 _CHUNK = tree_sql.CHUNK
-# The append's statements with ``?`` marks, for the bare sqlite3 connection.
-_INSERT_ENTRY_BARE = sql.qmark(tree_sql.INSERT_ENTRY)
-_INSERT_CHILD_ENTRY_BARE = sql.qmark(tree_sql.INSERT_CHILD_ENTRY)
-_INSERT_PART_BARE = sql.qmark(tree_sql.INSERT_PART)
+# The append's statements (root entry, child entry, parts) with ``?`` marks,
+# for a cursor of the bare sqlite3 connection.
+_BARE_STATEMENTS = (
+    sql.qmark(tree_sql.INSERT_ENTRY),
+    sql.qmark(tree_sql.INSERT_CHILD_ENTRY),
+    sql.qmark(tree_sql.INSERT_PART),
+)
 
 
 _to_datetime = sql.utc
@@ -590,7 +593,7 @@ class TreeStore(StoreBase):
 
                 def bare(raw: sqlite3.Connection) -> tuple[int, int]:
                     sessions.touch_forward_bare(raw, session_id, TREE, stamp)
-                    return self._insert_row_bare(raw, draft, params)
+                    return self._insert_row(raw.cursor(), draft, params, _BARE_STATEMENTS)
 
                 _, seq = bare_or_lean_write(bare, append, using=self.using)
             # The entity is this call's own until it is returned: its seq is
@@ -692,17 +695,28 @@ class TreeStore(StoreBase):
         ]
 
     @staticmethod
-    def _insert_row(cursor: CursorWrapper, draft: _Draft, params: list[Any]) -> tuple[int, int]:
+    def _insert_row(
+        cursor: CursorWrapper | sqlite3.Cursor,
+        draft: _Draft,
+        params: list[Any],
+        statements: tuple[str, str, str] | None = None,
+    ) -> tuple[int, int]:
         """Run the INSERT (and the parts'); the new row's ``(pk, seq)``.
 
         ``ValidationError`` when the parent is missing: the INSERT checks it
-        itself (``WHERE EXISTS``) and then inserts nothing.
+        itself (``WHERE EXISTS``) and then inserts nothing. ``statements``
+        (root insert, child insert, part insert): :data:`_BARE_STATEMENTS` for a
+        ``sqlite3`` cursor; by default :mod:`agentstore.sql.tree`'s ``%s``
+        statements for Django's cursor.
         """
         e = draft.entity
         parent = e.parent_id
-        cursor.execute(
-            tree_sql.INSERT_ENTRY if parent is None else tree_sql.INSERT_CHILD_ENTRY, params
+        insert_root, insert_child, insert_part = statements or (
+            tree_sql.INSERT_ENTRY,
+            tree_sql.INSERT_CHILD_ENTRY,
+            tree_sql.INSERT_PART,
         )
+        cursor.execute(insert_root if parent is None else insert_child, params)
         inserted = cursor.fetchone()
         if inserted is None:
             raise exceptions.ValidationError(
@@ -711,26 +725,7 @@ class TreeStore(StoreBase):
             )
         pk, seq = inserted
         if draft.parts:
-            cursor.executemany(tree_sql.INSERT_PART, _part_rows(pk, draft.parts))
-        return int(pk), int(seq)
-
-    @staticmethod
-    def _insert_row_bare(
-        raw: sqlite3.Connection, draft: _Draft, params: list[Any]
-    ) -> tuple[int, int]:
-        """:meth:`_insert_row` on the bare ``sqlite3`` connection (the same statements)."""
-        parent = draft.entity.parent_id
-        inserted = raw.execute(
-            _INSERT_ENTRY_BARE if parent is None else _INSERT_CHILD_ENTRY_BARE, params
-        ).fetchone()
-        if inserted is None:
-            raise exceptions.ValidationError(
-                f"parent_id {parent!r} is not an entry of session {draft.entity.session_id}",
-                field="parent_id",
-            )
-        pk, seq = inserted
-        if draft.parts:
-            raw.executemany(_INSERT_PART_BARE, _part_rows(pk, draft.parts))
+            cursor.executemany(insert_part, _part_rows(pk, draft.parts))
         return int(pk), int(seq)
 
     def _resolve_compaction_conflict(

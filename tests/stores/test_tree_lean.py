@@ -250,7 +250,9 @@ def test_a_failed_bare_insert_rolls_the_touch_back(
     session = store.create_session("/f")
     root = store.append_message(session.id, None, user("one"))
     touched = Session.objects.get(id=session.id).updated_at
-    monkeypatch.setattr(tree, "_INSERT_CHILD_ENTRY_BARE", "INSERT INTO no_such_table VALUES (1)")
+    broken = "INSERT INTO no_such_table VALUES (1)"
+    root_insert, _, part_insert = tree._BARE_STATEMENTS
+    monkeypatch.setattr(tree, "_BARE_STATEMENTS", (root_insert, broken, part_insert))
     with pytest.raises(OperationalError, match="no_such_table"):  # raised as Django's
         store.append_message(session.id, root.id, user("lost"))
     monkeypatch.undo()
