@@ -155,15 +155,8 @@ class StoredSession(Session):
     @classmethod
     def from_session(cls, session: Session, *, using: str) -> StoredSession:
         """A stored session holding all of ``session`` (a new or imported one) in memory."""
-        stored = cls(
-            session.header,
-            header_line=session.header_line,
-            using=using,
-            lines=len(session),
-            state=session.resume_state(),
-        )
+        stored = cls.from_head(session, using=using)
         stored._become(session)
-        stored.clock = session.clock
         return stored
 
     @classmethod
