@@ -20,7 +20,15 @@ through three writers, each on its own SQLite file in WAL mode with
   the SDK only sets WAL);
 * ``agentstore`` — ``AgentStoreSession`` (async API, on ``db_thread``'s thread): the
   item validated, hashed (RFC 8785, SHA-256) and appended to the log tree, the
-  hold checked, one transaction; ``get_items`` walks the branch from the leaf.
+  hold checked, one transaction; ``get_items`` walks the branch from the leaf;
+* ``floor``    — the stdlib ``sqlite3`` module replaying, on a copy of
+  agentstore's own database taken just before its timed appends, the very rows
+  those appends wrote: per add, ``BEGIN IMMEDIATE``, the log store's fenced
+  session update (its own statement, ``agentstore.sql.sessions.update_held``),
+  the ``INSERT`` of the entry row (every column, as read back), ``COMMIT`` —
+  no Python of ours, no hashing, no hop. It is what SQLite alone spends on
+  agentstore's schema for an append: the least any code on that schema can
+  cost (docs/decisions.md 343). SQLite only.
 
 Targets (issue 18): ``add_items`` throughput ≥ SQLiteSession's; ``get_items(50)``
 latency ≤ 1.5× SQLiteSession's. Also printed: the *cold* cost — the first
@@ -182,7 +190,64 @@ def seed_agentstore(items: int) -> None:
     LogStore().import_jsonl(dumps(session))
 
 
-async def bench_agentstore(items: int, ops: int) -> dict[str, Any]:
+def snapshot(path: Path) -> None:
+    """A consistent copy of agentstore's SQLite database at ``path`` (``sqlite3`` backup)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    with sqlite3.connect(path) as copy:
+        connection.connection.backup(copy)
+    copy.close()
+
+
+def bench_floor(path: Path, ops: int) -> dict[str, Any]:
+    """Replay agentstore's last ``ops`` appends as bare statements on the copy at ``path``.
+
+    The rows come from agentstore's live database (Django's connection), the
+    statements from agentstore's SQL modules, the pragmas from the project's
+    settings: nothing here restates the schema.
+    """
+    from django.db import connection
+
+    from agentstore.sql import ENTRY, HOLDER, SESSION, qmark
+    from agentstore.sql import sessions as session_sql
+    from project.database_url import SQLITE_INIT_COMMAND
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT * FROM {ENTRY} WHERE session_id = 's' ORDER BY seq DESC LIMIT %s", [ops]
+        )
+        names = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()[::-1]
+        cursor.execute(f"SELECT log_head FROM {SESSION} WHERE id = 's'")
+        (head,) = cursor.fetchone()
+    keep = [i for i, name in enumerate(names) if name != "id"]  # the rowid is SQLite's to pick
+    insert = (
+        f"INSERT INTO {ENTRY} ({', '.join(names[i] for i in keep)}) "
+        f"VALUES ({', '.join('?' for _ in keep)})"
+    )
+    fence = qmark(session_sql.update_held(("log_head",), "sqlite"))
+    conn = sqlite3.connect(path, isolation_level=None)
+    for pragma in SQLITE_INIT_COMMAND.split(";"):
+        conn.execute(pragma)
+    (token,) = conn.execute(f"SELECT token FROM {HOLDER} WHERE session_id = 's'").fetchone()
+    adds: list[float] = []
+    cpu = time.process_time()
+    for row in rows:
+        params = [row[i] for i in keep]
+        start = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        fenced = conn.execute(fence, (head, "s", "s", token)).rowcount
+        conn.execute(insert, params)
+        conn.execute("COMMIT")
+        adds.append(time.perf_counter() - start)
+        assert fenced == 1, "the fence matched no session row"
+    cpu_add = (time.process_time() - cpu) / len(rows)
+    conn.close()
+    return {"add": timed(adds), "cpu": (cpu_add, 0.0)}
+
+
+async def bench_agentstore(items: int, ops: int, floor_copy: Path | None) -> dict[str, Any]:
     from asgiref.sync import sync_to_async
 
     from agentstore.integrations.openai_agents import AgentStoreSession
@@ -200,6 +265,8 @@ async def bench_agentstore(items: int, ops: int) -> dict[str, Any]:
     session = AgentStoreSession("s")
     await session.get_items(limit=1)
     await session.add_items([make_item(items + 1)])
+    if floor_copy is not None:  # the database as the timed appends find it (held, warm)
+        await sync_to_async(snapshot)(floor_copy)
     adds: list[float] = []
     cpu = time.process_time()
     for n in range(items + 2, items + 2 + ops):
@@ -241,9 +308,15 @@ def main() -> None:
         )
         raw = bench_raw(Path(tmp) / "raw.sqlite3", args.items, args.ops)
         sdk = asyncio.run(bench_sqlite_session(Path(tmp) / "sdk.sqlite3", args.items, args.ops))
-        ours = asyncio.run(bench_agentstore(args.items, args.ops))
+        from django.db import connection
+
+        copy = Path(tmp) / "floor.sqlite3"
+        sqlite = connection.vendor == "sqlite"
+        ours = asyncio.run(bench_agentstore(args.items, args.ops, copy if sqlite else None))
+        floor = bench_floor(copy, args.ops) if sqlite else None
     print("\nadd_items of one item (one transaction each)")
-    for name, result in (("raw", raw), ("sqlite", sdk), ("agentstore", ours)):
+    adders = [("raw", raw), ("sqlite", sdk), ("agentstore", ours)]
+    for name, result in adders + ([("floor", floor)] if floor else []):
         rate, p50, p99 = result["add"]
         print(
             f"  {name:<11} {rate:>8.0f} adds/s   p50 {p50:7.3f} ms   p99 {p99:7.3f} ms   "
@@ -264,6 +337,13 @@ def main() -> None:
             f"SQLiteSession)   get(50) {get_cpu * 1e6:6.0f} µs "
             f"({get_cpu / sdk['cpu'][1]:.2f}x SQLiteSession)"
         )
+    if floor:
+        add_cpu = floor["cpu"][0]
+        print(
+            f"  {'floor':<11} add {add_cpu * 1e6:6.0f} µs ({add_cpu / sdk['cpu'][0]:.2f}x "
+            f"SQLiteSession): SQLite alone on agentstore's schema; "
+            f"{(ours['cpu'][0] - add_cpu) * 1e6:.0f} µs of agentstore's add is above it"
+        )
     print(
         f"\ncold (a fresh AgentStoreSession, as in a new process): "
         f"first get_items {ours['cold_get'] * 1000:.0f} ms, "
@@ -277,6 +357,8 @@ def main() -> None:
     ):
         common.record(add, who, result["add"][0], role=role)
         common.record(get, who, result["get"][1], role=role, unit="ms")
+    if floor:
+        common.record(add, "raw sqlite3 on agentstore's schema", floor["add"][0], role="other")
     cold = f"openai: first get_items of a fresh session, {args.items:,} items"
     common.record(cold, "AgentStoreSession", ours["cold_get"] * 1000, unit="ms")
     common.emit("openai_session", args)

@@ -16,6 +16,13 @@ project's settings), one session per process, one write transaction per append:
   inserted at the next seq only if its parent exists, COMMIT.
 * ``tree`` — ``TreeStore.append_message`` (validation, metadata, the text-search
   index, writer queue; entries chained to the previous one).
+* ``floor-tree`` — stdlib ``sqlite3`` on agentstore's own migrated schema, sending
+  the tree store's own statements (``agentstore.sql``: the session touch, the
+  entry ``INSERT`` with its parent check) with parameters from ``sql.row``: what
+  SQLite alone spends on that schema per append, the least any code on it can
+  cost. Its ratio to ``raw-tree`` bounds ``tree``'s (docs/decisions.md 343).
+* ``floor-loop`` — the same for the loop store's statements (the session's
+  ``updated_at``, the step ``INSERT``), against ``raw-loop``.
 * ``raw-loop`` — the same for a step trace: ``step(id, session_id, step_index,
   data, created_at)`` indexed by ``(session_id, id)`` for last-N, and the session
   upserted (created on the first step, ``updated_at`` moved after).
@@ -45,6 +52,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -53,7 +61,7 @@ from bench import common  # noqa: E402
 
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1000]
 PAYLOAD = json.dumps({"role": "user", "content": TEXT})  # ~1 KB of JSON
-STRATEGIES = ("raw-tree", "tree", "raw-loop", "loop", "oai")
+STRATEGIES = ("raw-tree", "tree", "floor-tree", "raw-loop", "loop", "floor-loop", "oai")
 
 NARROW_SCHEMA = """
 CREATE TABLE session (id TEXT PRIMARY KEY, updated_at TEXT NOT NULL);
@@ -96,6 +104,102 @@ def _raw(path: str) -> sqlite3.Connection:
     return con
 
 
+def _django(db: str) -> None:
+    """Set Django up on ``db`` (the project's settings, DEBUG off)."""
+    os.environ.update(
+        DATABASE_URL=f"sqlite:///{db}",
+        DJANGO_SETTINGS_MODULE="project.settings",
+        DJANGO_DEBUG="0",
+    )
+    import django
+
+    django.setup()
+
+
+def _floor_tree(args: argparse.Namespace) -> Any:
+    """The ``floor-tree`` append: the tree store's statements, bare, on agentstore's schema.
+
+    Django is set up only for the models' ``_meta`` (``agentstore.sql`` builds
+    every statement and row from it); the writes go through ``sqlite3``.
+    """
+    _django(args.db)
+    from agentstore import sql
+    from agentstore.ids import new_id
+    from agentstore.models import Entry, Session
+    from agentstore.sql import sessions as session_sql
+    from agentstore.sql import tree as tree_sql
+
+    sid, con = args.session, _raw(args.db)
+    touch = sql.qmark(session_sql.TOUCH_FORWARD)
+    root, child = sql.qmark(tree_sql.INSERT_ENTRY), sql.qmark(tree_sql.INSERT_CHILD_ENTRY)
+    stamp = _stamp()
+    con.execute(
+        sql.qmark(session_sql.INSERT),
+        sql.row(Session, id=sid, kind="tree", cwd="/bench", created_at=stamp, updated_at=stamp),
+    )
+
+    def append(n: int, parent: str | None) -> str | None:
+        stamp, entry_id = _stamp(), new_id()
+        values = sql.row(
+            Entry,
+            exclude=("seq",),
+            session_id=sid,
+            entry_id=entry_id,
+            parent_id=parent,
+            type="message",
+            line=PAYLOAD,
+            created_at=stamp,
+            role="user" if n % 2 == 0 else "assistant",
+            content=TEXT,
+            token_estimate=256,
+            model_facing=True,
+            display=True,
+        )
+        con.execute("BEGIN IMMEDIATE")
+        con.execute(touch, (stamp, stamp, sid, "tree"))
+        if parent is None:
+            cursor = con.execute(root, [*values, sid])
+        else:
+            cursor = con.execute(child, [*values, sid, sid, parent])
+        if cursor.fetchone() is None:
+            raise RuntimeError("parent missing")
+        con.execute("COMMIT")
+        return entry_id
+
+    return append
+
+
+def _floor_loop(args: argparse.Namespace) -> Any:
+    """The ``floor-loop`` append: the loop store's statements, bare (as :func:`_floor_tree`)."""
+    _django(args.db)
+    from agentstore import sql
+    from agentstore.models import Session, Step
+    from agentstore.sql import sessions as session_sql
+    from agentstore.sql import steps as steps_sql
+
+    sid, con = args.session, _raw(args.db)
+    touch, insert = sql.qmark(session_sql.TOUCH), sql.qmark(steps_sql.INSERT)
+    stamp = _stamp()
+    con.execute(
+        sql.qmark(session_sql.INSERT),
+        sql.row(Session, id=sid, kind="loop", created_at=stamp, updated_at=stamp),
+    )
+
+    def append(n: int, parent: str | None) -> str | None:
+        stamp = _stamp()
+        values = sql.row(
+            Step, session_id=sid, step_index=n, step_type="response", content=TEXT, created_at=stamp
+        )
+        con.execute("BEGIN IMMEDIATE")
+        if con.execute(touch, (stamp, sid, "loop")).rowcount != 1:
+            raise RuntimeError("session missing")
+        con.execute(insert, values)
+        con.execute("COMMIT")
+        return None
+
+    return append
+
+
 def worker(args: argparse.Namespace) -> None:
     """One process: ``--ops`` appends of ``--strategy`` in session ``--session``."""
     from tests.workers.start import ready_then_wait
@@ -126,6 +230,12 @@ def worker(args: argparse.Namespace) -> None:
             con.execute("COMMIT")
             return None
 
+    elif strategy == "floor-tree":
+        append = _floor_tree(args)
+
+    elif strategy == "floor-loop":
+        append = _floor_loop(args)
+
     elif strategy == "oai":
         import asyncio
 
@@ -140,14 +250,7 @@ def worker(args: argparse.Namespace) -> None:
             return None
 
     else:
-        os.environ.update(
-            DATABASE_URL=f"sqlite:///{args.db}",
-            DJANGO_SETTINGS_MODULE="project.settings",
-            DJANGO_DEBUG="0",
-        )
-        import django
-
-        django.setup()
+        _django(args.db)
         from agentstore.stores import LoopStore, TreeStore
         from agentstore.types import MessageEntity, RunStep
 
@@ -195,7 +298,7 @@ def run(
         shutil.rmtree(work)
     work.mkdir()
     db = work / "bench.sqlite3"
-    if strategy in ("tree", "loop"):
+    if strategy in ("tree", "floor-tree", "loop", "floor-loop"):
         shutil.copy(template, db)
     elif strategy.startswith("raw"):
         con = sqlite3.connect(db)
@@ -316,6 +419,9 @@ def main() -> None:
                     common.record(workload, "raw sqlite3", median[f"raw-{store}"], role="raw")
                 if store in median:
                     common.record(workload, f"{store.capitalize()}Store", median[store])
+                if f"floor-{store}" in median:
+                    who = "raw sqlite3 on agentstore's schema"
+                    common.record(workload, who, median[f"floor-{store}"], role="other")
                 if "oai" in median:
                     common.record(workload, "OpenAI SQLiteSession", median["oai"], role="peer")
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
