@@ -190,67 +190,19 @@ def seed_agentstore(items: int) -> None:
     LogStore().import_jsonl(dumps(session))
 
 
-def snapshot(path: Path) -> None:
-    """A consistent copy of agentstore's SQLite database at ``path`` (``sqlite3`` backup)."""
-    from django.db import connection
-
-    connection.ensure_connection()
-    with sqlite3.connect(path) as copy:
-        connection.connection.backup(copy)
-    copy.close()
-
-
 def bench_floor(path: Path, ops: int) -> dict[str, Any]:
-    """Replay agentstore's last ``ops`` appends as bare statements on the copy at ``path``.
+    """agentstore's last ``ops`` appends replayed bare on the copy at ``path`` (``bench.floor``)."""
+    from bench import floor
 
-    The rows come from agentstore's live database (Django's connection), the
-    statements from agentstore's SQL modules, the pragmas from the project's
-    settings: nothing here restates the schema.
-    """
-    from django.db import connection
-
-    from agentstore.sql import ENTRY, HOLDER, SESSION, qmark
-    from agentstore.sql import sessions as session_sql
-    from project.database_url import SQLITE_INIT_COMMAND
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT * FROM {ENTRY} WHERE session_id = 's' ORDER BY seq DESC LIMIT %s", [ops]
-        )
-        names = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()[::-1]
-        cursor.execute(f"SELECT log_head FROM {SESSION} WHERE id = 's'")
-        (head,) = cursor.fetchone()
-    keep = [i for i, name in enumerate(names) if name != "id"]  # the rowid is SQLite's to pick
-    insert = (
-        f"INSERT INTO {ENTRY} ({', '.join(names[i] for i in keep)}) "
-        f"VALUES ({', '.join('?' for _ in keep)})"
-    )
-    fence = qmark(session_sql.update_held(("log_head",), "sqlite"))
-    conn = sqlite3.connect(path, isolation_level=None)
-    for pragma in SQLITE_INIT_COMMAND.split(";"):
-        conn.execute(pragma)
-    (token,) = conn.execute(f"SELECT token FROM {HOLDER} WHERE session_id = 's'").fetchone()
-    adds: list[float] = []
-    cpu = time.process_time()
-    for row in rows:
-        params = [row[i] for i in keep]
-        start = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
-        fenced = conn.execute(fence, (head, "s", "s", token)).rowcount
-        conn.execute(insert, params)
-        conn.execute("COMMIT")
-        adds.append(time.perf_counter() - start)
-        assert fenced == 1, "the fence matched no session row"
-    cpu_add = (time.process_time() - cpu) / len(rows)
-    conn.close()
-    return {"add": timed(adds), "cpu": (cpu_add, 0.0)}
+    seconds, cpu_add = floor.log_replay(path, "s", ops)
+    return {"add": timed(seconds), "cpu": (cpu_add, 0.0)}
 
 
 async def bench_agentstore(items: int, ops: int, floor_copy: Path | None) -> dict[str, Any]:
     from asgiref.sync import sync_to_async
 
     from agentstore.integrations.openai_agents import AgentStoreSession
+    from bench import floor
 
     await sync_to_async(seed_agentstore)(items)
     cold = AgentStoreSession("s")
@@ -266,7 +218,7 @@ async def bench_agentstore(items: int, ops: int, floor_copy: Path | None) -> dic
     await session.get_items(limit=1)
     await session.add_items([make_item(items + 1)])
     if floor_copy is not None:  # the database as the timed appends find it (held, warm)
-        await sync_to_async(snapshot)(floor_copy)
+        await sync_to_async(floor.snapshot)(floor_copy)
     adds: list[float] = []
     cpu = time.process_time()
     for n in range(items + 2, items + 2 + ops):

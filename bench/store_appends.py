@@ -116,88 +116,19 @@ def _django(db: str) -> None:
     django.setup()
 
 
-def _floor_tree(args: argparse.Namespace) -> Any:
-    """The ``floor-tree`` append: the tree store's statements, bare, on agentstore's schema.
+def _floor(args: argparse.Namespace) -> Any:
+    """The ``floor-*`` append: the store's own statements, bare, on agentstore's schema.
 
-    Django is set up only for the models' ``_meta`` (``agentstore.sql`` builds
+    Django is set up only for the models' ``_meta`` (``bench.floor`` builds
     every statement and row from it); the writes go through ``sqlite3``.
     """
     _django(args.db)
-    from agentstore import sql
-    from agentstore.ids import new_id
-    from agentstore.models import Entry, Session
-    from agentstore.sql import sessions as session_sql
-    from agentstore.sql import tree as tree_sql
+    from bench import floor
 
-    sid, con = args.session, _raw(args.db)
-    touch = sql.qmark(session_sql.TOUCH_FORWARD)
-    root, child = sql.qmark(tree_sql.INSERT_ENTRY), sql.qmark(tree_sql.INSERT_CHILD_ENTRY)
-    stamp = _stamp()
-    con.execute(
-        sql.qmark(session_sql.INSERT),
-        sql.row(Session, id=sid, kind="tree", cwd="/bench", created_at=stamp, updated_at=stamp),
-    )
-
-    def append(n: int, parent: str | None) -> str | None:
-        stamp, entry_id = _stamp(), new_id()
-        values = sql.row(
-            Entry,
-            exclude=("seq",),
-            session_id=sid,
-            entry_id=entry_id,
-            parent_id=parent,
-            type="message",
-            line=PAYLOAD,
-            created_at=stamp,
-            role="user" if n % 2 == 0 else "assistant",
-            content=TEXT,
-            token_estimate=256,
-            model_facing=True,
-            display=True,
-        )
-        con.execute("BEGIN IMMEDIATE")
-        con.execute(touch, (stamp, stamp, sid, "tree"))
-        if parent is None:
-            cursor = con.execute(root, [*values, sid])
-        else:
-            cursor = con.execute(child, [*values, sid, sid, parent])
-        if cursor.fetchone() is None:
-            raise RuntimeError("parent missing")
-        con.execute("COMMIT")
-        return entry_id
-
-    return append
-
-
-def _floor_loop(args: argparse.Namespace) -> Any:
-    """The ``floor-loop`` append: the loop store's statements, bare (as :func:`_floor_tree`)."""
-    _django(args.db)
-    from agentstore import sql
-    from agentstore.models import Session, Step
-    from agentstore.sql import sessions as session_sql
-    from agentstore.sql import steps as steps_sql
-
-    sid, con = args.session, _raw(args.db)
-    touch, insert = sql.qmark(session_sql.TOUCH), sql.qmark(steps_sql.INSERT)
-    stamp = _stamp()
-    con.execute(
-        sql.qmark(session_sql.INSERT),
-        sql.row(Session, id=sid, kind="loop", created_at=stamp, updated_at=stamp),
-    )
-
-    def append(n: int, parent: str | None) -> str | None:
-        stamp = _stamp()
-        values = sql.row(
-            Step, session_id=sid, step_index=n, step_type="response", content=TEXT, created_at=stamp
-        )
-        con.execute("BEGIN IMMEDIATE")
-        if con.execute(touch, (stamp, sid, "loop")).rowcount != 1:
-            raise RuntimeError("session missing")
-        con.execute(insert, values)
-        con.execute("COMMIT")
-        return None
-
-    return append
+    con = floor.connect(args.db)
+    if args.strategy == "floor-tree":
+        return floor.tree_appender(con, args.session, text=TEXT, line=PAYLOAD)
+    return floor.loop_appender(con, args.session, text=TEXT)
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -230,11 +161,8 @@ def worker(args: argparse.Namespace) -> None:
             con.execute("COMMIT")
             return None
 
-    elif strategy == "floor-tree":
-        append = _floor_tree(args)
-
-    elif strategy == "floor-loop":
-        append = _floor_loop(args)
+    elif strategy.startswith("floor"):
+        append = _floor(args)
 
     elif strategy == "oai":
         import asyncio

@@ -8,8 +8,10 @@
 Appends: 1 KB user/assistant messages chained into one session, one transaction
 each, through
 
-* ``raw``      — the stdlib ``sqlite3`` module: BEGIN IMMEDIATE, INSERT the entry
-  (next seq computed in the statement), UPDATE the session, COMMIT;
+* ``raw``      — the stdlib ``sqlite3`` module sending the tree store's own
+  statements on agentstore's schema (``bench.floor``: BEGIN IMMEDIATE, the session
+  touched, the entry INSERT that computes its seq and checks its parent, COMMIT) —
+  the schema's floor, not the narrow schema of ``store_appends.py``;
 * ``naive``    — the Django ORM: ``atomic()`` + ``Entry.objects.create`` + a session
   ``update``;
 * ``store``    — ``TreeStore.append_message`` (validation, metadata derivation,
@@ -23,12 +25,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,46 +41,20 @@ TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
 
 
 def bench_raw(path: str, session_id: str, count: int) -> tuple[list[float], float]:
+    """The tree store's own statements, bare, on agentstore's schema (``bench.floor``)."""
     import json
 
-    from agentstore.ids import new_id
+    from bench import floor
 
-    con = sqlite3.connect(path, isolation_level=None, timeout=20)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=NORMAL")
+    con = floor.connect(path)
+    line = json.dumps({"token_estimate": 256, "model_facing": True, "display": True})
+    append = floor.tree_appender(con, session_id, text=TEXT, line=line)
     parent = None
     latencies = []
     started = time.perf_counter()
     for n in range(count):
         t0 = time.perf_counter()
-        entry_id = new_id()
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-        role = "user" if n % 2 == 0 else "assistant"
-        con.execute("BEGIN IMMEDIATE")
-        con.execute(
-            "INSERT INTO agentstore_entry (session_id, seq, entry_id, parent_id, type, line, "
-            "created_at, role, content, provider, model, custom_type, summary, tool_name, "
-            "tool_status, tool_args_json, token_estimate, model_facing, display, "
-            "compaction_first_kept_entry_id, compaction_tokens_before, branch_from_entry_id, "
-            "operation_id, part_count) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, 'message', ?, ?, "
-            "?, ?, '', '', '', '', '', '', '', 256, 1, 1, '', 0, '', '', 0 FROM agentstore_entry "
-            "WHERE session_id = ?",
-            (
-                session_id,
-                entry_id,
-                parent,
-                json.dumps({"token_estimate": 256, "model_facing": True, "display": True}),
-                stamp,
-                role,
-                TEXT,
-                session_id,
-            ),
-        )
-        con.execute(
-            "UPDATE agentstore_session SET updated_at = ? WHERE id = ?", (stamp, session_id)
-        )
-        con.execute("COMMIT")
-        parent = entry_id
+        parent = append(n, parent)
         latencies.append(time.perf_counter() - t0)
     total = time.perf_counter() - started
     con.close()
@@ -220,7 +194,7 @@ def main() -> None:
     raw_rate = None
     if vendor == "sqlite" and not args.skip_raw:
         path = connection.settings_dict["NAME"]
-        lat, total = bench_raw(str(path), store.create_session("/bench/raw").id, args.appends)
+        lat, total = bench_raw(str(path), "bench-raw", args.appends)
         raw_rate = common.summarise("raw", lat, total, None)
         common.record(APPEND, "raw sqlite3", raw_rate, role="raw")
         lat, total = bench_naive(store.create_session("/bench/naive").id, args.appends)
