@@ -59,6 +59,7 @@ from langgraph.checkpoint.serde.types import TASKS
 
 from agentstore.db import SharedConnection
 from agentstore.stores.checkpoints import CheckpointStore, pack_values
+from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 
 __all__ = ["AgentstoreSaver", "close_connections"]
@@ -310,17 +311,11 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
     ) -> None:
         configurable = config["configurable"]
         dumps = self.serde.dumps_typed
+        index = WRITES_IDX_MAP.get
         rows = [
-            PendingWriteRow(
-                task_id=task_id,
-                task_path=task_path,
-                idx=WRITES_IDX_MAP.get(channel, idx),
-                channel=channel,
-                type=type_,
-                blob=blob,
-            )
+            # Positional (stores/frozen.py): task_id, task_path, idx, channel, type, blob.
+            _new_write(task_id, task_path, index(channel, idx), channel, *dumps(value))
             for idx, (channel, value) in enumerate(writes)
-            for type_, blob in [dumps(value)]
         ]
         self.store.put_writes(
             str(configurable["thread_id"]),
@@ -422,6 +417,9 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
 
 #: Checkpoints ``list``/``alist`` read per page (per hop, for ``alist``).
 PAGE = 50
+
+require_fields(PendingWriteRow, ("task_id", "task_path", "idx", "channel", "type", "blob"))
+_new_write = positional_builder(PendingWriteRow)
 
 #: The longest string kept in the checkpoint's row rather than the blob table.
 INLINE_CHARS = 256

@@ -115,6 +115,7 @@ __all__ = [
     "placeholders",
     "prepared_cursor",
     "qmark",
+    "require_columns",
     "row",
     "skip_locked",
     "timestamp_column",
@@ -167,6 +168,22 @@ def names(model: type[models.Model], *fields: str, prefix: str = "") -> str:
         if not isinstance(f, models.Field) or not f.concrete:
             raise LookupError(f"{model.__name__}.{name} is not a column")
     return ", ".join(prefix + str(f.column) for f in found if isinstance(f, models.Field))
+
+
+def require_columns(model: type[models.Model], attnames: tuple[str, ...]) -> None:
+    """Refuse (``ImportError``) a model whose writable columns are no longer ``attnames``.
+
+    For a hot path that builds an INSERT's parameters positionally, in
+    :func:`columns` order, instead of through :func:`row`'s keyword mapping: a
+    column added, removed or moved must fail loudly at import, not shift every
+    value by one (as :func:`agentstore.stores.frozen.require_fields` pins a
+    dataclass's field order).
+    """
+    found = tuple(str(f.attname) for f in _writable_fields(model))
+    if found != attnames:
+        raise ImportError(
+            f"{model.__name__} columns changed: {found} (the positional rows expect {attnames})"
+        )
 
 
 def placeholders(count: int) -> str:
