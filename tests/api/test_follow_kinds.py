@@ -215,6 +215,40 @@ def test_read_after_is_bounded_and_ordered(alice: Any) -> None:
     assert read_after(sid, "loop", rest[-1].position, 10) == []
 
 
+@pytest.mark.django_db
+def test_graph_positions_are_never_reused_after_the_newest_checkpoint_goes(alice: Any) -> None:
+    """A follower holding the newest checkpoint's position still sees the next checkpoint
+    when that one was deleted meanwhile — LangGraph's rollback: ``delete_for_runs`` of the
+    last run, then a new run in the same thread. ``Checkpoint.id`` is never reused
+    (``AUTOINCREMENT`` on SQLite, an identity on PostgreSQL; decision 376)."""
+    store = CheckpointStore()
+    ids = [f"1f000000-0000-6000-8000-{n:012d}" for n in range(3)]
+
+    def put(n: int, run_id: str) -> None:
+        store.put(
+            "thread-r",
+            "",
+            ids[n],
+            None,
+            "json",
+            b"{}",
+            {"step": n, "run_id": run_id},
+            {},
+            owner_id=alice.pk,
+        )
+
+    put(0, "run-a")
+    put(1, "run-b")
+    seen = read_after("thread-r", "graph", 0, 10)
+    assert [f.item.checkpoint_id for f in seen] == ids[:2]
+    cursor = seen[-1].position
+    assert store.delete_for_runs(["run-b"]) == 1  # the table's newest row goes
+    put(2, "run-c")
+    after = read_after("thread-r", "graph", cursor, 10)
+    assert [f.item.checkpoint_id for f in after] == [ids[2]]
+    assert after[0].position > cursor
+
+
 def test_a_kind_without_a_follow_reader_is_the_shared_wrong_kind_409(
     api: APIClient, alice: Any, monkeypatch: Any
 ) -> None:
