@@ -370,3 +370,12 @@ def test_every_column_works_unquoted() -> None:
                 column = str(field.column)
                 assert re.fullmatch(r"[a-z_][a-z0-9_]*", column), (model.__name__, column)
                 cursor.execute(f"SELECT {column} FROM {model._meta.db_table} WHERE 1 = 0")
+
+
+def test_require_columns_refuses_another_column_order() -> None:
+    """Positional rows (the checkpoint store's, decision 375) fail at import, not by a shift."""
+    own = tuple(sql.column_names(m.CheckpointBlob))
+    assert own == ("session_id", "checkpoint_ns", "channel", "version", "type", "blob")
+    sql.require_columns(m.CheckpointBlob, own)
+    with pytest.raises(ImportError, match="CheckpointBlob"):
+        sql.require_columns(m.CheckpointBlob, ("session_id", "checkpoint_ns", "version", "channel"))
