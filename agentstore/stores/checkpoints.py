@@ -220,8 +220,8 @@ class CheckpointStore:
         now = self.clock()
         run_id = metadata.get("run_id")
         # Positional, in the model's column order (checked at import by
-        # sql.require_columns below): sql.row's keyword mapping was a tenth of
-        # the store's Python per put (decision 376).
+        # sql.require_columns below), without sql.row's keyword mapping: this
+        # runs three times an invoke (decision 375).
         params = [
             thread_id,
             checkpoint_ns,
@@ -301,7 +301,8 @@ class CheckpointStore:
             # One row per (task_id, idx), the last one: a single INSERT … DO
             # UPDATE may not change a row twice (executemany would keep the last).
             writes = builtins.list({(w.task_id, w.idx): w for w in writes}.values())
-        # Positional, in the model's column order (sql.require_columns below).
+        # Positional, in the model's column order (sql.require_columns below;
+        # decision 375).
         rows: builtins.list[builtins.list[Any]] = [
             [
                 thread_id,
