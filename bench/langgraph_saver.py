@@ -102,6 +102,7 @@ def sqlite_half(args: argparse.Namespace) -> dict[str, Any]:
 def postgres_half(args: argparse.Namespace) -> dict[str, Any]:
     from langgraph.checkpoint.postgres import PostgresSaver
 
+    common.ensure_postgres_database(args.postgres)  # created if missing, kept if there
     os.environ["DATABASE_URL"] = args.postgres
     agentstore = _agentstore(args)
     with PostgresSaver.from_conn_string(args.postgres) as saver:
