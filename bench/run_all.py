@@ -71,6 +71,12 @@ class Bench:
 
 PLAN: list[Bench] = [
     Bench(
+        "append_floor",
+        ["--appends", "10000", "--rounds", "3"],
+        ["--appends", "30", "--rounds", "1"],
+        postgres="",
+    ),
+    Bench(
         "store_appends",
         ["--ops", "10000", "--rounds", "2"],
         ["--ops", "30", "--rounds", "1", "--processes", "1"],
