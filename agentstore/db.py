@@ -45,6 +45,7 @@ import os
 import queue
 import random
 import sqlite3
+import struct
 import threading
 import time
 import weakref
@@ -406,10 +407,14 @@ def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Calla
             # generator: this runs once per append.
             fd = _take_writer_slot(connection)
             try:
-                return attempt()
+                result = attempt()
             finally:
                 if fd >= 0:
                     fcntl.flock(fd, fcntl.LOCK_UN)
+            if fd >= 0:
+                # The WAL's checkpoint once the queue is free (decision 380).
+                _checkpoint_after_queue(connection)
+            return result
         except DatabaseBusy:
             # The writer queue's deadline passed: waiting again would only
             # multiply the caller's wait (docs/operations.md, "Writer queue deadline").
@@ -658,7 +663,7 @@ class _Slot:
     database's name, the process or the ``AGENTSTORE`` settings change.
     """
 
-    __slots__ = ("lock", "name", "path", "pid", "timeout")
+    __slots__ = ("lock", "name", "path", "pid", "timeout", "wal")
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.name = connection.settings_dict["NAME"]
@@ -666,6 +671,90 @@ class _Slot:
         self.path = sqlite_lock_path(connection)
         self.lock = _lock_file(connection, self.path) if self.path else None
         self.timeout = float(agentstore_settings.WRITE_QUEUE_TIMEOUT or 0)
+        #: The WAL of the connection's current ``sqlite3`` connection (set after its first write).
+        self.wal: _WalLog | None = None
+
+
+# The wal-index header (https://www.sqlite.org/walformat.html, "The WAL-Index
+# Format"): the first copy of ``WalIndexHdr`` holds ``mxFrame``, the frames in
+# the log, at byte 16; ``WalCkptInfo`` follows both 48-byte copies and begins
+# with ``nBackfill``, the frames already copied into the database. Native byte
+# order. Processes of different SQLite versions share this file, so its layout
+# does not change between versions.
+_WAL_INDEX = struct.Struct("=16xI76xI")
+
+
+class _WalLog:
+    """The WAL of one ``sqlite3`` connection, checkpointed after the writer queue (decision 380).
+
+    In WAL mode SQLite checkpoints inside the ``COMMIT`` that takes the log
+    past ``wal_autocheckpoint`` frames, and at ``synchronous=NORMAL`` that
+    commit waits for two fsyncs (5–20 ms on the bench disk). Behind
+    agentstore's writer queue that wait holds the queue, so every other
+    writer waits for it too, where writers on SQLite's lock alone do not (a
+    ``PASSIVE`` checkpoint never blocks them). So the connection's own
+    threshold is raised to :data:`DEFERRED_AUTOCHECKPOINT` (the safety net)
+    and the writer, once it has released the queue, runs the ``PASSIVE``
+    checkpoint itself when the log holds its old threshold of frames not yet
+    copied — the count read from the wal-index (``-shm``) file, one
+    ``pread``. Where that cannot be done (not in WAL mode, no ``-shm`` file —
+    exclusive locking —, automatic checkpoints off) nothing is changed.
+    """
+
+    __slots__ = ("fd", "raw", "threshold")
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        # A strong reference: sqlite3 connections take no weak ones; the slot
+        # drops it when the Django connection opens its next one.
+        self.raw = raw
+        self.fd, self.threshold = -1, 0
+        try:
+            if str(raw.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                return
+            threshold = int(raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+            path = next((str(r[2]) for r in raw.execute("PRAGMA database_list") if r[1] == "main"))
+            if threshold <= 0 or not path:
+                return
+            self.fd = os.open(f"{path}-shm", os.O_RDONLY | os.O_CLOEXEC)
+            if threshold < DEFERRED_AUTOCHECKPOINT:
+                raw.execute(f"PRAGMA wal_autocheckpoint = {DEFERRED_AUTOCHECKPOINT}")
+            self.threshold = threshold
+        except (sqlite3.Error, OSError, StopIteration):
+            logger.debug("WAL checkpoints stay inside the commit", exc_info=True)
+
+    def __del__(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+
+    def checkpoint_if_due(self) -> None:
+        """A ``PASSIVE`` checkpoint if the log holds ``threshold`` frames not yet copied."""
+        if self.threshold <= 0:
+            return
+        try:
+            frames, copied = _WAL_INDEX.unpack(os.pread(self.fd, _WAL_INDEX.size, 0))
+        except (OSError, struct.error):
+            return
+        if frames - copied < self.threshold or self.raw.in_transaction:
+            return
+        try:
+            # PASSIVE never waits (not even SQLite's busy handler): another
+            # process's checkpoint running makes this one a no-op.
+            self.raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:
+            logger.debug("WAL checkpoint skipped", exc_info=True)
+
+
+def _checkpoint_after_queue(connection: BaseDatabaseWrapper) -> None:
+    """Checkpoint ``connection``'s WAL when due, its writer queue released (:class:`_WalLog`)."""
+    slot = _slots.get(connection)
+    raw = connection.connection
+    if slot is None or raw is None:
+        return
+    wal = slot.wal
+    if wal is None or wal.raw is not raw:
+        wal = slot.wal = _WalLog(raw)
+    wal.checkpoint_if_due()
 
 
 _slots: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Slot] = weakref.WeakKeyDictionary()

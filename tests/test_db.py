@@ -501,6 +501,68 @@ def test_wal_checkpointer_takes_the_checkpoint_off_the_writer() -> None:
     assert _file_digest(path) != before  # the pages reached the database file
 
 
+def _fresh_connection(threshold: int) -> sqlite3.Connection:
+    """Django's connection reopened, its ``wal_autocheckpoint`` set before any write."""
+    connection.close()
+    connection.ensure_connection()
+    raw: sqlite3.Connection = connection.connection
+    raw.execute(f"PRAGMA wal_autocheckpoint = {threshold}")
+    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # start from an empty WAL
+    return raw
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_the_wal_is_checkpointed_after_the_writer_queue_is_released(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decision 380: the commit does not checkpoint; the writer does, once the queue is free."""
+    import fcntl
+
+    raw = _fresh_connection(20)
+    path = str(connection.settings_dict["NAME"])
+    lock_path = db.sqlite_lock_path(connection)
+    assert lock_path is not None
+    queue_free: list[bool] = []
+    checkpoint = db._WalLog.checkpoint_if_due
+
+    def spy(self: db._WalLog) -> None:
+        probe = os.open(lock_path, os.O_RDWR)
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while a writer holds it
+            queue_free.append(True)
+        finally:
+            os.close(probe)
+        checkpoint(self)
+
+    monkeypatch.setattr(db._WalLog, "checkpoint_if_due", spy)
+    before = _file_digest(path)
+    atomic_write(lambda: make_document("wal-after-0"))
+    # The connection's own threshold is the safety net now; the old one is the writer's.
+    assert raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == db.DEFERRED_AUTOCHECKPOINT
+    for n in range(1, 40):
+        atomic_write(lambda n=n: make_document(f"wal-after-{n}"))
+    assert queue_free and all(queue_free)
+    assert _file_digest(path) != before  # checkpointed: the pages reached the database file
+    _, frames, copied = raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert frames - copied < 20  # never more than the old threshold left uncopied
+    connection.close()  # the next test's connection has SQLite's default again
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_automatic_checkpoints_turned_off_stay_off() -> None:
+    """``wal_autocheckpoint = 0`` (someone else checkpoints): the writer leaves the WAL alone."""
+    raw = _fresh_connection(0)
+    path = str(connection.settings_dict["NAME"])
+    before = _file_digest(path)
+    for n in range(40):
+        atomic_write(lambda n=n: make_document(f"wal-off-{n}"))
+    assert raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    assert _file_digest(path) == before
+    connection.close()  # the next test's connection has SQLite's default again
+
+
 @pytest.mark.postgres_only
 @pytest.mark.django_db
 def test_wal_checkpointer_does_not_apply_to_postgresql() -> None:
