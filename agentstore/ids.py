@@ -19,7 +19,6 @@ import re
 import secrets
 import threading
 import time
-import uuid
 
 __all__ = ["SHORT", "is_uuid7", "new_id", "new_token", "short_id"]
 
@@ -52,7 +51,10 @@ def new_id() -> str:
     value |= counter << 64
     value |= 0b10 << 62
     value |= rand_b
-    return str(uuid.UUID(int=value))
+    # str(uuid.UUID(int=value)) without UUID's checks: the same text, ~1 µs less
+    # of the ~4 a claim cycle makes (decision 381).
+    digits = "%032x" % value
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 def is_uuid7(value: str) -> bool:

@@ -24,6 +24,7 @@ def test_ids_are_canonical_uuid7() -> None:
 def test_ids_sort_in_creation_order_even_within_one_millisecond() -> None:
     ids = [new_id() for _ in range(20_000)]
 
+    assert all(str(uuid.UUID(value)) == value for value in ids)  # canonical text, every one
     assert ids == sorted(ids)
     assert len(set(ids)) == len(ids)
 

@@ -130,7 +130,6 @@ class SqlCursor(Protocol):
     def fetchall(self) -> list[Any]: ...
 
 
-@lru_cache(maxsize=128)
 @lru_cache(maxsize=256)
 def _qmark(sql: str) -> str:
     # Our SQL uses %s placeholders and never a literal "%". Cached: the hot
@@ -151,7 +150,8 @@ class _SQLiteCursor:
     __slots__ = ("_cursor", "_errors")
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        connection.ensure_connection()
+        if connection.connection is None:
+            connection.ensure_connection()
         self._cursor = connection.connection.cursor()
         self._errors = connection.wrap_database_errors
 
@@ -710,9 +710,11 @@ class TaskRepository(StoreBase):
         expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
         event_id, at = new_id(), self._db_time(self.now())
         claim = task_sql.claim_next(self.vendor)
+        # Made before the writer queue is taken, as everything but the
+        # statements themselves: other writers wait while it is held (decision 381).
+        cursor = self.cursor()
 
         def claim_it() -> str | None:
-            cursor = self.cursor()
             # Pick and claim in one statement; the guard in it still decides.
             cursor.execute(claim, [at, lease_owner, expires, at, kind])
             row = cursor.fetchone()
@@ -782,7 +784,11 @@ class TaskRepository(StoreBase):
         """Settle the task in a terminal state, fenced on its lease; ``False`` if unchanged."""
         clean = self.validated_finish(finish)
         event_id, now = new_id(), self.now()
-        return self.write(lambda: self.finish_row(self.cursor(), clean, event_id, now), lean=True)
+        # The cursor and "now" adapted outside the writer queue (decision 381):
+        # finish_row's own adaptation of the same "now" is then a cache hit.
+        self._db_time(now)
+        cursor = self.cursor()
+        return self.write(lambda: self.finish_row(cursor, clean, event_id, now), lean=True)
 
     def finish_many(self, finishes: Sequence[TaskFinish]) -> list[bool]:
         """:meth:`finish` for several tasks in one write transaction; one flag per finish.
@@ -881,10 +887,9 @@ class TaskRepository(StoreBase):
         # The fence and the next sequence in one statement; on PostgreSQL the
         # row lock serialises us against finish/recovery/other appenders.
         fence = task_sql.running_fence(self.vendor)
+        at, cursor = self._db_time(now), self.cursor()  # outside the queue (decision 381)
 
         def append() -> int | None:
-            at = self._db_time(now)
-            cursor = self.cursor()
             cursor.execute(fence, [task_id, task_id, lease_owner, at])
             row = cursor.fetchone()
             if row is None:
