@@ -712,7 +712,7 @@ class _WalLog:
             if str(raw.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
                 return
             threshold = int(raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
-            path = next((str(r[2]) for r in raw.execute("PRAGMA database_list") if r[1] == "main"))
+            path = next(str(r[2]) for r in raw.execute("PRAGMA database_list") if r[1] == "main")
             if threshold <= 0 or not path:
                 return
             self.fd = os.open(f"{path}-shm", os.O_RDONLY | os.O_CLOEXEC)

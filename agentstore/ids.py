@@ -53,7 +53,7 @@ def new_id() -> str:
     value |= rand_b
     # str(uuid.UUID(int=value)) without UUID's checks: the same text, ~1 µs less
     # of the ~4 a claim cycle makes (decision 381).
-    digits = "%032x" % value
+    digits = f"{value:032x}"
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
