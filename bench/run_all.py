@@ -166,7 +166,7 @@ PLAN: list[Bench] = [
 ]
 
 #: Files in bench/ that are not benchmarks.
-HELPERS = {"common", "apiclient", "run_all", "__init__"}
+HELPERS = {"common", "apiclient", "floor", "run_all", "__init__"}
 
 
 # -- running ------------------------------------------------------------------------------
