@@ -108,9 +108,7 @@ def main() -> None:
 
         writers = {
             "raw-tree": raw_tree,
-            "floor-tree": lambda sid: floor.tree_appender(
-                bare, sid, text=narrow.TEXT, line=narrow.PAYLOAD
-            ),
+            "floor-tree": lambda sid: floor.tree_appender(bare, sid, text=narrow.TEXT),
             "tree": store_tree,
             "raw-loop": raw_loop,
             "floor-loop": lambda sid: floor.loop_appender(bare, sid, text=narrow.TEXT),

@@ -2,7 +2,7 @@
 
     from bench import floor
     con = floor.connect(path)                       # the project's pragmas
-    append = floor.tree_appender(con, "s1", text=TEXT, line=PAYLOAD)
+    append = floor.tree_appender(con, "s1", text=TEXT)
     parent = append(0, None)                        # BEGIN IMMEDIATE … COMMIT
 
 A benchmark's raw baseline runs the *narrowest sensible* schema: what a
@@ -63,13 +63,33 @@ def _create_session(con: sqlite3.Connection, session_id: str, kind: str) -> None
     )
 
 
-def tree_appender(con: sqlite3.Connection, session_id: str, *, text: str, line: str) -> Append:
-    """Create tree session ``session_id``; return its append (a message under ``parent``).
+def message_line(text: str) -> str:
+    """The ``line`` ``TreeStore`` stores for a plain message of ``text``: its metadata.
+
+    A tree entry's text lives in the ``content`` column (and the search index),
+    not in its line; ``tests/test_bench_floor.py`` compares this with the
+    store's own row.
+    """
+    import json
+
+    from agentstore.stores.tree_metadata import estimate_tokens
+
+    meta = {"token_estimate": estimate_tokens(text, ""), "model_facing": True, "display": True}
+    return json.dumps(meta, separators=(",", ":"))
+
+
+def tree_appender(con: sqlite3.Connection, session_id: str, *, text: str) -> Append:
+    """Create tree session ``session_id``; return its append (a message of ``text``).
 
     Per append, as ``TreeStore.append_message``'s bare path: ``BEGIN IMMEDIATE``,
-    the session's ``updated_at`` moved forward, the entry ``INSERT`` that
-    computes its ``seq`` and checks its parent, ``COMMIT``. Returns the new id.
+    the session's ``updated_at`` moved forward, the entry ``INSERT`` (the row
+    the store writes for such a message: :func:`message_line`, the text in
+    ``content``) that computes its ``seq`` and checks its parent, ``COMMIT``.
+    Returns the new id.
     """
+    from agentstore.stores.tree_metadata import estimate_tokens
+
+    line, estimate = message_line(text), estimate_tokens(text, "")
     from agentstore import sql
     from agentstore.ids import new_id
     from agentstore.models import Entry
@@ -93,7 +113,7 @@ def tree_appender(con: sqlite3.Connection, session_id: str, *, text: str, line: 
             created_at=now,
             role="user" if n % 2 == 0 else "assistant",
             content=text,
-            token_estimate=256,
+            token_estimate=estimate,
             model_facing=True,
             display=True,
         )

@@ -127,7 +127,7 @@ def _floor(args: argparse.Namespace) -> Any:
 
     con = floor.connect(args.db)
     if args.strategy == "floor-tree":
-        return floor.tree_appender(con, args.session, text=TEXT, line=PAYLOAD)
+        return floor.tree_appender(con, args.session, text=TEXT)
     return floor.loop_appender(con, args.session, text=TEXT)
 
 

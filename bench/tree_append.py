@@ -42,13 +42,10 @@ TEXT = ("The quick brown fox jumps over the lazy dog. " * 24)[:1024]
 
 def bench_raw(path: str, session_id: str, count: int) -> tuple[list[float], float]:
     """The tree store's own statements, bare, on agentstore's schema (``bench.floor``)."""
-    import json
-
     from bench import floor
 
     con = floor.connect(path)
-    line = json.dumps({"token_estimate": 256, "model_facing": True, "display": True})
-    append = floor.tree_appender(con, session_id, text=TEXT, line=line)
+    append = floor.tree_appender(con, session_id, text=TEXT)
     parent = None
     latencies = []
     started = time.perf_counter()

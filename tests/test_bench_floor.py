@@ -18,6 +18,7 @@ from django.db import connection
 
 from agentstore.models import Entry
 from agentstore.stores import LogStore, LoopStore, TreeStore
+from agentstore.types import MessageEntity
 from bench import floor
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite_only]
@@ -31,7 +32,7 @@ def bare() -> Iterator[sqlite3.Connection]:
 
 
 def test_tree_appends_are_a_branch_the_tree_store_reads(bare: sqlite3.Connection) -> None:
-    append = floor.tree_appender(bare, "floor-tree", text="hello", line='{"role": "user"}')
+    append = floor.tree_appender(bare, "floor-tree", text="hello")
     ids: list[str] = []
     parent = None
     for n in range(4):
@@ -45,8 +46,23 @@ def test_tree_appends_are_a_branch_the_tree_store_reads(bare: sqlite3.Connection
     assert branch[0].parent_id is None and branch[1].parent_id == ids[0]
 
 
+def test_a_floor_message_row_is_the_tree_store_s(bare: sqlite3.Connection) -> None:
+    text = "The quick brown fox. " * 50
+    store = TreeStore()
+    session = store.create_session("/floor")
+    store.append_message(session.id, None, MessageEntity(role="user", content=text))
+    floor.tree_appender(bare, "floor-same", text=text)(0, None)
+
+    fields = ("type", "line", "role", "content", "token_estimate", "model_facing", "display")
+    ours, theirs = (
+        Entry.objects.filter(session_id=sid).values_list(*fields).get()
+        for sid in ("floor-same", session.id)
+    )
+    assert ours == theirs
+
+
 def test_a_missing_parent_writes_nothing(bare: sqlite3.Connection) -> None:
-    append = floor.tree_appender(bare, "floor-orphan", text="x", line="{}")
+    append = floor.tree_appender(bare, "floor-orphan", text="x")
     with pytest.raises(RuntimeError, match="missing"):
         append(0, "no-such-entry")
     assert not bare.in_transaction
