@@ -89,10 +89,6 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_RETRY_BACKOFF_MAX": 300.0,
     # SIGTERM/SIGINT: how long the running task may take before it is released.
     "WORKER_GRACE": 30.0,
-    # SQLite: seconds between the worker's background WAL checkpoints (a thread
-    # of its own), so the claim loop does not pay SQLite's automatic checkpoint
-    # and its fsyncs; 0 leaves checkpoints to SQLite (decision 287).
-    "WORKER_SQLITE_CHECKPOINT_INTERVAL": 0.05,
     # PostgreSQL: writes send NOTIFY in their transaction and followers and idle
     # workers LISTEN (one connection per process), so they wake at once instead
     # of at their next poll (docs/operations.md, "Scaling out"). Ignored on SQLite.

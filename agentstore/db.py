@@ -58,12 +58,12 @@ from django.db.backends import utils as backend_utils
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
+from agentstore import walcopy
 from agentstore.conf import agentstore_settings
 from agentstore.exceptions import DatabaseBusy
 
 __all__ = [
     "SharedConnection",
-    "WalCheckpointer",
     "atomic_write",
     "backoff_delay",
     "bare_connection",
@@ -683,31 +683,37 @@ class _Slot:
 # does not change between versions.
 _WAL_INDEX = struct.Struct("=16xI76xI")
 
+#: A writer connection whose WAL :mod:`agentstore.walcopy` keeps short checkpoints
+#: by itself only past this many frames (SQLite's default is 1,000): the safety
+#: net if the copier stalls.
+DEFERRED_AUTOCHECKPOINT = 10_000
+
 
 class _WalLog:
-    """The WAL of one ``sqlite3`` connection, checkpointed after the writer queue (decision 380).
+    """The WAL of one ``sqlite3`` connection, checkpointed off the writer's path.
 
     In WAL mode SQLite checkpoints inside the ``COMMIT`` that takes the log
     past ``wal_autocheckpoint`` frames, and at ``synchronous=NORMAL`` that
     commit waits for two fsyncs (5–20 ms on the bench disk). Behind
     agentstore's writer queue that wait holds the queue, so every other
-    writer waits for it too, where writers on SQLite's lock alone do not (a
-    ``PASSIVE`` checkpoint never blocks them). So the connection's own
-    threshold is raised to :data:`DEFERRED_AUTOCHECKPOINT` (the safety net)
-    and the writer, once it has released the queue, runs the ``PASSIVE``
-    checkpoint itself when the log holds its old threshold of frames not yet
-    copied — the count read from the wal-index (``-shm``) file, one
-    ``pread``. Where that cannot be done (not in WAL mode, no ``-shm`` file —
-    exclusive locking —, automatic checkpoints off) nothing is changed.
+    writer waits for it too; and even after the queue, the writer's caller
+    waits for a disk it does not need. So the connection's own threshold is
+    raised to :data:`DEFERRED_AUTOCHECKPOINT` (the safety net) and the
+    writer, once it has released the queue, reads how many frames the log
+    holds not yet copied — from the wal-index (``-shm``) file, one ``pread`` —
+    and at its old threshold asks :mod:`agentstore.walcopy`'s thread for a
+    ``PASSIVE`` checkpoint, with the connection's ``synchronous`` level. Where
+    that cannot be done (not in WAL mode, no ``-shm`` file — exclusive
+    locking —, automatic checkpoints off) nothing is changed.
     """
 
-    __slots__ = ("fd", "raw", "threshold")
+    __slots__ = ("fd", "path", "raw", "synchronous", "threshold")
 
     def __init__(self, raw: sqlite3.Connection) -> None:
         # A strong reference: sqlite3 connections take no weak ones; the slot
         # drops it when the Django connection opens its next one.
         self.raw = raw
-        self.fd, self.threshold = -1, 0
+        self.fd, self.threshold, self.path, self.synchronous = -1, 0, "", 1
         try:
             if str(raw.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
                 return
@@ -715,10 +721,11 @@ class _WalLog:
             path = next(str(r[2]) for r in raw.execute("PRAGMA database_list") if r[1] == "main")
             if threshold <= 0 or not path:
                 return
+            self.synchronous = int(raw.execute("PRAGMA synchronous").fetchone()[0])
             self.fd = os.open(f"{path}-shm", os.O_RDONLY | os.O_CLOEXEC)
             if threshold < DEFERRED_AUTOCHECKPOINT:
                 raw.execute(f"PRAGMA wal_autocheckpoint = {DEFERRED_AUTOCHECKPOINT}")
-            self.threshold = threshold
+            self.threshold, self.path = threshold, path
         except (sqlite3.Error, OSError, StopIteration):
             logger.debug("WAL checkpoints stay inside the commit", exc_info=True)
 
@@ -728,21 +735,15 @@ class _WalLog:
                 os.close(self.fd)
 
     def checkpoint_if_due(self) -> None:
-        """A ``PASSIVE`` checkpoint if the log holds ``threshold`` frames not yet copied."""
+        """Ask for a ``PASSIVE`` checkpoint if the log holds ``threshold`` frames not yet copied."""
         if self.threshold <= 0:
             return
         try:
             frames, copied = _WAL_INDEX.unpack(os.pread(self.fd, _WAL_INDEX.size, 0))
         except (OSError, struct.error):
             return
-        if frames - copied < self.threshold or self.raw.in_transaction:
-            return
-        try:
-            # PASSIVE never waits (not even SQLite's busy handler): another
-            # process's checkpoint running makes this one a no-op.
-            self.raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error:
-            logger.debug("WAL checkpoint skipped", exc_info=True)
+        if frames - copied >= self.threshold:
+            walcopy.request(self.path, self.synchronous)
 
 
 def _checkpoint_after_queue(connection: BaseDatabaseWrapper) -> None:
@@ -972,69 +973,6 @@ def describe_connection(using: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
 
 
 # -- checkpoints off the writer's path ---------------------------------------------
-
-#: A writer connection whose WAL a :class:`WalCheckpointer` keeps short checkpoints
-#: by itself only past this many frames (SQLite's default is 1,000): the safety
-#: net if the checkpointer stalls.
-DEFERRED_AUTOCHECKPOINT = 10_000
-
-
-class WalCheckpointer(threading.Thread):
-    """Checkpoint a SQLite database's WAL every ``interval`` seconds, in this thread.
-
-    In WAL mode the commit that takes the log past ``wal_autocheckpoint``
-    frames (1,000 by default) copies the log into the database and, at
-    ``synchronous=NORMAL``, waits for two fsyncs — milliseconds on a real disk,
-    paid inside the write transaction's caller every few dozen short commits.
-    A busy writer (the task worker) hands that work to this thread: it runs a
-    ``PASSIVE`` checkpoint, which never blocks writers or readers, on a
-    connection of its own, and :meth:`defer` raises the writer connection's
-    own threshold to :data:`DEFERRED_AUTOCHECKPOINT` so it checkpoints only if
-    this thread falls behind. A frequent checkpoint also copies each hot page
-    once, where the automatic one copies every version the log holds.
-    """
-
-    def __init__(self, using: str = DEFAULT_DB_ALIAS, interval: float = 0.05) -> None:
-        super().__init__(name=f"agentstore-wal-checkpoint-{using}", daemon=True)
-        self.using = using
-        self.interval = interval
-        self.stopped = threading.Event()
-        self.runs = 0
-
-    @staticmethod
-    def applies(using: str = DEFAULT_DB_ALIAS) -> bool:
-        """Whether ``using`` is a file-backed SQLite database (a WAL to checkpoint)."""
-        connection = connections[using]
-        if connection.vendor != "sqlite":
-            return False
-        return not connection.is_in_memory_db()  # type: ignore[attr-defined]
-
-    @staticmethod
-    def defer(using: str = DEFAULT_DB_ALIAS) -> None:
-        """Raise this thread's connection's automatic checkpoint threshold (see the class)."""
-        with connections[using].cursor() as cursor:
-            cursor.execute(f"PRAGMA wal_autocheckpoint = {DEFERRED_AUTOCHECKPOINT}")
-
-    def checkpoint(self) -> None:
-        """One ``PASSIVE`` checkpoint; a busy database only skips it."""
-        with connections[self.using].cursor() as cursor:
-            cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            cursor.fetchall()
-        self.runs += 1
-
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(self.interval):
-                try:
-                    self.checkpoint()
-                except DatabaseError:  # another checkpoint runs: the next one catches up
-                    logger.debug("WAL checkpoint of %r skipped", self.using, exc_info=True)
-        finally:
-            connections[self.using].close()
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join(timeout=5)
 
 
 # -- classifying integrity errors ----------------------------------------------

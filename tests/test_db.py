@@ -466,39 +466,13 @@ def test_the_writer_slot_follows_settings_and_the_database_name() -> None:
         connection.settings_dict["NAME"] = name
 
 
-# -- WalCheckpointer ----------------------------------------------------------------
+# -- the WAL's checkpoints (agentstore.walcopy) ----------------------------------------
 
 
 def _file_digest(path: str) -> str:
     import hashlib
 
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-@pytest.mark.sqlite_only
-@pytest.mark.django_db(transaction=True)
-def test_wal_checkpointer_takes_the_checkpoint_off_the_writer() -> None:
-    """Deferred, the writer's commits stay in the WAL; the checkpointer's thread copies them."""
-    import threading
-
-    assert db.WalCheckpointer.applies()
-    db.WalCheckpointer.defer()
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA wal_autocheckpoint")
-        assert cursor.fetchone()[0] == db.DEFERRED_AUTOCHECKPOINT
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # start from an empty WAL
-    path = str(connection.settings_dict["NAME"])
-    before = _file_digest(path)
-    for n in range(50):
-        atomic_write(lambda n=n: make_document(f"wal-{n}"))
-    assert _file_digest(path) == before  # every commit is still only in the WAL
-
-    checkpointer = db.WalCheckpointer(interval=60)
-    done = threading.Thread(target=checkpointer.checkpoint)  # its own connection, as in run()
-    done.start()
-    done.join(timeout=30)
-    assert checkpointer.runs == 1
-    assert _file_digest(path) != before  # the pages reached the database file
 
 
 def _fresh_connection(threshold: int) -> sqlite3.Connection:
@@ -516,33 +490,41 @@ def _fresh_connection(threshold: int) -> sqlite3.Connection:
 def test_the_wal_is_checkpointed_after_the_writer_queue_is_released(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Decision 380: the commit does not checkpoint; the writer does, once the queue is free."""
+    """Decisions 380, 345: no commit checkpoints; the copier thread does, asked after the queue."""
     import fcntl
+
+    from agentstore import walcopy
 
     raw = _fresh_connection(20)
     path = str(connection.settings_dict["NAME"])
     lock_path = db.sqlite_lock_path(connection)
     assert lock_path is not None
     queue_free: list[bool] = []
-    checkpoint = db._WalLog.checkpoint_if_due
+    request = walcopy.request
 
-    def spy(self: db._WalLog) -> None:
+    def spy(path: str, synchronous: int) -> None:
         probe = os.open(lock_path, os.O_RDWR)
         try:
             fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while a writer holds it
             queue_free.append(True)
         finally:
             os.close(probe)
-        checkpoint(self)
+        request(path, synchronous)
 
-    monkeypatch.setattr(db._WalLog, "checkpoint_if_due", spy)
+    monkeypatch.setattr(walcopy, "request", spy)
+    # Every statement the writer's own connection runs: none may be a checkpoint.
+    sent: list[str] = []
+    raw.set_trace_callback(sent.append)
     before = _file_digest(path)
     atomic_write(lambda: make_document("wal-after-0"))
-    # The connection's own threshold is the safety net now; the old one is the writer's.
+    # The connection's own threshold is the safety net now; the old one is the copier's.
     assert raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == db.DEFERRED_AUTOCHECKPOINT
     for n in range(1, 40):
         atomic_write(lambda n=n: make_document(f"wal-after-{n}"))
+    raw.set_trace_callback(None)
     assert queue_free and all(queue_free)
+    assert not [s for s in sent if "checkpoint" in s.lower() and "autocheckpoint" not in s.lower()]
+    assert walcopy.settled(path)
     assert _file_digest(path) != before  # checkpointed: the pages reached the database file
     _, frames, copied = raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     assert frames - copied < 20  # never more than the old threshold left uncopied
@@ -561,12 +543,6 @@ def test_automatic_checkpoints_turned_off_stay_off() -> None:
     assert raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     assert _file_digest(path) == before
     connection.close()  # the next test's connection has SQLite's default again
-
-
-@pytest.mark.postgres_only
-@pytest.mark.django_db
-def test_wal_checkpointer_does_not_apply_to_postgresql() -> None:
-    assert not db.WalCheckpointer.applies()
 
 
 def test_contended_waits_of_one_description_share_one_helper_thread(tmp_path: Path) -> None:

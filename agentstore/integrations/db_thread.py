@@ -35,10 +35,9 @@ request's end would: after each call a connection that saw an error is
 closed if unusable, one past a positive ``CONN_MAX_AGE`` is closed; and when
 no call has come for :data:`IDLE_SECONDS`, every connection of the thread is
 closed (``CONN_MAX_AGE = 0``, Django's default, means "per request": a burst
-of calls is this thread's request). The next call reconnects. While it has a
-SQLite file open, a checkpointer thread keeps that file's WAL short, so no
-one-item append pays SQLite's automatic checkpoint and its fsyncs (the task
-worker's arrangement, docs/decisions.md 287 and 322).
+of calls is this thread's request). The next call reconnects. No one-item
+append waits for SQLite's checkpoint and its fsyncs: every agentstore write
+leaves that to ``agentstore.walcopy``'s thread (docs/decisions.md 345).
 
 What callers get either way: the event loop never blocks on the database;
 the work of one :func:`run` happens exactly once, on one thread, and
@@ -62,12 +61,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
-from django.db import DatabaseError, connections
-
-from agentstore.db import WalCheckpointer
+from django.db import connections
 
 __all__ = [
-    "CHECKPOINT_INTERVAL",
     "IDLE_SECONDS",
     "THREAD_NAME",
     "close_connections",
@@ -83,9 +79,6 @@ logger = logging.getLogger(__name__)
 IDLE_SECONDS = 5.0
 #: The name of the thread (``threading.current_thread().name`` in the work).
 THREAD_NAME = "agentstore-db"
-#: Seconds between the background WAL checkpoints of a SQLite file this thread
-#: writes (``db.WalCheckpointer``, as the task worker's); 0: SQLite's own.
-CHECKPOINT_INTERVAL = 0.05
 
 
 class _Call:
@@ -130,50 +123,6 @@ def _done() -> None:
     """What a :class:`_Call` holds once its function has been taken to run."""
 
 
-class _Checkpoints:
-    """The WAL checkpointers of the SQLite files this thread has connections to.
-
-    SQLite checkpoints inside the commit that takes the WAL past 1,000 pages,
-    and at ``synchronous=NORMAL`` that commit waits for two fsyncs: every few
-    dozen one-item appends, one ``add_items`` stalled for milliseconds. As the
-    task worker does (docs/decisions.md 287), a ``db.WalCheckpointer`` thread
-    runs ``PASSIVE`` checkpoints while this thread is busy, and this thread's
-    own connection checkpoints only past ``db.DEFERRED_AUTOCHECKPOINT`` pages
-    (re-applied to each new connection). Stopped when the thread idles.
-    """
-
-    def __init__(self) -> None:
-        self.running: dict[str, WalCheckpointer] = {}
-        #: The raw connection of each alias whose threshold was raised.
-        self.deferred: dict[str, Any] = {}
-
-    def watch(self, connection: Any) -> None:
-        """Raise ``connection``'s threshold, start its file's checkpointer (once per connection)."""
-        raw, alias = connection.connection, connection.alias
-        if raw is None or self.deferred.get(alias) is raw:
-            return
-        self.deferred[alias] = raw
-        if CHECKPOINT_INTERVAL <= 0 or not WalCheckpointer.applies(alias):
-            return
-        try:
-            WalCheckpointer.defer(alias)
-        except DatabaseError:  # the next write's own error tells the caller
-            logger.debug("%s: could not defer checkpoints", THREAD_NAME, exc_info=True)
-            return
-        if alias not in self.running:
-            checkpointer = self.running[alias] = WalCheckpointer(alias, CHECKPOINT_INTERVAL)
-            checkpointer.start()
-
-    def stop(self) -> None:
-        for checkpointer in self.running.values():
-            checkpointer.stop()
-        self.running.clear()
-        self.deferred.clear()
-
-
-_checkpoints = _Checkpoints()
-
-
 def _recycle(idle: bool) -> None:
     """After a call or when idle: what the end of a request would do (see the module doc)."""
     try:
@@ -188,18 +137,14 @@ def _recycle(idle: bool) -> None:
                 # CONN_MAX_AGE. (With 0 it would close after every call; the
                 # idle close is this thread's end of a request.)
                 connection.close_if_unusable_or_obsolete()
-            _checkpoints.watch(connection)
-        if idle:
-            _checkpoints.stop()
     except Exception:
         # A connection that fails to close must not stop the thread serving.
         logger.exception("%s could not close a database connection", THREAD_NAME)
 
 
 def _close_all() -> None:
-    """Close every connection of this thread and stop its checkpointers."""
+    """Close every connection of this thread."""
     connections.close_all()
-    _checkpoints.stop()
 
 
 class _Thread:

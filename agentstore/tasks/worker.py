@@ -52,7 +52,6 @@ from typing import Any
 
 from django.db import (
     DEFAULT_DB_ALIAS,
-    DatabaseError,
     InterfaceError,
     OperationalError,
     close_old_connections,
@@ -61,7 +60,6 @@ from django.db import (
 
 from agentstore import notify
 from agentstore.conf import agentstore_settings
-from agentstore.db import WalCheckpointer
 from agentstore.ids import new_id
 from agentstore.models import Task, Worker
 from agentstore.models.tasks import LEASED_STATES
@@ -190,7 +188,6 @@ class TaskWorker:
         # Function calls read with the claim, by task id (run_function's input).
         self._calls: dict[str, tuple[str, str, str]] = {}
         self._running = False
-        self._checkpointer: WalCheckpointer | None = None
         self._last_sweep = 0.0
         self._last_recycle = 0.0
         # PostgreSQL: an enqueue on our queues wakes the idle wait at once
@@ -205,12 +202,6 @@ class TaskWorker:
         self._idle = notify.subscribe(self.using, *(notify.queue_key(q) for q in self.queues))
         heartbeat = _Heartbeat(self, max(self.lease / 3, 0.05))
         heartbeat.start()
-        interval = float(agentstore_settings.WORKER_SQLITE_CHECKPOINT_INTERVAL or 0)
-        if interval > 0 and WalCheckpointer.applies(self.using):
-            # SQLite: the WAL is checkpointed by a thread, not by our commits (decision 287).
-            self._checkpointer = WalCheckpointer(self.using, interval)
-            self._defer_checkpoints()
-            self._checkpointer.start()
         try:
             if self.on_ready is not None:
                 self.on_ready(self)
@@ -219,8 +210,6 @@ class TaskWorker:
             self._flush()
             heartbeat.stopped.set()
             heartbeat.join(timeout=5)
-            if self._checkpointer is not None:
-                self._checkpointer.stop()
             self._release_unstarted()
             self._unregister()
             self._idle.close()
@@ -353,15 +342,6 @@ class TaskWorker:
             return
         self._last_recycle = now
         close_old_connections()
-        self._defer_checkpoints()  # a connection opened anew has SQLite's default
-
-    def _defer_checkpoints(self) -> None:
-        if self._checkpointer is None:
-            return
-        try:
-            WalCheckpointer.defer(self.using)
-        except DatabaseError:  # the database is away: the claim's own retry handles it
-            logger.debug("worker %s: could not defer checkpoints", self.worker_id, exc_info=True)
 
     def _settle(
         self, task: TaskEntity, finish: TaskFinish, value: Any, outcome: str, started: float

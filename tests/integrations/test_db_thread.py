@@ -22,7 +22,6 @@ from asgiref.sync import ThreadSensitiveContext, async_to_sync
 from django.db import connections
 
 from agentstore import exceptions
-from agentstore.db import DEFERRED_AUTOCHECKPOINT, WalCheckpointer
 from agentstore.integrations import db_thread
 from agentstore.integrations.openai_agents import AgentStoreSession
 
@@ -250,41 +249,6 @@ def test_a_cancelled_write_that_fails_raises_its_own_error() -> None:
     assert waited
     assert isinstance(outcome, exceptions.ConcurrentWriter)
     assert done == ["written"]
-
-
-def checkpointers() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("agentstore-wal-checkpoint")]
-
-
-def test_a_sqlite_file_is_checkpointed_by_a_thread_while_busy(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The test database is in memory (no WAL); a file would pass applies().
-    sqlite = connections["default"].vendor == "sqlite"
-    monkeypatch.setattr(WalCheckpointer, "applies", staticmethod(lambda using: sqlite))
-    db_thread.close_connections()  # a connection opened before the patch is not watched
-
-    def threshold() -> int:
-        with connections["default"].cursor() as cursor:
-            cursor.execute("PRAGMA wal_autocheckpoint")
-            return int(cursor.fetchone()[0])
-
-    async def main() -> None:
-        async with AgentStoreSession("checkpointed") as session:
-            await session.add_items([USER])
-
-    asyncio.run(main())
-    if sqlite:
-        assert len(checkpointers()) == 1
-
-        async def read_threshold() -> int:
-            return await db_thread.run(threshold)
-
-        assert asyncio.run(read_threshold()) == DEFERRED_AUTOCHECKPOINT
-    else:
-        assert checkpointers() == []  # PostgreSQL has no WAL of ours to checkpoint
-    db_thread.close_connections()
-    assert checkpointers() == []
 
 
 def test_close_connections_from_the_threads_own_work_does_not_wait_for_itself() -> None:
