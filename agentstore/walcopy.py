@@ -120,6 +120,9 @@ class Copier(threading.Thread):
 
 _lock = threading.Lock()
 _copiers: dict[str, Copier] = {}
+#: Copiers of a parent process (see :func:`request`); SQLite must not close in a
+#: child the connections a parent opened.
+_inherited: list[Copier] = []
 
 
 def request(path: str, synchronous: int) -> None:
@@ -127,7 +130,10 @@ def request(path: str, synchronous: int) -> None:
     with _lock:
         copier = _copiers.get(path)
         if copier is None or copier.pid != os.getpid():
-            # (A copier inherited through fork is a thread that no longer runs.)
+            if copier is not None:
+                # Inherited through fork: its thread no longer runs, and its
+                # connection is the parent's — never closed here, only kept.
+                _inherited.append(copier)
             copier = _copiers[path] = Copier(path, synchronous)
             copier.idle.clear()
             copier.due.set()

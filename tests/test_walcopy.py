@@ -57,9 +57,7 @@ def test_a_request_copies_the_log_into_the_database(tmp_path: Path) -> None:
     raw.close()
 
 
-def test_requests_during_a_run_are_dropped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_requests_during_a_run_are_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "b.sqlite3"
     raw = _wal_database(path, 5)
     started, release = threading.Event(), threading.Event()
@@ -127,4 +125,35 @@ def test_a_database_created_again_at_the_path_is_the_one_copied(tmp_path: Path) 
     walcopy.request(str(path), 1)
     assert walcopy.settled(str(path))
     assert _uncopied(path) == 0
+    raw.close()
+
+
+def test_a_forked_child_starts_its_own_copier_and_keeps_the_parents(tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "fork.sqlite3"
+    raw = _wal_database(path, 5)
+    walcopy.request(str(path), 1)
+    assert walcopy.settled(str(path))
+    parent = walcopy._copiers[str(path)]
+    pid = os.fork()
+    if pid == 0:  # the child: its own copier, the parent's kept, not closed
+        code = 1
+        try:
+            own = sqlite3.connect(path, isolation_level=None)  # never the parent's
+            own.execute("PRAGMA wal_autocheckpoint = 0")
+            own.execute("INSERT INTO t (body) VALUES ('child')")
+            walcopy.request(str(path), 1)
+            ok = walcopy.settled(str(path)) and _uncopied(path) == 0
+            mine = walcopy._copiers[str(path)]
+            code = 0 if ok and mine is not parent and parent in walcopy._inherited else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    raw.execute("INSERT INTO t (body) VALUES ('parent')")
+    walcopy.request(str(path), 1)  # the parent's copier and connection still work
+    assert walcopy.settled(str(path))
+    assert _uncopied(path) == 0
+    assert walcopy._copiers[str(path)] is parent
     raw.close()
