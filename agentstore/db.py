@@ -683,6 +683,10 @@ class _Slot:
 # does not change between versions.
 _WAL_INDEX = struct.Struct("=16xI76xI")
 
+#: The writer copies the rest itself, so that the log starts over, once the log
+#: holds ``RESTART_FACTOR`` times the threshold (16 MB at SQLite's defaults).
+RESTART_FACTOR = 4
+
 #: A writer connection whose WAL :mod:`agentstore.walcopy` keeps short checkpoints
 #: by itself only past this many frames (SQLite's default is 1,000): the safety
 #: net if the copier stalls.
@@ -700,20 +704,25 @@ class _WalLog:
     waits for a disk it does not need. So the connection's own threshold is
     raised to :data:`DEFERRED_AUTOCHECKPOINT` (the safety net) and the
     writer, once it has released the queue, reads how many frames the log
-    holds not yet copied — from the wal-index (``-shm``) file, one ``pread`` —
-    and at its old threshold asks :mod:`agentstore.walcopy`'s thread for a
-    ``PASSIVE`` checkpoint, with the connection's ``synchronous`` level. Where
+    holds and how many are copied — from the wal-index (``-shm``) file, one
+    ``pread`` — and at its old threshold not yet copied asks
+    :mod:`agentstore.walcopy`'s thread for a ``PASSIVE`` checkpoint, with the
+    connection's ``synchronous`` level. Once the log holds
+    :data:`RESTART_FACTOR` times the threshold, the writer copies the few
+    frames left itself, so its next write starts the log over. Where
     that cannot be done (not in WAL mode, no ``-shm`` file — exclusive
     locking —, automatic checkpoints off) nothing is changed.
     """
 
-    __slots__ = ("fd", "path", "raw", "synchronous", "threshold")
+    __slots__ = ("caught_up", "fd", "path", "raw", "synchronous", "threshold")
 
     def __init__(self, raw: sqlite3.Connection) -> None:
         # A strong reference: sqlite3 connections take no weak ones; the slot
         # drops it when the Django connection opens its next one.
         self.raw = raw
         self.fd, self.threshold, self.path, self.synchronous = -1, 0, "", 1
+        #: The log's frame count at the writer's last catch-up (:meth:`checkpoint_if_due`).
+        self.caught_up = 0
         try:
             if str(raw.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
                 return
@@ -735,14 +744,36 @@ class _WalLog:
                 os.close(self.fd)
 
     def checkpoint_if_due(self) -> None:
-        """Ask for a ``PASSIVE`` checkpoint if the log holds ``threshold`` frames not yet copied."""
+        """Hand the WAL's copy to the copier; start the log over now and then (see the class)."""
         if self.threshold <= 0:
             return
         try:
             frames, copied = _WAL_INDEX.unpack(os.pread(self.fd, _WAL_INDEX.size, 0))
         except (OSError, struct.error):
             return
-        if frames - copied >= self.threshold:
+        uncopied = frames - copied
+        if not uncopied:
+            return
+        if frames < self.caught_up:
+            self.caught_up = 0  # the log started over since
+        if (
+            frames >= self.caught_up + self.threshold * RESTART_FACTOR
+            and not walcopy.busy(self.path)
+            and not self.raw.in_transaction
+        ):
+            # SQLite starts the log over only at a write that begins with every
+            # frame copied, and the copier's runs overlap the writes, so that
+            # moment seldom comes by itself: the log would grow to the safety
+            # net (40 MB at 4 KB pages). So once it holds RESTART_FACTOR times
+            # the threshold, the writer copies what is left (what was committed
+            # during the copier's last run) itself — the one wait left on its
+            # path — and its next write starts the log over (decision 345).
+            self.caught_up = frames
+            try:
+                self.raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error:
+                logger.debug("WAL catch-up skipped", exc_info=True)
+        elif uncopied >= self.threshold:
             walcopy.request(self.path, self.synchronous)
 
 

@@ -1,4 +1,4 @@
-"""A SQLite file's WAL copied into the database by a thread of its own, never by a writer.
+"""A SQLite file's WAL copied into the database by a thread of its own, mostly not by a writer.
 
 In WAL mode a commit only appends pages to the ``-wal`` file; a *checkpoint*
 copies them back into the database file. SQLite runs one inside the commit
@@ -6,27 +6,32 @@ that takes the log past ``wal_autocheckpoint`` frames (1,000 by default), and
 at ``synchronous=NORMAL`` that checkpoint waits for two fsyncs — of the log,
 then of the database file after the copy. On the bench disk a checkpoint
 after ~100 one-item appends took ~15 ms of wall time (1–2 ms of it CPU): an
-append's caller spent about a third of its time waiting for a disk it did not
-need (docs/decisions.md 345).
+append's caller spent a third of its time waiting for a disk it did not need
+(docs/decisions.md 345).
 
 ``agentstore.db`` keeps the writer's own threshold out of the way (it raises
 it to ``DEFERRED_AUTOCHECKPOINT``, a safety net) and, once a write has left
-the writer queue, reads how many frames are not yet copied (decision 380).
-At the old threshold it calls :func:`request`, and this module does the rest:
+the writer queue, reads the log's frame counts from the wal-index (decision
+380). At the old threshold not yet copied it calls :func:`request`, and
+this module does the rest:
 
 * one :class:`Copier` thread per database file and process, started at the
   first request and ended after :data:`IDLE_SECONDS` without one;
 * a request made while a checkpoint is due or running is dropped: the writers
-  ask again at their next commit if the log still holds the threshold of
-  frames not yet copied (a follow-up run for the few frames committed during
-  the last one would cost two more fsyncs for little);
+  ask again at their next commit if the log still holds enough frames not
+  yet copied;
 * each run sets the writer's ``synchronous`` level — which decides the
   checkpoint's fsyncs — on the thread's own ``sqlite3`` connection (read-write,
   never creating the file; kept until the thread ends) and runs ``PRAGMA
-  wal_checkpoint(PASSIVE)``.
-  ``PASSIVE`` never waits for readers or writers (nor for another process's
-  checkpoint: it then does nothing), so the writers carry on while the copy
-  and the fsyncs run here. ``sqlite3`` releases the GIL around the call.
+  wal_checkpoint(PASSIVE)``, which never waits for readers or writers (nor
+  for another process's checkpoint: it then does nothing). ``sqlite3``
+  releases the GIL around the call, so the writers carry on meanwhile.
+
+One thing a thread cannot do: SQLite starts the log over only at a write that
+begins with every frame copied, and the copier's runs overlap the writes. So
+``agentstore.db``'s writer copies the last few frames itself once the log
+holds four times the threshold (16 MB at SQLite's defaults, where the log of
+a thread that alone checkpoints grows to the safety net: 40 MB).
 
 The durability of a commit does not change: at ``synchronous=NORMAL`` a
 commit in WAL mode is durable once the log holds it, whoever checkpoints.
@@ -40,7 +45,7 @@ import sqlite3
 import threading
 from urllib.parse import quote
 
-__all__ = ["IDLE_SECONDS", "Copier", "request", "settled"]
+__all__ = ["IDLE_SECONDS", "Copier", "busy", "request", "settled"]
 
 logger = logging.getLogger("agentstore.db")
 
@@ -144,6 +149,13 @@ def request(path: str, synchronous: int) -> None:
         copier.synchronous = synchronous
         copier.idle.clear()
         copier.due.set()
+
+
+def busy(path: str) -> bool:
+    """Whether a checkpoint of ``path`` is due or running in this process's copier."""
+    with _lock:
+        copier = _copiers.get(path)
+        return copier is not None and copier.pid == os.getpid() and not copier.idle.is_set()
 
 
 def settled(path: str, timeout: float = 10.0) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -485,12 +486,20 @@ def _fresh_connection(threshold: int) -> sqlite3.Connection:
     return raw
 
 
+def _wal_counts(path: str) -> tuple[int, int]:
+    """``(frames in the log, frames copied)`` from the wal-index, as ``agentstore.db`` reads it."""
+    index = struct.Struct("=16xI76xI")
+    with open(f"{path}-shm", "rb") as shm:
+        frames, copied = index.unpack(shm.read(index.size))
+    return int(frames), int(copied)
+
+
 @pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True)
-def test_the_wal_is_checkpointed_after_the_writer_queue_is_released(
+def test_the_wal_is_copied_by_the_copier_after_the_writer_queue_is_released(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Decisions 380, 345: no commit checkpoints; the copier thread does, asked after the queue."""
+    """Decisions 380, 345: no commit checkpoints; the copier does, asked after the queue."""
     import fcntl
 
     from agentstore import walcopy
@@ -512,9 +521,10 @@ def test_the_wal_is_checkpointed_after_the_writer_queue_is_released(
         request(path, synchronous)
 
     monkeypatch.setattr(walcopy, "request", spy)
-    # Every statement the writer's own connection runs: none may be a checkpoint.
+    # Nothing starts the log over in this test: only the copier may copy.
+    monkeypatch.setattr(db, "RESTART_FACTOR", 10**6)
     sent: list[str] = []
-    raw.set_trace_callback(sent.append)
+    raw.set_trace_callback(sent.append)  # every statement of the writer's own connection
     before = _file_digest(path)
     atomic_write(lambda: make_document("wal-after-0"))
     # The connection's own threshold is the safety net now; the old one is the copier's.
@@ -523,12 +533,41 @@ def test_the_wal_is_checkpointed_after_the_writer_queue_is_released(
         atomic_write(lambda n=n: make_document(f"wal-after-{n}"))
     raw.set_trace_callback(None)
     assert queue_free and all(queue_free)
-    assert not [s for s in sent if "checkpoint" in s.lower() and "autocheckpoint" not in s.lower()]
+    assert not [s for s in sent if "wal_checkpoint" in s.lower()]  # the writer copied nothing
     assert walcopy.settled(path)
-    assert _file_digest(path) != before  # checkpointed: the pages reached the database file
-    _, frames, copied = raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert _file_digest(path) != before  # the copier's pages reached the database file
+    frames, copied = _wal_counts(path)
     assert frames - copied < 20  # never more than the old threshold left uncopied
     connection.close()  # the next test's connection has SQLite's default again
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_catches_up_so_the_wal_starts_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decision 345: without the writer's catch-up the log would grow to the safety net."""
+    from agentstore import walcopy
+
+    # The copier's runs overlap the writes in real use, so the log never starts
+    # over by itself; with no copier at all the writer's catch-up is alone too.
+    monkeypatch.setattr(walcopy, "request", lambda path, synchronous: None)
+    raw = _fresh_connection(20)
+    path = str(connection.settings_dict["NAME"])
+    sent: list[str] = []
+    raw.set_trace_callback(sent.append)
+    most = starts = 0
+    last = -1
+    for n in range(300):
+        atomic_write(lambda n=n: make_document(f"wal-restart-{n}"))
+        frames, _ = _wal_counts(path)
+        starts += frames < last
+        last, most = frames, max(most, frames)
+    raw.set_trace_callback(None)
+    catch_ups = [s for s in sent if "wal_checkpoint" in s.lower()]
+    assert catch_ups  # the writer copied the last frames itself, now and then
+    assert starts >= 2  # and the log started over each time
+    # Bounded by RESTART_FACTOR x the threshold plus what one write adds.
+    assert most < 20 * db.RESTART_FACTOR + 40
+    connection.close()
 
 
 @pytest.mark.sqlite_only
