@@ -116,19 +116,14 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     return _sqlite_attempts(connection, using, attempt)
 
 
-def _lean_connection(using: str) -> BaseDatabaseWrapper | None:
-    """``using``'s connection, opened, when a write may skip Django's layers; else ``None``.
+def _lean(connection: BaseDatabaseWrapper) -> BaseDatabaseWrapper | None:
+    """``connection``, opened, when a write may skip Django's layers; else ``None``.
 
     The one rule (decision 300) behind :func:`lean_write`, :func:`bare_sqlite`
     and :func:`bare_or_lean_write`: SQLite, outside any ``atomic()`` block,
     nothing watching the statements (:func:`watched`), and in autocommit —
     Django's manual-transaction mode may already have a transaction open.
     """
-    return _lean(connections[using])
-
-
-def _lean(connection: BaseDatabaseWrapper) -> BaseDatabaseWrapper | None:
-    """:func:`_lean_connection` of a connection object already in hand."""
     if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
         return None
     if connection.connection is None:
@@ -360,6 +355,7 @@ def bare_or_lean_write(
     lean: Callable[[], T],
     *,
     using: str = DEFAULT_DB_ALIAS,
+    connection: BaseDatabaseWrapper | None = None,
 ) -> T:
     """``bare_write(bare)`` where :func:`bare_sqlite` allows it, else ``lean_write(lean)``.
 
@@ -367,9 +363,12 @@ def bare_or_lean_write(
     ``bare_write``), for a per-call path like the loop store's append
     (decision 315). ``bare`` sends ``?`` statements on the ``sqlite3``
     connection; ``lean`` the same statements on :func:`agentstore.sql.cursor`.
+    ``connection``: ``connections[using]`` when the caller has just looked it
+    up on this thread, so it is not looked up again (decision 390).
     """
-    connection = _lean_connection(using)
     if connection is None:
+        connection = connections[using]
+    if _lean(connection) is None:
         return atomic_write(lean, using=using)
     return _lean_sqlite(connection, using, bare, bare=True)
 
