@@ -116,24 +116,51 @@ def atomic_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     return _sqlite_attempts(connection, using, attempt)
 
 
-def _lean_connection(using: str) -> BaseDatabaseWrapper | None:
-    """``using``'s connection, opened, when a write may skip Django's layers; else ``None``.
+def _lean(connection: BaseDatabaseWrapper) -> BaseDatabaseWrapper | None:
+    """``connection``, opened, when a write may skip Django's layers; else ``None``.
 
     The one rule (decision 300) behind :func:`lean_write`, :func:`bare_sqlite`
     and :func:`bare_or_lean_write`: SQLite, outside any ``atomic()`` block,
     nothing watching the statements (:func:`watched`), and in autocommit —
     Django's manual-transaction mode may already have a transaction open.
     """
-    return _lean(connections[using])
-
-
-def _lean(connection: BaseDatabaseWrapper) -> BaseDatabaseWrapper | None:
-    """:func:`_lean_connection` of a connection object already in hand."""
     if connection.vendor != "sqlite" or connection.in_atomic_block or watched(connection):
         return None
     if connection.connection is None:
         connection.ensure_connection()
     return connection if connection.autocommit else None
+
+
+class _Open(threading.local):
+    """The lean transaction this thread is running, as ``(alias, connection object)``.
+
+    Set by :func:`lean_write` while its body runs, so that the body's
+    :func:`agentstore.sql.cursor` calls reuse the connection object it looked
+    up and the "nothing watches" answer it got at ``BEGIN`` instead of asking
+    ``connections[alias]`` (an ``asgiref`` look-up) and :func:`watched` again
+    for every cursor (decision 390).
+    """
+
+    current: tuple[str, BaseDatabaseWrapper] | None = None
+
+
+_open = _Open()
+
+
+def in_lean_write(using: str) -> BaseDatabaseWrapper | None:
+    """The connection object of the :func:`lean_write` this thread runs on ``using``, else ``None``.
+
+    Non-``None`` only inside the body of a lean transaction: SQLite, the
+    connection is this thread's ``connections[using]`` (nothing lent over it,
+    :meth:`SharedConnection.borrowed`) and nothing watched it when the
+    transaction began (:func:`watched`). What watches a connection is decided
+    once per transaction: a watcher installed *inside* a running lean body
+    sees the statements from the next transaction on (decision 390).
+    """
+    current = _open.current
+    if current is not None and current[0] == using:
+        return current[1]
+    return None
 
 
 def lean_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
@@ -149,30 +176,97 @@ def lean_write(fn: Callable[[], T], *, using: str = DEFAULT_DB_ALIAS) -> T:
     which cost more than the statements of a one-item append (decision 291).
     Everywhere else it *is* :func:`atomic_write`.
     """
-    connection = _lean_connection(using)
-    if connection is None:
+    connection = connections[using]
+    if _lean(connection) is None:
         return atomic_write(fn, using=using)
-    return _lean_sqlite(connection, using, fn)
+    return _lean_sqlite(connection, using, fn, bare=False, own=True)
 
 
-def _lean_sqlite(connection: BaseDatabaseWrapper, using: str, fn: Callable[[], T]) -> T:
-    """:func:`lean_write`'s own transaction, once it has checked that it may run it."""
-    begin = f"BEGIN {connection.transaction_mode or ''}".rstrip()  # type: ignore[attr-defined]
+#: ``BEGIN`` for each ``transaction_mode`` Django's SQLite backend accepts.
+_BEGIN = {None: "BEGIN", "DEFERRED": "BEGIN DEFERRED", "IMMEDIATE": "BEGIN IMMEDIATE"}
+_BEGIN["EXCLUSIVE"] = "BEGIN EXCLUSIVE"
 
-    def attempt() -> T:
-        raw = connection.connection
-        with connection.wrap_database_errors:
-            raw.execute(begin)
+
+def _lean_sqlite(
+    connection: BaseDatabaseWrapper,
+    using: str,
+    fn: Callable[..., T],
+    *,
+    bare: bool,
+    own: bool = False,
+) -> T:
+    """The lean transaction itself, once the caller has checked that it may run it.
+
+    ``BEGIN`` … ``COMMIT`` on the ``sqlite3`` connection in the writer queue,
+    rolled back on any failure, run again on SQLITE_BUSY (as
+    :func:`_sqlite_attempts`). ``bare``: ``fn`` receives the ``sqlite3``
+    connection and its ``sqlite3`` errors are raised as Django's; else ``fn()``
+    runs on :func:`agentstore.sql.cursor`, which raises Django's itself.
+    ``own``: ``connection`` is this thread's ``connections[using]``, published
+    to the body through :func:`in_lean_write`.
+
+    One flat function rather than a transaction closure inside a retry helper
+    inside context managers: it runs once per append, and each layer cost a
+    few µs (decision 390). ``try``/``except`` blocks cost nothing until
+    something raises, so the errors are mapped to Django's by re-raising
+    inside ``wrap_database_errors`` only then.
+    """
+    slot = _slot(connection)
+    mode = connection.transaction_mode  # type: ignore[attr-defined]
+    begin = _BEGIN.get(mode) or f"BEGIN {mode}"
+    started = time.monotonic()
+    number = 0
+    while True:
+        number += 1
         try:
-            result = fn()
-            with connection.wrap_database_errors:
-                raw.execute("COMMIT")
-        except BaseException:
-            _rollback(connection)
+            fd = _queue(slot, connection)
+            try:
+                raw: sqlite3.Connection = connection.connection
+                try:
+                    raw.execute(begin)
+                except BaseException:
+                    with connection.wrap_database_errors:
+                        raise
+                changes = raw.total_changes
+                try:
+                    if bare:
+                        try:
+                            result = fn(raw)
+                        except BaseException:
+                            with connection.wrap_database_errors:  # sqlite3's as Django's
+                                raise
+                    elif own:
+                        outer = _open.current
+                        _open.current = (using, connection)
+                        try:
+                            result = fn()
+                        finally:
+                            _open.current = outer
+                    else:
+                        result = fn()
+                    try:
+                        raw.execute("COMMIT")
+                    except BaseException:
+                        with connection.wrap_database_errors:
+                            raise
+                except BaseException:
+                    _rollback(connection)
+                    raise
+            finally:
+                if fd >= 0:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            if fd >= 0:
+                # The WAL's checkpoint once the queue is free (decision 380).
+                _checkpoint_after_queue(slot, raw, changed=raw.total_changes != changes)
+            return result
+        except DatabaseBusy:
+            # The writer queue's deadline passed: waiting again would only
+            # multiply the caller's wait (docs/operations.md, "Writer queue deadline").
             raise
-        return result
-
-    return _sqlite_attempts(connection, using, attempt)
+        except DatabaseError as exc:
+            if not is_busy_error(exc):
+                raise
+            _busy_pause(exc, number, started, using)
 
 
 def bare_sqlite(using: str = DEFAULT_DB_ALIAS) -> sqlite3.Connection | None:
@@ -203,12 +297,14 @@ def bare_write(fn: Callable[[sqlite3.Connection], T], *, using: str = DEFAULT_DB
     ``?`` placeholders; the caller checked :func:`bare_sqlite`.
     """
     connection = connections[using]
+    if _lean(connection) is not None:
+        return _lean_sqlite(connection, using, fn, bare=True)
 
     def body() -> T:
         with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
             return fn(connection.connection)
 
-    return lean_write(body, using=using)
+    return atomic_write(body, using=using)
 
 
 def bare_execute(
@@ -251,12 +347,7 @@ def bare_write_on(
     connection up or checking it again: the LangGraph saver's store holds
     its connection object and has just checked it (decision 352).
     """
-
-    def body() -> T:
-        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
-            return fn(connection.connection)
-
-    return _lean_sqlite(connection, using, body)
+    return _lean_sqlite(connection, using, fn, bare=True)
 
 
 def bare_or_lean_write(
@@ -264,6 +355,7 @@ def bare_or_lean_write(
     lean: Callable[[], T],
     *,
     using: str = DEFAULT_DB_ALIAS,
+    connection: BaseDatabaseWrapper | None = None,
 ) -> T:
     """``bare_write(bare)`` where :func:`bare_sqlite` allows it, else ``lean_write(lean)``.
 
@@ -271,11 +363,14 @@ def bare_or_lean_write(
     ``bare_write``), for a per-call path like the loop store's append
     (decision 315). ``bare`` sends ``?`` statements on the ``sqlite3``
     connection; ``lean`` the same statements on :func:`agentstore.sql.cursor`.
+    ``connection``: ``connections[using]`` when the caller has just looked it
+    up on this thread, so it is not looked up again (decision 390).
     """
-    connection = _lean_connection(using)
     if connection is None:
+        connection = connections[using]
+    if _lean(connection) is None:
         return atomic_write(lean, using=using)
-    return bare_write_on(connection, bare, using=using)
+    return _lean_sqlite(connection, using, bare, bare=True)
 
 
 class SharedConnection:
@@ -339,9 +434,15 @@ class SharedConnection:
                 return
             self.ready()
             connections[self.using] = self.connection
+            # A lean transaction this thread runs on the alias is on its own
+            # connection object, not this one: hidden while this one is lent.
+            outer = _open.current
+            if outer is not None and outer[0] == self.using:
+                _open.current = None
             try:
                 yield self.connection
             finally:
+                _open.current = outer
                 if own is None:
                     del connections[self.using]
                 else:
@@ -398,6 +499,7 @@ _DJANGO_EXECUTEMANY = _django_code("executemany")
 
 def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Callable[[], T]) -> T:
     """Run ``attempt`` (one transaction) in the writer queue; again on SQLITE_BUSY."""
+    slot = _slot(connection)
     started = time.monotonic()
     number = 0
     while True:
@@ -405,15 +507,15 @@ def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Calla
         try:
             # The writer slot inline rather than through _sqlite_writer_slot's
             # generator: this runs once per append.
-            fd = _take_writer_slot(connection)
+            fd = _queue(slot, connection)
             try:
                 result = attempt()
             finally:
                 if fd >= 0:
                     fcntl.flock(fd, fcntl.LOCK_UN)
-            if fd >= 0:
+            if fd >= 0 and connection.connection is not None:
                 # The WAL's checkpoint once the queue is free (decision 380).
-                _checkpoint_after_queue(connection)
+                _checkpoint_after_queue(slot, connection.connection)
             return result
         except DatabaseBusy:
             # The writer queue's deadline passed: waiting again would only
@@ -422,24 +524,34 @@ def _sqlite_attempts(connection: BaseDatabaseWrapper, using: str, attempt: Calla
         except DatabaseError as exc:
             if not is_busy_error(exc):
                 raise
-            # Read only after a busy attempt: the first attempt nearly always commits.
-            attempts = max(1, int(agentstore_settings.WRITE_ATTEMPTS))
-            if number >= attempts:
-                waited = time.monotonic() - started
-                logger.warning(
-                    "write transaction on %r busy, exhausted after %d attempts (%.3fs)",
-                    using,
-                    attempts,
-                    waited,
-                )
-                raise DatabaseBusy(
-                    f"database {using!r} is busy: write transaction exhausted after "
-                    f"{attempts} attempts ({waited:.3f}s)",
-                    attempts=attempts,
-                ) from exc
-            delay = backoff_delay(number)
-            logger.debug("write transaction on %r busy (attempt %d), retrying", using, number)
-            time.sleep(delay)
+            _busy_pause(exc, number, started, using)
+
+
+def _busy_pause(exc: DatabaseError, number: int, started: float, using: str) -> None:
+    """After busy attempt ``number`` (``exc``): wait, or give up.
+
+    The last busy attempt (``WRITE_ATTEMPTS``) raises
+    :class:`~agentstore.exceptions.DatabaseBusy`; before it, this sleeps
+    :func:`backoff_delay` and the caller tries again.
+    """
+    # Read only after a busy attempt: the first attempt nearly always commits.
+    attempts = max(1, int(agentstore_settings.WRITE_ATTEMPTS))
+    if number >= attempts:
+        waited = time.monotonic() - started
+        logger.warning(
+            "write transaction on %r busy, exhausted after %d attempts (%.3fs)",
+            using,
+            attempts,
+            waited,
+        )
+        raise DatabaseBusy(
+            f"database {using!r} is busy: write transaction exhausted after "
+            f"{attempts} attempts ({waited:.3f}s)",
+            attempts=attempts,
+        ) from exc
+    delay = backoff_delay(number)
+    logger.debug("write transaction on %r busy (attempt %d), retrying", using, number)
+    time.sleep(delay)
 
 
 def backoff_delay(attempt: int) -> float:
@@ -777,19 +889,30 @@ class _WalLog:
             walcopy.request(self.path, self.synchronous)
 
 
-def _checkpoint_after_queue(connection: BaseDatabaseWrapper) -> None:
-    """Checkpoint ``connection``'s WAL when due, its writer queue released (:class:`_WalLog`)."""
-    slot = _slots.get(connection)
-    raw = connection.connection
-    if slot is None or raw is None:
-        return
+def _checkpoint_after_queue(slot: _Slot, raw: sqlite3.Connection, *, changed: bool = True) -> None:
+    """Checkpoint ``raw``'s WAL when due, its writer queue released (:class:`_WalLog`).
+
+    ``changed``: whether the transaction just committed changed a row
+    (``total_changes`` moved). One that changed none wrote no page, so it
+    added no frame to the log and cannot have taken it past the threshold:
+    the ``pread`` is skipped (decision 392). Frames only grow through writes
+    that change rows, and each of those checks; a statement that writes pages
+    without changing a row (DDL, a ``PRAGMA`` that writes the header) leaves
+    its frames to the next write's check, or to the safety net.
+    """
     wal = slot.wal
     if wal is None or wal.raw is not raw:
         wal = slot.wal = _WalLog(raw)
+    elif not changed:
+        return
     wal.checkpoint_if_due()
 
 
 _slots: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Slot] = weakref.WeakKeyDictionary()
+
+#: This process's id, for :func:`_slot`'s check (``os.getpid()`` is a system
+#: call on every read); updated in a forked child by :func:`_reset_after_fork`.
+_pid = os.getpid()
 
 
 def _settings_changed(*, setting: str, **kwargs: Any) -> None:
@@ -800,21 +923,31 @@ def _settings_changed(*, setting: str, **kwargs: Any) -> None:
 setting_changed.connect(_settings_changed)
 
 
+def _slot(connection: BaseDatabaseWrapper) -> _Slot:
+    """The connection object's :class:`_Slot`, resolved again when it no longer holds."""
+    slot = _slots.get(connection)
+    if (
+        slot is None
+        or slot.name != connection.settings_dict["NAME"]
+        or slot.pid != _pid
+        or (slot.lock is not None and slot.lock.fd < 0)
+    ):
+        slot = _slots[connection] = _Slot(connection)
+    return slot
+
+
 def _take_writer_slot(connection: BaseDatabaseWrapper) -> int:
     """Take the writer lock file (see :func:`_sqlite_writer_slot`); its descriptor, or -1 if none.
 
     The caller releases it with ``flock(fd, LOCK_UN)``.
     """
-    slot = _slots.get(connection)
-    if (
-        slot is None
-        or slot.name != connection.settings_dict["NAME"]
-        or slot.pid != os.getpid()
-        or (slot.lock is not None and slot.lock.fd < 0)
-    ):
-        slot = _slots[connection] = _Slot(connection)
-    lock, path = slot.lock, slot.path
-    if lock is None or path is None:
+    return _queue(_slot(connection), connection)
+
+
+def _queue(slot: _Slot, connection: BaseDatabaseWrapper) -> int:
+    """:func:`_take_writer_slot` of a slot already resolved (once per transaction)."""
+    lock = slot.lock
+    if lock is None:
         return -1
     try:
         # The free queue (nearly always, in one process) without _acquire's call.
@@ -825,7 +958,7 @@ def _take_writer_slot(connection: BaseDatabaseWrapper) -> int:
     if not _acquire(lock, slot.timeout):
         # The abandoned wait owns the old descriptor now (it releases and closes
         # it when the kernel finally grants it): this connection opens a fresh one.
-        timeout = slot.timeout
+        timeout, path = slot.timeout, lock.path
         _slots.pop(connection, None)
         _lock_files(connection).pop(path, None)
         logger.warning("writer queue %s not granted within %.3fs", path, timeout)
@@ -971,6 +1104,8 @@ def _acquire(lock: _LockFile, timeout: float) -> bool:
 
 def _reset_after_fork() -> None:
     # Descriptions inherited from the parent must not be used by the child.
+    global _pid
+    _pid = os.getpid()
     _files.clear()
     _slots.clear()
 

@@ -681,3 +681,44 @@ def test_the_spin_counts_against_the_queue_deadline(
         fcntl.flock(holder, fcntl.LOCK_UN)
     finally:
         os.close(holder)
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_write_that_changed_no_row_skips_the_wal_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decision 392: no row changed, no frame written: the ``-shm`` read is skipped."""
+    from agentstore import sql
+
+    checks: list[int] = []
+    checkpoint = db._WalLog.checkpoint_if_due
+
+    def spy(self: db._WalLog) -> None:
+        checks.append(1)
+        checkpoint(self)
+
+    monkeypatch.setattr(db._WalLog, "checkpoint_if_due", spy)
+    noop = f"UPDATE {sql.DOCUMENT} SET value_json = value_json WHERE namespace = %s"
+
+    def nothing() -> None:
+        with sql.cursor("default") as cursor:
+            cursor.execute(noop, ["no-such-namespace"])
+
+    atomic_write(lambda: make_document("wal-check-0"))  # the log's first check
+    checks.clear()
+    db.lean_write(nothing)
+    db.bare_or_lean_write(lambda raw: raw.execute(sql.qmark(noop), ["none"]), nothing)
+    assert checks == []
+    insert = f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)})"
+    row = sql.row(Document, namespace="db-tests", key="wal-check-1", updated_at="2026-01-01")
+
+    def add() -> None:
+        with sql.cursor("default") as cursor:
+            cursor.execute(insert, row)
+
+    db.lean_write(add)
+    db.bare_or_lean_write(
+        lambda raw: raw.execute(sql.qmark(noop), ["db-tests"]), nothing
+    )  # matches a row: a change, even to the same value
+    assert checks == [1, 1]

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from asyncio import _get_running_loop
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -74,7 +75,7 @@ from django.utils.dateparse import parse_datetime
 
 from agentstore import exceptions
 from agentstore.conf import agentstore_settings
-from agentstore.db import watched
+from agentstore.db import in_lean_write, watched
 from agentstore.models import (
     Document,
     Entry,
@@ -340,35 +341,67 @@ class LeanCursor(CursorWrapper):
     per-statement bookkeeping only a watcher needs.
     """
 
+    # Errors are mapped by re-raising inside ``wrap_database_errors`` only when
+    # something raised: a ``try`` costs nothing until then, a ``with`` two
+    # Python calls per statement (decision 390).
+
     def __init__(self, cursor: Any, db: BaseDatabaseWrapper) -> None:
-        super().__init__(cursor, db)
+        self.cursor = cursor  # what CursorWrapper.__init__ sets, without the call
+        self.db = db
         self._errors = db.wrap_database_errors
         self._sqlite = db.vendor == "sqlite"
 
+    def __exit__(self, type: Any, value: Any, traceback: Any) -> None:
+        # CursorWrapper's: close, ignoring the driver's errors — without its
+        # ``__getattr__`` round to find ``close`` (and no ``suppress`` object).
+        try:  # noqa: SIM105
+            self.cursor.close()
+        except self.db.Database.Error:
+            pass
+
     def execute(self, sql: Any, params: Any = None) -> Any:
-        with self._errors:
+        try:
             if params is None:
                 return self.cursor.execute(sql)
             return self.cursor.execute(qmark(sql) if self._sqlite else sql, params)
+        except BaseException:
+            with self._errors:
+                raise
 
     def executemany(self, sql: Any, param_list: Sequence[Any]) -> Any:
-        with self._errors:
+        try:
             return self.cursor.executemany(qmark(sql) if self._sqlite else sql, param_list)
+        except BaseException:
+            with self._errors:
+                raise
 
     def fetchone(self) -> Any:
-        with self._errors:
+        try:
             return self.cursor.fetchone()
+        except BaseException:
+            with self._errors:
+                raise
 
     def fetchall(self) -> list[Any]:
-        with self._errors:
+        try:
             return list(self.cursor.fetchall())
+        except BaseException:
+            with self._errors:
+                raise
 
     @property
     def rowcount(self) -> int:
         return int(self.cursor.rowcount)
 
 
+#: Django's own refusal of a synchronous call from a running event loop (the
+#: ``SynchronousOnlyOperation``, ``DJANGO_ALLOW_ASYNC_UNSAFE``), reached only
+#: when :func:`cursor` finds a loop running.
 @async_unsafe
+def _refuse_in_async() -> None:
+    """Nothing: its decorator raises when called from a running event loop."""
+
+
 def cursor(using: str) -> CursorWrapper:
     """A cursor for this package's ``%s`` statements on ``using`` (use it in a ``with``).
 
@@ -376,10 +409,20 @@ def cursor(using: str) -> CursorWrapper:
     something watches the connection, so every statement shows where it
     always did; else a :class:`LeanCursor`. Either works inside or outside a
     write transaction (:func:`agentstore.db.lean_write`, ``atomic_write``).
+    Inside a lean transaction's body it reuses the connection object and the
+    answer ``lean_write`` got at ``BEGIN`` (:func:`agentstore.db.in_lean_write`,
+    decision 390). Refused in a running event loop, as Django's ``cursor()``.
     """
-    connection = connections[using]
-    if watched(connection):
-        return connection.cursor()
+    # async_unsafe's test, without its wrapper and the RuntimeError it raises
+    # and catches on every call outside a loop: _get_running_loop is the
+    # low-level half of asyncio.get_running_loop (None instead of raising).
+    if _get_running_loop() is not None:
+        _refuse_in_async()
+    connection = in_lean_write(using)
+    if connection is None:
+        connection = connections[using]
+        if watched(connection):
+            return connection.cursor()
     # What Django's cursor() does first: a connection that failed its health
     # check (CONN_HEALTH_CHECKS) is replaced, a missing one opened.
     connection.close_if_health_check_failed()

@@ -169,7 +169,7 @@ class LoopStore(StoreBase):
                 sessions.upsert(cursor, upsert)
                 cursor.execute(steps_sql.INSERT, step_params)
 
-        bare_or_lean_write(bare, lean, using=using)
+        bare_or_lean_write(bare, lean, using=using, connection=connection)
 
     def last_n(self, session_id: str, n: int) -> builtins.list[RunStep]:
         """Return the session's most recent ``n`` steps, oldest first (``n <= 0``: all of them).

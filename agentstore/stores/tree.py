@@ -595,7 +595,7 @@ class TreeStore(StoreBase):
                     sessions.touch_forward_bare(raw, session_id, TREE, stamp)
                     return self._insert_row(raw.cursor(), draft, params, _BARE_STATEMENTS)
 
-                _, seq = bare_or_lean_write(bare, append, using=self.using)
+                _, seq = bare_or_lean_write(bare, append, using=self.using, connection=connection)
             # The entity is this call's own until it is returned: its seq is
             # set in place rather than by copying every field (``replace``).
             _set_seq(entity, seq)

@@ -313,6 +313,12 @@ class TaskRepository(StoreBase):
         statement shows in ``connection.queries`` and passes the wrappers.
         ``SQLITE_RAW_TASK_CURSOR`` ``True``/``False`` forces either (decision 285).
         """
+        if agentstore_settings.SQLITE_RAW_TASK_CURSOR is None:
+            # Inside lean_write's own transaction: its connection object, and
+            # nothing watched it at BEGIN (decision 390) — no second look-up.
+            lean = db.in_lean_write(self.using)
+            if lean is not None:
+                return _SQLiteCursor(lean)
         connection = connections[self.using]
         if self.vendor == "sqlite" and _raw_cursor_allowed(connection):
             return _SQLiteCursor(connection)

@@ -263,3 +263,91 @@ def test_a_repeated_fresh_stamp_is_refused_not_stored_twice(
         assert Entry.objects.filter(session_id=sid).count() == 1
     finally:
         made.close()
+
+
+def test_a_lean_body_reuses_its_transactions_connection() -> None:
+    """Decision 390: the body's cursors take the connection lean_write looked up."""
+    from django.db import connections
+
+    from agentstore.db import in_lean_write
+
+    seen: list[Any] = []
+
+    def body() -> None:
+        seen.append(in_lean_write("default"))
+        seen.append(in_lean_write("other"))
+        with sql.cursor("default") as cursor:
+            cursor.execute("SELECT %s", [1])
+            seen.append(cursor)
+
+    assert in_lean_write("default") is None
+    lean_write(body)
+    own = connections["default"]
+    if connection.vendor == "sqlite":
+        assert seen[:2] == [own, None]
+    else:  # PostgreSQL: lean_write is atomic_write, nothing is published
+        assert seen[:2] == [None, None]
+    assert isinstance(seen[2], sql.LeanCursor) and seen[2].db is own
+    assert in_lean_write("default") is None  # only while the body runs
+
+    def failing() -> None:
+        raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError):
+        lean_write(failing)
+    assert in_lean_write("default") is None  # not left behind by a failure
+    # Watched at BEGIN: Django's transaction and cursor, every statement seen.
+    with CaptureQueriesContext(connection) as captured:
+        seen.clear()
+        lean_write(body)
+    assert seen[:2] == [None, None]
+    assert not isinstance(seen[2], sql.LeanCursor)
+    assert any(q["sql"] == "SELECT 1" for q in captured.captured_queries)
+
+
+def test_a_lent_shared_connection_hides_the_lean_transaction() -> None:
+    """Inside ``SharedConnection.borrowed`` the alias is another object: its own cursor."""
+    from agentstore.db import SharedConnection, in_lean_write
+
+    shared = SharedConnection("default")
+    seen: list[Any] = []
+
+    def body() -> None:
+        outer = in_lean_write("default")
+        with shared.borrowed() as lent:
+            seen.append(in_lean_write("default"))
+            with sql.cursor("default") as cursor:
+                seen.append(cursor.db is lent)
+        seen.append(in_lean_write("default") is outer)
+
+    try:
+        lean_write(body)
+    finally:
+        shared.close()
+    assert seen == [None, True, True]
+
+
+def test_the_lean_cursor_refuses_a_running_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Django's ``cursor()``: ``SynchronousOnlyOperation`` unless explicitly allowed."""
+    import asyncio
+
+    from django.core.exceptions import SynchronousOnlyOperation
+
+    async def open_cursor() -> None:
+        sql.cursor("default").close()
+
+    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
+    with pytest.raises(SynchronousOnlyOperation):
+        asyncio.run(open_cursor())
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    asyncio.run(open_cursor())
+
+
+def test_lean_cursor_errors_are_djangos_and_close_quietly() -> None:
+    from django.db import OperationalError, ProgrammingError
+
+    with sql.cursor("default") as cursor:
+        with pytest.raises((OperationalError, ProgrammingError)):
+            cursor.execute("SELECT * FROM no_such_table WHERE x = %s", [1])
+        with pytest.raises((OperationalError, ProgrammingError)):
+            cursor.executemany("INSERT INTO no_such_table VALUES (%s)", [[1]])
