@@ -29,6 +29,12 @@ def _wal_database(path: Path, rows: int) -> sqlite3.Connection:
     return raw
 
 
+def _copied_now(path: Path) -> bool:
+    """Ask the copier for ``path``, wait for its run; whether every frame is copied."""
+    walcopy.request(str(path), 1)
+    return walcopy.settled(str(path)) and _uncopied(path) == 0
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -99,9 +105,7 @@ def test_an_idle_copier_ends_and_a_new_request_starts_another(
     for _ in range(5):
         raw.execute("INSERT INTO t (body) VALUES ('y')")
     assert _uncopied(path) > 0
-    walcopy.request(str(path), 1)
-    assert walcopy.settled(str(path))
-    assert _uncopied(path) == 0
+    assert _copied_now(path)
     raw.close()
 
 
@@ -122,9 +126,7 @@ def test_a_database_created_again_at_the_path_is_the_one_copied(tmp_path: Path) 
         (tmp_path / name).unlink(missing_ok=True)
     raw = _wal_database(path, 20)  # a new file: the copier's old connection is stale
     assert _uncopied(path) > 0
-    walcopy.request(str(path), 1)
-    assert walcopy.settled(str(path))
-    assert _uncopied(path) == 0
+    assert _copied_now(path)
     raw.close()
 
 
