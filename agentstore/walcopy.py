@@ -71,22 +71,34 @@ class Copier(threading.Thread):
         self.inode = -1
 
     def run(self) -> None:
-        while True:
-            if not self.due.wait(IDLE_SECONDS):
+        try:
+            while True:
+                if not self.due.wait(IDLE_SECONDS):
+                    with _lock:
+                        # Under the lock a request either found this thread (and
+                        # set ``due`` before we look) or will start a new one.
+                        if not self.due.is_set():
+                            self._leave()
+                            return
+                    continue
+                self.due.clear()
+                self.checkpoint()
                 with _lock:
-                    # Under the lock a request either found this thread (and set
-                    # ``due`` before we look) or will start a new one.
-                    if not self.due.is_set():
-                        if _copiers.get(self.path) is self:
-                            del _copiers[self.path]
-                        self.idle.set()
-                        self._close()
-                        return
-                continue
-            self.due.clear()
-            self.checkpoint()
+                    self.idle.set()
+        finally:
+            # However the thread ends — idle, or an error no one foresaw — it
+            # leaves no copier that looks busy for ever: the writer's catch-up
+            # (agentstore.db) waits for an idle copier, and the next request
+            # starts a new one.
             with _lock:
-                self.idle.set()
+                self._leave()
+            self._close()
+
+    def _leave(self) -> None:
+        """Unregister and look idle (under ``_lock``; a second call changes nothing)."""
+        if _copiers.get(self.path) is self:
+            del _copiers[self.path]
+        self.idle.set()
 
     def checkpoint(self) -> None:
         """One ``PASSIVE`` checkpoint on the thread's own connection; a failure only skips it."""

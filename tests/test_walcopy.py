@@ -9,12 +9,15 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import struct
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from agentstore import walcopy
+from tests.conftest import REPO_ROOT
 
 
 def _wal_database(path: Path, rows: int) -> sqlite3.Connection:
@@ -130,32 +133,93 @@ def test_a_database_created_again_at_the_path_is_the_one_copied(tmp_path: Path) 
     raw.close()
 
 
-def test_a_forked_child_starts_its_own_copier_and_keeps_the_parents(tmp_path: Path) -> None:
-    import os
+#: Run in a fresh interpreter (test_a_forked_child_...): a fork from the test
+#: process would copy pytest's threads and Django's open connections into the
+#: child (Python 3.12+ warns about exactly that), so the fork happens in a
+#: process that holds nothing but the copier under test.
+_FORK_SCRIPT = """
+import os, sqlite3, struct, sys, warnings
+from agentstore import walcopy
+from tests.conftest import REPO_ROOT
 
-    path = tmp_path / "fork.sqlite3"
-    raw = _wal_database(path, 5)
-    walcopy.request(str(path), 1)
-    assert walcopy.settled(str(path))
-    parent = walcopy._copiers[str(path)]
+path = sys.argv[1]
+
+def uncopied():
+    index = struct.Struct("=16xI76xI")
+    with open(path + "-shm", "rb") as f:
+        frames, copied = index.unpack(f.read(index.size))
+    return frames - copied
+
+raw = sqlite3.connect(path, isolation_level=None)
+raw.execute("PRAGMA wal_autocheckpoint = 0")
+raw.execute("INSERT INTO t (body) VALUES ('before the fork')")
+walcopy.request(path, 1)
+assert walcopy.settled(path)
+parent = walcopy._copiers[path]
+assert parent.is_alive()  # the fork below copies a process whose copier runs
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)  # forking with a thread is the point
     pid = os.fork()
-    if pid == 0:  # the child: its own copier, the parent's kept, not closed
-        code = 1
-        try:
-            own = sqlite3.connect(path, isolation_level=None)  # never the parent's
-            own.execute("PRAGMA wal_autocheckpoint = 0")
-            own.execute("INSERT INTO t (body) VALUES ('child')")
-            walcopy.request(str(path), 1)
-            ok = walcopy.settled(str(path)) and _uncopied(path) == 0
-            mine = walcopy._copiers[str(path)]
-            code = 0 if ok and mine is not parent and parent in walcopy._inherited else 2
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    raw.execute("INSERT INTO t (body) VALUES ('parent')")
-    walcopy.request(str(path), 1)  # the parent's copier and connection still work
-    assert walcopy.settled(str(path))
-    assert _uncopied(path) == 0
-    assert walcopy._copiers[str(path)] is parent
+if pid == 0:  # the child: its own copier, the parent's kept, not closed
+    code = 1
+    try:
+        own = sqlite3.connect(path, isolation_level=None)  # never the parent's
+        own.execute("PRAGMA wal_autocheckpoint = 0")
+        own.execute("INSERT INTO t (body) VALUES ('child')")
+        walcopy.request(path, 1)
+        ok = walcopy.settled(path) and uncopied() == 0
+        mine = walcopy._copiers[path]
+        code = 0 if ok and mine is not parent and parent in walcopy._inherited else 2
+    finally:
+        os._exit(code)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, "the child's copier failed"
+raw.execute("INSERT INTO t (body) VALUES ('parent')")
+walcopy.request(path, 1)  # the parent's copier and connection still work
+assert walcopy.settled(path)
+assert uncopied() == 0
+assert walcopy._copiers[path] is parent
+print("ok")
+"""
+
+
+def test_a_forked_child_starts_its_own_copier_and_keeps_the_parents(tmp_path: Path) -> None:
+    path = tmp_path / "fork.sqlite3"
+    _wal_database(path, 5).close()
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK_SCRIPT, str(path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok"]
+
+
+def test_a_copier_that_fails_unexpectedly_is_not_left_looking_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer's catch-up (agentstore.db) runs only while no copy is busy: a
+    # copier thread dying mid-run must not look busy for ever.
+    path = tmp_path / "crash.sqlite3"
+    raw = _wal_database(path, 5)
+    checkpoint = walcopy.Copier.checkpoint
+    raised: list[BaseException | None] = []
+
+    def broken(self: walcopy.Copier) -> None:
+        raise RuntimeError("a bug no one foresaw")
+
+    monkeypatch.setattr(walcopy.Copier, "checkpoint", broken)
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    walcopy.request(str(path), 1)
+    first = walcopy._copiers[str(path)]
+    first.join(timeout=10)
+    assert not first.is_alive()
+    assert [type(e) for e in raised] == [RuntimeError]  # reported, not swallowed
+    assert not walcopy.busy(str(path))
+    assert walcopy.settled(str(path), timeout=0)
+    monkeypatch.setattr(walcopy.Copier, "checkpoint", checkpoint)
+    assert _copied_now(path)  # the next request starts a copier that works
+    assert walcopy._copiers[str(path)] is not first
     raw.close()
