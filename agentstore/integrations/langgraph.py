@@ -343,20 +343,21 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         configurable = config["configurable"]
         dumps = self.serde.dumps_typed
         index = WRITES_IDX_MAP.get
-        rows = [
+        rows: builtins.list[PendingWriteRow] = []
+        # Special channels (error, interrupt, resume…) keep the latest value; a
+        # regular write is stored once (a retried task changes nothing). One
+        # loop for both: a comprehension and all()'s generator are frames.
+        special = True
+        for idx, (channel, value) in enumerate(writes):
             # Positional (stores/frozen.py): task_id, task_path, idx, channel, type, blob.
-            _new_write(task_id, task_path, index(channel, idx), channel, *dumps(value))
-            for idx, (channel, value) in enumerate(writes)
-        ]
+            rows.append(_new_write(task_id, task_path, index(channel, idx), channel, *dumps(value)))
+            special = special and channel in WRITES_IDX_MAP
         self.store.put_writes(
             str(configurable["thread_id"]),
             configurable.get("checkpoint_ns", ""),
             configurable["checkpoint_id"],
             rows,
-            # Special channels (error, interrupt, resume…) keep the latest
-            # value; a regular write is stored once (a retried task changes
-            # nothing).
-            replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
+            replace=special,
             owner_id=self.owner_id,
         )
 
@@ -436,10 +437,9 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
                 if record.parent_checkpoint_id
                 else None
             ),
-            pending_writes=[
-                (w.task_id, w.channel, self.serde.loads_typed((w.type, w.blob)))
-                for w in record.writes
-            ],
+            pending_writes=[(w.task_id, w.channel, loads((w.type, w.blob))) for w in record.writes]
+            if record.writes
+            else [],
         )
 
     def _migrate_pending_sends(self, record: CheckpointRecord, checkpoint: Checkpoint) -> None:

@@ -560,10 +560,19 @@ class CheckpointStore:
                     cursor, str, connection.vendor, thread_id, checkpoint_ns, checkpoint_id
                 )
         # The bare sqlite3 cursor when nothing observes Django's (decision 295).
-        with connection.wrap_database_errors, contextlib.closing(raw.cursor()) as cursor:
+        # Closed and its errors raised as Django's by hand rather than by two
+        # context managers (five calls a get, decision 401): sqlite3's errors
+        # are re-raised inside wrap_database_errors only when one was raised.
+        bare = raw.cursor()
+        try:
             return _read(
-                cursor, checkpoint_sql.qmark, "sqlite", thread_id, checkpoint_ns, checkpoint_id
+                bare, checkpoint_sql.qmark, "sqlite", thread_id, checkpoint_ns, checkpoint_id
             )
+        except BaseException:
+            with connection.wrap_database_errors:
+                raise
+        finally:
+            bare.close()
 
     def list(
         self,
@@ -746,11 +755,22 @@ def _read(
     row = rows[0]
     versions = _json(row[5])
     inline = unpack_inline(row[7], versions) if row[7] else ()
-    writes = _sorted_writes(_write(*r[_WRITE_AT:]) for r in rows if r[_WRITE_AT] is not None)
+    writes = (
+        ()
+        if row[_WRITE_AT] is None  # no pending write: the one row's write columns are NULL
+        else _sorted_writes(_write(*r[_WRITE_AT:]) for r in rows)
+    )
     # The blobs it reads that are not inline: one statement of exact lookups
     # on the unique index, never the history — and none when all are inline.
-    kept = {b.channel for b in inline}
-    wanted = sorted((ch, str(v)) for ch, v in versions.items() if ch not in kept)
+    # (Loops, not comprehensions: each of those is a frame, decision 401.)
+    kept = set()
+    for blob in inline:
+        kept.add(blob.channel)
+    wanted = []
+    for ch, v in versions.items():
+        if ch not in kept:
+            wanted.append((ch, str(v)))
+    wanted.sort()
     blobs: builtins.list[ChannelBlob] = []
     if wanted:
         cursor.execute(
