@@ -325,13 +325,37 @@ def bare_execute(
     """
     if _lean(connection) is None:
         return False
-
-    def attempt() -> None:
-        with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
-            connection.connection.execute(statement, params)
-
-    _sqlite_attempts(connection, using, attempt)
-    return True
+    # _sqlite_attempts written out, without its closure and a context manager
+    # per statement: this is the saver's every write (decision 401). sqlite3's
+    # errors are raised as Django's by re-raising inside wrap_database_errors
+    # only when something raised, as _lean_sqlite does.
+    slot = _slot(connection)
+    started = time.monotonic()
+    number = 0
+    while True:
+        number += 1
+        try:
+            fd = _queue(slot, connection)
+            try:
+                raw: sqlite3.Connection = connection.connection
+                try:
+                    raw.execute(statement, params)
+                except BaseException:
+                    with connection.wrap_database_errors:
+                        raise
+            finally:
+                if fd >= 0:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            if fd >= 0:
+                # The WAL's checkpoint once the queue is free (decision 380).
+                _checkpoint_after_queue(slot, raw)
+            return True
+        except DatabaseBusy:
+            raise
+        except DatabaseError as exc:
+            if not is_busy_error(exc):
+                raise
+            _busy_pause(exc, number, started, using)
 
 
 def bare_write_on(

@@ -55,10 +55,11 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import TASKS
 
 from agentstore.db import SharedConnection
-from agentstore.stores.checkpoints import CheckpointStore, pack_values
+from agentstore.stores.checkpoints import CheckpointStore, pack_value
 from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 
@@ -118,6 +119,17 @@ def _settings(using: str) -> dict[str, Any]:
 
 
 _shared_connections: dict[str, SharedConnection] = {}
+# This process's id: os.getpid() is a system call, and _shared runs at every
+# saver call (decision 401). A forked child sets its own.
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 _shared_lock = threading.Lock()
 
 
@@ -130,7 +142,7 @@ def _shared(using: str) -> SharedConnection:
     """
     shared = _shared_connections.get(using)
     # A forked child must not talk over its parent's socket or file handle.
-    if shared is None or shared.pid != os.getpid():
+    if shared is None or shared.pid != _pid:
         with _shared_lock:
             shared = _shared_connections.get(using)
             if shared is None or shared.pid != os.getpid():
@@ -252,8 +264,12 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         # new version in the blob table (decision 325).
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
-        dumps = self.serde.dumps_typed
-        inline: builtins.list[tuple[str, str, bytes | None]] = []
+        serde = self.serde
+        dumps = serde.dumps_typed
+        # Packed pieces already made for (channel, type, value), when the
+        # serializer's bytes depend on the value alone (_PIECES).
+        memo = _PIECES if type(serde) is JsonPlusSerializer else None
+        inline: builtins.list[bytes] = []
         blobs: builtins.list[ChannelBlob] = []
         for channel, value in values.items():
             kind = type(value)
@@ -265,18 +281,33 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             if (
                 value is None
                 or kind is int
-                or kind is float
                 or kind is bool
                 or (kind is str and len(value) <= INLINE_CHARS)
             ):
-                inline.append((channel, *dumps(value)))
+                key = (channel, kind, value)
+                piece = None if memo is None else memo.get(key)
+                if piece is None:
+                    piece = pack_value(channel, *dumps(value))
+                    if memo is not None:
+                        if len(memo) >= _PIECES_KEPT:
+                            memo.clear()
+                        memo[key] = piece
+                inline.append(piece)
+            elif kind is float:
+                # Never remembered: 0.0 and -0.0 are one dict key, two encodings.
+                inline.append(pack_value(channel, *dumps(value)))
             elif channel in new_versions:
                 type_, blob = dumps(value)
                 version = str(new_versions[channel])
                 blobs.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
         for channel in versions:
             if channel not in values:
-                inline.append((channel, "empty", None))
+                piece = _EMPTY.get(channel)
+                if piece is None:
+                    if len(_EMPTY) >= _PIECES_KEPT:
+                        _EMPTY.clear()
+                    piece = _EMPTY[channel] = pack_value(channel, "empty", None)
+                inline.append(piece)
         # Without its values and versions: the versions are stored as JSON
         # (Checkpoint.channel_versions) and put back from there on reading.
         type_, data = dumps({**checkpoint, "channel_values": {}, "channel_versions": {}})
@@ -291,7 +322,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             metadata,
             versions,
             blobs,
-            inline=pack_values(inline),
+            inline=b"".join(inline),
             owner_id=self.owner_id,
         )
         return {
@@ -312,20 +343,21 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         configurable = config["configurable"]
         dumps = self.serde.dumps_typed
         index = WRITES_IDX_MAP.get
-        rows = [
+        rows: builtins.list[PendingWriteRow] = []
+        # Special channels (error, interrupt, resume…) keep the latest value; a
+        # regular write is stored once (a retried task changes nothing). One
+        # loop for both: a comprehension and all()'s generator are frames.
+        special = True
+        for idx, (channel, value) in enumerate(writes):
             # Positional (stores/frozen.py): task_id, task_path, idx, channel, type, blob.
-            _new_write(task_id, task_path, index(channel, idx), channel, *dumps(value))
-            for idx, (channel, value) in enumerate(writes)
-        ]
+            rows.append(_new_write(task_id, task_path, index(channel, idx), channel, *dumps(value)))
+            special = special and channel in WRITES_IDX_MAP
         self.store.put_writes(
             str(configurable["thread_id"]),
             configurable.get("checkpoint_ns", ""),
             configurable["checkpoint_id"],
             rows,
-            # Special channels (error, interrupt, resume…) keep the latest
-            # value; a regular write is stored once (a retried task changes
-            # nothing).
-            replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
+            replace=special,
             owner_id=self.owner_id,
         )
 
@@ -373,12 +405,24 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
     # -- rows to LangGraph ----------------------------------------------------------------
 
     def _tuple(self, record: CheckpointRecord) -> CheckpointTuple:
-        checkpoint: Checkpoint = self.serde.loads_typed((record.type, record.checkpoint))
-        values = {
-            blob.channel: self.serde.loads_typed((blob.type, blob.blob))
-            for blob in record.blobs
-            if blob.type != "empty" and blob.blob is not None
-        }
+        serde = self.serde
+        loads = serde.loads_typed
+        checkpoint: Checkpoint = loads((record.type, record.checkpoint))
+        # Small immutable values already read, by their (type, bytes) (_VALUES).
+        memo = _VALUES if type(serde) is JsonPlusSerializer else None
+        values = {}
+        for blob in record.blobs:
+            if blob.type == "empty" or blob.blob is None:
+                continue
+            typed = (blob.type, blob.blob)
+            value = _UNREAD if memo is None else memo.get(typed, _UNREAD)
+            if value is _UNREAD:
+                value = loads(typed)
+                if memo is not None and type(value) in _IMMUTABLE and len(typed[1]) <= 512:
+                    if len(memo) >= _PIECES_KEPT:
+                        memo.clear()
+                    memo[typed] = value
+            values[blob.channel] = value
         checkpoint["channel_values"] = values
         checkpoint["channel_versions"] = dict(record.channel_versions)
         if checkpoint.get("v", 4) < 4 and record.parent_checkpoint_id:
@@ -393,10 +437,9 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
                 if record.parent_checkpoint_id
                 else None
             ),
-            pending_writes=[
-                (w.task_id, w.channel, self.serde.loads_typed((w.type, w.blob)))
-                for w in record.writes
-            ],
+            pending_writes=[(w.task_id, w.channel, loads((w.type, w.blob))) for w in record.writes]
+            if record.writes
+            else [],
         )
 
     def _migrate_pending_sends(self, record: CheckpointRecord, checkpoint: Checkpoint) -> None:
@@ -423,6 +466,25 @@ _new_write = positional_builder(PendingWriteRow)
 
 #: The longest string kept in the checkpoint's row rather than the blob table.
 INLINE_CHARS = 256
+
+# A checkpoint's small values, packed (stores/checkpoints.pack_value), by
+# (channel, exact type, value): the same few values (None, a counter, a
+# flag, a short string) are in checkpoint after checkpoint, and serializing
+# and packing each one again was most of what ``put`` did in Python
+# (decision 400). Only for LangGraph's own JsonPlusSerializer, whose bytes for
+# these types depend on the value alone; another serde (an encrypting one
+# draws a fresh nonce per call) is asked every time. Floats are never kept
+# (0.0 and -0.0 are one key, two encodings). Bounded: cleared when full.
+_PIECES: dict[tuple[str, type, Any], bytes] = {}
+# The "empty" mark of a channel with a version but no value, packed, by channel.
+_EMPTY: dict[str, bytes] = {}
+_PIECES_KEPT = 4096
+# The other way, for ``get_tuple``: values read back by their stored (type,
+# bytes), kept only when immutable (None, booleans, numbers, strings — a
+# caller may change a list it is handed) and small; JsonPlusSerializer only.
+_VALUES: dict[tuple[str, bytes], Any] = {}
+_IMMUTABLE = frozenset({type(None), bool, int, float, str})
+_UNREAD = object()
 
 
 def close_connections(using: str = DEFAULT_DB_ALIAS) -> None:

@@ -73,6 +73,7 @@ __all__ = [
     "CheckpointStore",
     "delete_thread_rows",
     "pack_inline",
+    "pack_value",
     "pack_values",
     "touch_thread",
     "unpack_inline",
@@ -219,6 +220,7 @@ class CheckpointStore:
             raise ValidationError("checkpoint_id must not be empty", field="checkpoint_id")
         now = self.clock()
         run_id = metadata.get("run_id")
+        sqlite = connection.vendor == "sqlite"
         # Positional, in the model's column order (checked at import by
         # sql.require_columns below), without sql.row's keyword mapping: this
         # runs three times an invoke (decision 375).
@@ -229,15 +231,25 @@ class CheckpointStore:
             parent_checkpoint_id,
             type,
             checkpoint,
-            _json_param(metadata, connection),
-            _json_param(channel_versions, connection),
+            # JSON text on SQLite without _json_param's call (two a put).
+            _encode_json(metadata if metadata.__class__ is dict else dict(metadata))
+            if sqlite
+            else _json_param(metadata, connection),
+            _encode_json(
+                channel_versions if channel_versions.__class__ is dict else dict(channel_versions)
+            )
+            if sqlite
+            else _json_param(channel_versions, connection),
             run_id if isinstance(run_id, str) else "",
             inline if isinstance(inline, bytes) else pack_inline(inline),
             sql.adapt_datetime(connection, now),
         ]
-        blob_params = [
-            [thread_id, checkpoint_ns, b.channel, str(b.version), b.type, b.blob] for b in blobs
-        ]
+        # (A comprehension is a frame of its own: built only when there are blobs.)
+        blob_params = (
+            [[thread_id, checkpoint_ns, b.channel, str(b.version), b.type, b.blob] for b in blobs]
+            if blobs
+            else []
+        )
 
         def write(touch: bool) -> None:
             if touch:
@@ -548,10 +560,19 @@ class CheckpointStore:
                     cursor, str, connection.vendor, thread_id, checkpoint_ns, checkpoint_id
                 )
         # The bare sqlite3 cursor when nothing observes Django's (decision 295).
-        with connection.wrap_database_errors, contextlib.closing(raw.cursor()) as cursor:
+        # Closed and its errors raised as Django's by hand rather than by two
+        # context managers (five calls a get, decision 401): sqlite3's errors
+        # are re-raised inside wrap_database_errors only when one was raised.
+        bare = raw.cursor()
+        try:
             return _read(
-                cursor, checkpoint_sql.qmark, "sqlite", thread_id, checkpoint_ns, checkpoint_id
+                bare, checkpoint_sql.qmark, "sqlite", thread_id, checkpoint_ns, checkpoint_id
             )
+        except BaseException:
+            with connection.wrap_database_errors:
+                raise
+        finally:
+            bare.close()
 
     def list(
         self,
@@ -734,11 +755,22 @@ def _read(
     row = rows[0]
     versions = _json(row[5])
     inline = unpack_inline(row[7], versions) if row[7] else ()
-    writes = _sorted_writes(_write(*r[_WRITE_AT:]) for r in rows if r[_WRITE_AT] is not None)
+    writes = (
+        ()
+        if row[_WRITE_AT] is None  # no pending write: the one row's write columns are NULL
+        else _sorted_writes(_write(*r[_WRITE_AT:]) for r in rows)
+    )
     # The blobs it reads that are not inline: one statement of exact lookups
     # on the unique index, never the history — and none when all are inline.
-    kept = {b.channel for b in inline}
-    wanted = sorted((ch, str(v)) for ch, v in versions.items() if ch not in kept)
+    # (Loops, not comprehensions: each of those is a frame, decision 401.)
+    kept = set()
+    for blob in inline:
+        kept.add(blob.channel)
+    wanted = []
+    for ch, v in versions.items():
+        if ch not in kept:
+            wanted.append((ch, str(v)))
+    wanted.sort()
     blobs: builtins.list[ChannelBlob] = []
     if wanted:
         cursor.execute(
@@ -848,8 +880,31 @@ def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> An
     return connection.ops.adapt_json_value(dict(value), None)
 
 
-# json.dumps(value) without its argument checks: the encoder it builds for defaults.
-_encode_json = json.JSONEncoder().encode
+_JSON = json.JSONEncoder()
+
+
+def _encode_json_object(value: dict[str, Any]) -> str:
+    """``json.dumps(value)`` of a dict: what ``JSONEncoder().encode`` runs, without its layers.
+
+    ``encode`` → ``iterencode`` builds this same C encoder (a fresh circular
+    check, the defaults' separators, ASCII, ``allow_nan``) plus a closure it
+    does not use on this path, two frames twice a ``put`` (decision 401).
+    Identical text and errors.
+    """
+    return "".join(
+        _c_make_encoder(  # type: ignore[misc]
+            {}, _JSON.default, _encode_ascii, None, ": ", ", ", False, False, True
+        )(value, 0)
+    )
+
+
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_encode_ascii = json.encoder.encode_basestring_ascii
+# json.dumps(value) without its argument checks: the encoder it builds for defaults
+# (its C part directly when the interpreter has it; the dicts of put only).
+_encode_json: Callable[[dict[str, Any]], str] = (
+    _JSON.encode if _c_make_encoder is None else _encode_json_object
+)
 
 
 def _record(
@@ -908,20 +963,38 @@ def pack_values(values: Iterable[tuple[str, str, bytes | None]]) -> bytes:
     LangGraph saver packs a checkpoint's small values as it serializes them,
     without a :class:`ChannelBlob` per value (decision 353).
     """
-    parts: builtins.list[bytes] = []
-    head = _INLINE_HEAD.pack
-    for channel, type_, value in values:
-        name, kind = channel.encode(), type_.encode()
-        parts += (head(len(name), len(kind), -1 if value is None else len(value)), name, kind)
-        if value:
-            parts.append(value)
-    return b"".join(parts)
+    return b"".join([pack_value(channel, type_, value) for channel, type_, value in values])
+
+
+def pack_value(channel: str, type_: str, value: bytes | None) -> bytes:
+    """One value of :func:`pack_values`: ``pack_values`` is these, concatenated.
+
+    So a caller that meets the same value again can keep its packed bytes
+    (the LangGraph saver does, decision 400).
+    """
+    name, kind = channel.encode(), type_.encode()
+    head = _INLINE_HEAD.pack(len(name), len(kind), -1 if value is None else len(value))
+    return b"".join((head, name, kind, value or b""))
 
 
 def unpack_inline(data: Any, versions: Mapping[str, Any]) -> tuple[ChannelBlob, ...]:
     """The values :func:`pack_inline` packed, each at its version in ``versions``."""
+    key = data if type(data) is bytes else None
+    triples = None if key is None else _UNPACKED.get(key)
+    if triples is None:
+        triples = _unpack(data)
+        if key is not None and len(key) <= _UNPACKED_BYTES:
+            if len(_UNPACKED) >= _UNPACKED_KEPT:
+                _UNPACKED.clear()
+            _UNPACKED[key] = triples
+    get = versions.get
+    return tuple([_new_blob(ch, str(get(ch, "")), type_, value) for ch, type_, value in triples])
+
+
+def _unpack(data: Any) -> tuple[tuple[str, str, bytes | None], ...]:
+    """The ``(channel, type, bytes)`` triples of a packed ``inline``."""
     view = memoryview(data)
-    blobs = []
+    triples = []
     at, size, head = 0, len(view), _INLINE_HEAD.size
     while at < size:
         n_channel, n_type, n_value = _INLINE_HEAD.unpack_from(view, at)
@@ -932,8 +1005,17 @@ def unpack_inline(data: Any, versions: Mapping[str, Any]) -> tuple[ChannelBlob, 
         at += n_type
         value = None if n_value < 0 else bytes(view[at : at + n_value])
         at += max(n_value, 0)
-        blobs.append(_new_blob(channel, str(versions.get(channel, "")), type_, value))
-    return tuple(blobs)
+        triples.append((channel, type_, value))
+    return tuple(triples)
+
+
+# Packed ``inline`` columns already unpacked, by their bytes: ``get`` of the
+# latest checkpoint reads what the last ``put`` wrote, and a thread's small
+# values repeat from one checkpoint to the next (decision 400). The triples
+# are immutable; the versions are applied at each read. Bounded, small only.
+_UNPACKED: dict[bytes, tuple[tuple[str, str, bytes | None], ...]] = {}
+_UNPACKED_KEPT = 1024
+_UNPACKED_BYTES = 4096
 
 
 def _json(value: Any) -> dict[str, Any]:

@@ -368,6 +368,54 @@ def test_small_values_ride_in_the_checkpoint_row_and_larger_ones_in_the_blob_tab
     assert {b.channel for b in record.blobs} == {*values, "gone"}
 
 
+def test_remembered_small_values_store_and_read_the_same_bytes_as_serializing_each() -> None:
+    # Decision 400: the saver keeps packed small values and values read back,
+    # the store unpacked inline columns; the rows and the values are what
+    # serializing each one again gives, whatever was met before.
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from agentstore.integrations import langgraph as integration
+    from agentstore.stores.checkpoints import pack_values
+
+    class Counting(JsonPlusSerializer):
+        """Not LangGraph's own class: asked for every value, nothing remembered."""
+
+        calls = 0
+
+        def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+            Counting.calls += 1
+            return super().dumps_typed(obj)
+
+    serde = JsonPlusSerializer()
+    values = {"n": 7, "flag": False, "one": True, "none": None, "s": "hé", "z": 0.0, "m": -0.0}
+    for thread, saver in (("plain", AgentstoreSaver()), ("own", AgentstoreSaver(serde=Counting()))):
+        for round_ in range(2):  # the second round meets every value remembered
+            checkpoint = empty_checkpoint()
+            checkpoint["channel_values"] = dict(values)
+            versions = {ch: saver.get_next_version(None, None) for ch in [*values, "gone"]}
+            checkpoint["channel_versions"] = dict(versions)
+            before = Counting.calls
+            saver.put(_config(thread), checkpoint, {"step": round_}, versions)
+            if thread == "own":
+                # The checkpoint itself and each of the seven values, every time.
+                assert Counting.calls - before == 1 + len(values)
+            row = Checkpoint.objects.get(session_id=thread, checkpoint_id=checkpoint["id"])
+            each = [(ch, *serde.dumps_typed(v)) for ch, v in values.items()]
+            expected = pack_values([*each, ("gone", "empty", None)])
+            assert bytes(row.inline) == expected
+            got = saver.get_tuple(_config(thread))
+            assert got is not None
+            read = got.checkpoint["channel_values"]
+            assert read == values
+            assert [type(read[ch]) for ch in values] == [type(v) for v in values.values()]
+            assert str(read["m"]) == "-0.0" and str(read["z"]) == "0.0"
+            # Versions are applied at each read, not remembered with the bytes.
+            record = CheckpointStore().get(thread, "")
+            assert record is not None
+            assert {b.channel: b.version for b in record.blobs} == versions
+    assert integration._PIECES and integration._VALUES
+
+
 @pytest.mark.postgres_only
 def test_the_latest_checkpoints_generic_plan_stops_at_one_index_entry() -> None:
     # Decision 327: the saver's statements are prepared, and PostgreSQL's generic

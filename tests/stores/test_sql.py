@@ -305,6 +305,22 @@ def test_the_timestamp_fast_path_reads_both_backends_forms() -> None:
     assert sql.timestamp_column("created_at", "postgresql") == "created_at"
 
 
+def test_the_timestamp_adapter_writes_what_djangos_writes() -> None:
+    # Decision 401: a UTC value takes str() minus its "+00:00" on SQLite.
+    from datetime import timedelta, timezone
+
+    from django.db import connection
+
+    for stamp in (
+        datetime(2026, 5, 31, 12, 0, 1, 250000, tzinfo=UTC),
+        datetime(2026, 5, 31, 12, 0, 1, tzinfo=UTC),  # no microseconds: none printed
+        datetime(2026, 5, 31, 14, 0, 1, 5, tzinfo=timezone(timedelta(hours=2))),
+    ):
+        assert sql.adapt_datetime(connection, stamp) == (
+            connection.ops.adapt_datetimefield_value(stamp)
+        )
+
+
 # -- raw SQL lives in agentstore/sql/ ---------------------------------------------------
 
 STATEMENT = re.compile(
