@@ -35,7 +35,6 @@ A refused append raises and leaves the session unchanged.
 from __future__ import annotations
 
 import copy
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -827,7 +826,7 @@ class Session:
         line = canonical.dumps(obj, plain=plain).decode("utf-8")
         # A private decoded copy of exactly what the line says (our own
         # canonical output, so the plain decoder is enough).
-        new_entry = Entry.from_object(json.loads(line), line)
+        new_entry = Entry.from_object(canonical.loads_own(line), line)
         if new_entry.is_leaf_label:
             target = obj.get("target")
             if self._leaf_target_allowed(target):
