@@ -369,7 +369,10 @@ def hash_text(text: str) -> str:
 
 def hash_value(value: Any, *, plain: bool = False) -> str:
     """``sha256:`` + hex SHA-256 of the JCS bytes of ``value`` (``plain``: see :func:`dumps`)."""
-    return hash_bytes(dumps(value, plain=plain))
+    if plain:
+        # dumps(plain=True) and hash_bytes in one step: an append hashes twice.
+        return HASH_PREFIX + hashlib.sha256(_encode_plain(value).encode("utf-8")).hexdigest()
+    return hash_bytes(dumps(value))
 
 
 def _pointer_token(key: str) -> str:
