@@ -62,7 +62,7 @@ from __future__ import annotations
 import contextlib
 import re
 from asyncio import _get_running_loop
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -118,6 +118,7 @@ __all__ = [
     "qmark",
     "require_columns",
     "row",
+    "row_builder",
     "skip_locked",
     "timestamp_column",
     "utc",
@@ -269,6 +270,55 @@ def row(model: type[models.Model], /, *, exclude: Iterable[str] = (), **values: 
         if name not in values:
             raise KeyError(f"{model.__name__}.{name} has no default: pass a value")
     return params
+
+
+def row_builder(
+    model: type[models.Model], names: Sequence[str], *, exclude: Iterable[str] = ()
+) -> Callable[..., list[Any]]:
+    """``build(*values)``: :func:`row`'s parameters, the values of ``names`` given in order.
+
+    ``build(a, b)`` equals ``row(model, exclude=exclude, **{names[0]: a, names[1]: b})``
+    for every input. An append builds the same columns every time; ``row``
+    matches them by keyword on each call (a dict of the values, a look-up and
+    a store per name, the required check: most of a log row's parameters).
+    Here that matching is done once, when the builder is made, and each call
+    is one list display. A name that is not a column, or a column without a
+    default left out of ``names``, raises ``KeyError`` here, at import —
+    where ``row`` would raise it on every call.
+    """
+    skip = exclude if isinstance(exclude, frozenset) else frozenset(exclude)
+    plan = _PLANS.get((model, skip))
+    if plan is None:
+        plan = _PLANS[(model, skip)] = _Plan(model, skip)
+    given = {plan.index[name]: i for i, name in enumerate(names)}  # KeyError: not a column
+    if len(given) != len(names):
+        raise ValueError(f"{model.__name__}: a name is given twice in {tuple(names)}")
+    for name in plan.required:
+        if name not in names:
+            raise KeyError(f"{model.__name__}.{name} has no default: pass a value")
+    callables = dict(plan.callables)
+    scope: dict[str, Any] = {}
+    items = []
+    for position, default in enumerate(plan.template):
+        value = given.get(position)
+        if position in callables:
+            scope[f"d{position}"] = callables[position]
+            # row() calls the default for a column left out or given as None.
+            items.append(
+                f"d{position}()"
+                if value is None
+                else f"(v{value} if v{value} is not None else d{position}())"
+            )
+        elif value is not None:
+            items.append(f"v{value}")
+        else:
+            scope[f"t{position}"] = default
+            items.append(f"t{position}")
+    params = ", ".join(f"v{i}" for i in range(len(names)))
+    source = f"def build({params}):\n    return [{', '.join(items)}]\n"
+    exec(source, scope)  # noqa: S102 - built from column positions, not from data
+    build: Callable[..., list[Any]] = scope["build"]
+    return build
 
 
 def timestamp_column(column: str, vendor: str) -> str:

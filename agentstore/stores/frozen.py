@@ -1,5 +1,8 @@
 """Fast constructors for the frozen value objects the hot reads build from rows.
 
+(And the agentsession format's per-append objects: this module imports nothing of
+agentstore's, and its package imports its stores lazily, so the format may use it.)
+
     new_step = positional_builder(RunStep)
     step = new_step(session_id, step_index, step_type, ...)  # every field, in field order
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import json.encoder
 from collections.abc import Collection
 from typing import Any
 
@@ -66,6 +67,9 @@ from agentstore.stores.log_rows import call_id_key, read_rows
 
 __all__ = ["KEEP", "StoredSession", "encode_head", "open_stored", "walk_path"]
 
+#: How the canonical encoder writes a string (``json``'s C function).
+_encode_string = json.encoder.encode_basestring
+
 #: Entries a session opened from its head keeps in memory once written: its
 #: newest appends and look-ups (a tail read walks them before the rows).
 KEEP = 256
@@ -77,9 +81,26 @@ def _entry(line: str) -> Entry:
     return Entry.from_object(json.loads(line), line)
 
 
+#: Line counts below this are plain integers (canonical JSON writes them as ``str``).
+_PLAIN_COUNT = 2**53
+
+
 def encode_head(lines: int, state: ResumeState) -> str:
     """The ``Session.log_head`` text for a log of ``lines`` lines in ``state``."""
-    head: dict[str, Any] = {"lines": lines, "leaf": state.leaf}
+    leaf = state.leaf
+    if (
+        not state.mark
+        and type(leaf) is str
+        and leaf.isascii()
+        and type(lines) is int
+        and 0 <= lines < _PLAIN_COUNT
+    ):
+        # Every append writes the head: the canonical text of the usual
+        # two-member head, spelt out (an ASCII leaf needs no escaping check
+        # beyond the encoder's; members in key order), without the dict and
+        # canonical_json's walk and encoder call. Equal by test.
+        return '{"leaf":' + _encode_string(leaf) + ',"lines":' + str(lines) + "}"
+    head: dict[str, Any] = {"lines": lines, "leaf": leaf}
     if state.mark:
         head.update(mark=state.mark, mark_at=state.mark_at, newest=state.newest)
     return canonical_json(head).decode("utf-8")

@@ -84,12 +84,36 @@ def time_ns(value: datetime | str, field: str = "created_at") -> int:
     return int(base.timestamp()) * 1_000_000_000 + nanos
 
 
+#: ``(ts[:19], that second as an aware UTC datetime)`` of the last ``ts`` parsed
+#: (one tuple: threads see a matching pair).
+_SECOND: tuple[str, datetime | None] = ("", None)
+
+
 def entry_created_at(entry: LogEntry, fallback: datetime) -> datetime:
     """The entry's ``ts`` as a datetime (microseconds), or ``fallback`` without one."""
+    global _SECOND
+    ts = entry.ts
+    if not ts:
+        return fallback
+    # Appends in one second share ts[:19] (the format's spelling is UTC,
+    # ``YYYY-MM-DDTHH:MM:SS[.digits]Z``): parse_time's answer for that second
+    # is kept, and only the fraction is read — the same digits parse_time
+    # reads (a ``\d`` is a decimal character: isdecimal), the same value.
+    prefix, second = _SECOND
+    rest = ts[19:]
+    if (
+        second is not None
+        and ts[:19] == prefix
+        and (rest == "Z" or (rest[-1:] == "Z" and rest[:1] == "." and rest[1:-1].isdecimal()))
+    ):
+        return second.replace(microsecond=int(rest[1:-1][:9].ljust(9, "0")) // 1000)
     try:
-        return parse_time(entry.ts, "entry.ts") if entry.ts else fallback
+        found = parse_time(ts, "entry.ts")
     except exceptions.ValidationError:
         return fallback
+    if rest[-1:] == "Z" and ts[10:11] == "T":
+        _SECOND = (ts[:19], found.replace(microsecond=0))
+    return found
 
 
 def projection(entry: LogEntry) -> tuple[str, str, str, str, str]:
@@ -110,28 +134,49 @@ def projection(entry: LogEntry) -> tuple[str, str, str, str, str]:
     )
 
 
+#: ``sql.row(Entry, …)`` for the columns a log line fills, positionally (once per line).
+_entry_row = sql.row_builder(
+    Entry,
+    (
+        "session_id",
+        "seq",
+        "entry_id",
+        "parent_id",
+        "type",
+        "line",
+        "created_at",
+        "role",
+        "content",
+        "model",
+        "summary",
+        "tool_name",
+        "model_facing",
+        "call_id",
+    ),
+)
+
+
 def entry_params(
     cursor: CursorWrapper, session_id: str, seq: int, entry: LogEntry, fallback: Any
 ) -> list[Any]:
     """The bound parameters of ``sql.log.INSERT_ENTRY`` for one line at ``seq``."""
     stamp = sql.adapt_datetime(cursor.db, entry_created_at(entry, fallback))
     role, content, tool_name, summary, model = projection(entry)
-    return sql.row(
-        Entry,
-        session_id=session_id,
-        seq=seq,
-        entry_id=entry.id,
-        parent_id=entry.parent,
-        type=entry.type[:64],
-        line=entry.line,
-        created_at=stamp,
-        role=role,
-        content=content,
-        model=model,
-        summary=summary,
-        tool_name=tool_name,
-        model_facing=False,
-        call_id=call_id_of(entry),
+    return _entry_row(
+        session_id,
+        seq,
+        entry.id,
+        entry.parent,
+        entry.type[:64],
+        entry.line,
+        stamp,
+        role,
+        content,
+        model,
+        summary,
+        tool_name,
+        False,
+        call_id_of(entry),
     )
 
 

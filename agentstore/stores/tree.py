@@ -116,16 +116,68 @@ _BARE_STATEMENTS = (
 
 _to_datetime = sql.utc
 
+#: ``sql.row(Entry, exclude=("seq",), …)`` for a tree entry's columns, positionally
+#: (the INSERT computes ``seq``).
+_entry_row = sql.row_builder(
+    Entry,
+    (
+        "session_id",
+        "entry_id",
+        "parent_id",
+        "type",
+        "line",
+        "created_at",
+        "role",
+        "content",
+        "provider",
+        "model",
+        "custom_type",
+        "summary",
+        "tool_name",
+        "tool_status",
+        "tool_args_json",
+        "token_estimate",
+        "model_facing",
+        "display",
+        "compaction_first_kept_entry_id",
+        "compaction_tokens_before",
+        "branch_from_entry_id",
+        "operation_id",
+        "part_count",
+        "compaction_settings",
+    ),
+    exclude=("seq",),
+)
+
 
 def _as_bytes(value: Any) -> bytes:
     return b"" if value is None else bytes(value)
 
 
-#: ``json.dumps(data, separators=(",", ":"), ensure_ascii=False)`` without
-#: building an encoder per call (once per append).
-_encode_data: Callable[[dict[str, Any]], str] = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=False
-).encode
+def _make_data_encoder() -> Callable[[dict[str, Any]], str]:
+    """``json.dumps(data, separators=(",", ":"), ensure_ascii=False)`` for a dict, lean.
+
+    ``JSONEncoder.encode`` builds its C encoder in Python on every call (an
+    ``isinstance``, ``iterencode``'s closure and nine attribute reads: most of
+    encoding a small dict). This calls the same C factory with the same
+    arguments — a fresh ``markers`` dict each time, so a cycle is still
+    ``ValueError`` — and joins the chunks as ``encode`` does. Same text.
+    """
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - no C accelerator
+        return encoder.encode
+    default, string = encoder.default, json.encoder.encode_basestring
+
+    def encode(data: dict[str, Any]) -> str:
+        # The arguments JSONEncoder.iterencode passes, in its order.
+        return "".join(make({}, default, string, None, ":", ",", False, False, True)(data, 0))
+
+    return encode
+
+
+#: The data JSON of an entry (once per append).
+_encode_data: Callable[[dict[str, Any]], str] = _make_data_encoder()
 
 
 class _Draft:
@@ -661,38 +713,39 @@ class TreeStore(StoreBase):
         """
         e = draft.entity
         parent = e.parent_id
-        return [
-            *sql.row(
-                Entry,
-                exclude=("seq",),
-                session_id=e.session_id,
-                entry_id=e.id,
-                parent_id=parent,
-                type=e.type,
-                line=e.data_json,
-                created_at=created_at,
-                role=e.message.role,
-                content=e.message.content,
-                provider=e.message.provider,
-                model=e.message.model,
-                custom_type=e.custom_type,
-                summary=e.summary,
-                tool_name=e.tool_name,
-                tool_status=e.tool_status,
-                tool_args_json=e.tool_args_json,
-                token_estimate=e.token_estimate,
-                model_facing=e.model_facing,
-                display=e.display,
-                compaction_first_kept_entry_id=e.compaction_first_kept_entry_id,
-                compaction_tokens_before=e.compaction_tokens_before,
-                branch_from_entry_id=e.branch_from_entry_id,
-                operation_id=e.operation_id,
-                part_count=len(draft.parts),
-                compaction_settings=draft.settings,
-            ),
+        message = e.message
+        params = _entry_row(
             e.session_id,
-            *(() if parent is None else (e.session_id, parent)),
-        ]
+            e.id,
+            parent,
+            e.type,
+            e.data_json,
+            created_at,
+            message.role,
+            message.content,
+            message.provider,
+            message.model,
+            e.custom_type,
+            e.summary,
+            e.tool_name,
+            e.tool_status,
+            e.tool_args_json,
+            e.token_estimate,
+            e.model_facing,
+            e.display,
+            e.compaction_first_kept_entry_id,
+            e.compaction_tokens_before,
+            e.branch_from_entry_id,
+            e.operation_id,
+            len(draft.parts),
+            draft.settings,
+        )
+        # The INSERT's own parameters after the row: the session (its seq),
+        # and for a child the session and parent it checks.
+        params.append(e.session_id)
+        if parent is not None:
+            params += (e.session_id, parent)
+        return params
 
     @staticmethod
     def _insert_row(

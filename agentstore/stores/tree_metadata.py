@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentstore.exceptions import ValidationError
+from agentstore.stores.frozen import positional_builder, require_fields
 
 __all__ = ["DerivedMetadata", "default_display", "default_model_facing", "derive_metadata"]
 
@@ -64,6 +65,28 @@ class DerivedMetadata:
     branch_from_entry_id: str
 
 
+#: The derived metadata, built every append: the positional builder (decision 312's;
+#: the fields pinned in this order).
+require_fields(
+    DerivedMetadata,
+    (
+        "data",
+        "token_estimate",
+        "model_facing",
+        "display",
+        "tool_name",
+        "tool_status",
+        "tool_args_json",
+        "compaction_first_kept_entry_id",
+        "compaction_tokens_before",
+        "branch_from_entry_id",
+    ),
+)
+_new_derived = positional_builder(DerivedMetadata)
+#: The values ``data`` omits (compared with ``==``, as librecode's encoder does).
+_ZERO = ("", 0, None)
+
+
 def default_model_facing(entry_type: str, role: str) -> bool:
     if entry_type == "message":
         return role in ("user", "assistant")
@@ -81,6 +104,10 @@ def estimate_tokens(content: str, summary: str) -> int:
 
 
 def _check_types(data: dict[str, Any]) -> None:
+    if not data:
+        # Most appends carry no data (a plain message): nothing to check.
+        return
+
     def bad(key: str, kind: str) -> ValidationError:
         return ValidationError(
             f"entry.data_json.{key} must be {kind}", field=f"entry.data_json.{key}"
@@ -167,9 +194,12 @@ def derive_metadata(
     if not isinstance(display, bool):
         display = default_display(entry_type)
 
-    first_kept = _first_text(data, "compaction_first_kept_entry_id", "first_kept_entry_id")
-    tokens_before = _first_positive(data, "compaction_tokens_before", "tokens_before")
-    branch_from = _first_text(data, "branch_from_entry_id", "from_id")
+    if data:
+        first_kept = _first_text(data, "compaction_first_kept_entry_id", "first_kept_entry_id")
+        tokens_before = _first_positive(data, "compaction_tokens_before", "tokens_before")
+        branch_from = _first_text(data, "branch_from_entry_id", "from_id")
+    else:  # what the three give for no data, without asking
+        first_kept, tokens_before, branch_from = "", 0, ""
 
     tool_name = tool_status = tool_args = ""
     if role == "toolResult":
@@ -182,33 +212,35 @@ def derive_metadata(
             sections.get("arguments", "").strip()
         )
 
-    def put(key: str, value: object) -> None:
-        # Zero values are omitted, as librecode's encoder does.
-        if value in ("", 0, None) and not isinstance(value, bool):
+    # Zero values are omitted, as librecode's encoder does (never a bool:
+    # model_facing, always a bool, is always written). In this order: the
+    # keys' order in ``data`` is the stored JSON's.
+    for key, value in (
+        ("tool_name", tool_name),
+        ("tool_status", tool_status),
+        ("tool_args_json", tool_args),
+        ("token_estimate", token_estimate),
+        ("model_facing", model_facing),
+        ("compaction_first_kept_entry_id", first_kept),
+        ("compaction_tokens_before", tokens_before),
+        ("branch_from_entry_id", branch_from),
+    ):
+        if value in _ZERO and not isinstance(value, bool):
             out.pop(key, None)
         else:
             out[key] = value
-
-    put("tool_name", tool_name)
-    put("tool_status", tool_status)
-    put("tool_args_json", tool_args)
-    put("token_estimate", token_estimate)
-    out["model_facing"] = model_facing
-    put("compaction_first_kept_entry_id", first_kept)
-    put("compaction_tokens_before", tokens_before)
-    put("branch_from_entry_id", branch_from)
     if not display_given:
         out["display"] = display
 
-    return DerivedMetadata(
-        data=out,
-        token_estimate=token_estimate,
-        model_facing=model_facing,
-        display=display,
-        tool_name=tool_name,
-        tool_status=tool_status,
-        tool_args_json=tool_args,
-        compaction_first_kept_entry_id=first_kept,
-        compaction_tokens_before=tokens_before,
-        branch_from_entry_id=branch_from,
+    return _new_derived(
+        out,
+        token_estimate,
+        model_facing,
+        display,
+        tool_name,
+        tool_status,
+        tool_args,
+        first_kept,
+        tokens_before,
+        branch_from,
     )

@@ -77,3 +77,67 @@ def test_fast_path_equals_rfc8785(value):
     import rfc8785
 
     assert canonical.dumps(value) == rfc8785.dumps(value)
+
+
+def _plain_before(value):
+    """``canonical.plain`` as it was before its loops checked strings inline (decision 396)."""
+    kind = type(value)
+    if kind is str:
+        if value.isascii():
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or not key.isascii() or not _plain_before(item):
+                return False
+        return True
+    if kind is list:
+        return all(_plain_before(item) for item in value)
+    if value is None or kind is bool:
+        return True
+    if kind is int:
+        return bool(-(2**53) + 1 <= value <= 2**53 - 1)
+    return False
+
+
+class _Str(str):
+    pass
+
+
+# Everything plain() must tell apart: big integers, floats, lone surrogates,
+# non-ASCII and non-string keys, tuples and subclasses.
+odd_scalars = (
+    scalars
+    | st.integers()
+    | st.text(alphabet=st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=3)
+    | st.builds(_Str, st.text(max_size=3))
+)
+odd_values = st.recursive(
+    odd_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=4) | st.integers(0, 3), inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(odd_values)
+def test_plain_answers_as_before(value):
+    assert canonical.plain(value) is _plain_before(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(keys, values, max_size=5))
+def test_loads_own_reads_what_dumps_wrote_as_json_loads_does(value):
+    import json
+
+    text = canonical.dumps(value).decode("utf-8")
+    # repr tells 1 from 1.0 and keeps the members' order.
+    assert repr(canonical.loads_own(text)) == repr(json.loads(text))

@@ -558,3 +558,29 @@ def test_resume_state_follows_the_resume_rule_line_by_line() -> None:
                 for n in range(rng.randint(0, 5)):
                     fork.append({"type": "info", "f": n})
                     assert fork.resume_state().leaf == fork.resume_leaf()
+
+
+def test_from_object_builds_the_same_entry_as_the_constructor() -> None:
+    # Entry.from_object uses a positional builder (decision 398): the same object.
+    from agentstore.formats.agentsession import Entry
+
+    obj = {"id": "sha256:a", "type": "item", "parent": None, "ts": "2026-01-01T00:00:00Z"}
+    for extra in ({}, {"parents": [{"entry": "e"}]}, {"parent": "sha256:p"}):
+        data = {**obj, **extra}
+        built = Entry.from_object(data, "line")
+        made = Entry(
+            id=data["id"],
+            type=data["type"],
+            parent=data.get("parent"),
+            ts=data["ts"],
+            line="line",
+            data=data,
+            parents=tuple(data.get("parents") or ()),
+        )
+        assert type(built) is Entry
+        assert built == made and repr(built) == repr(made)
+
+    class Marked(Entry):
+        pass
+
+    assert type(Marked.from_object(obj, "line")) is Marked

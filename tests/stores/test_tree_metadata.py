@@ -164,3 +164,146 @@ def test_enriches_compaction_metadata(tree: TreeStore) -> None:
     assert compaction.compaction_first_kept_entry_id == root.id
     assert compaction.compaction_tokens_before == 1234
     assert compaction.token_estimate > 0
+
+
+# -- the append's shortcuts give what the general code gave (decision 397) ----------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from agentstore.stores import tree as tree_module  # noqa: E402
+from agentstore.stores.tree_metadata import (  # noqa: E402
+    default_display,
+    default_model_facing,
+)
+
+
+def _derive_before(entry_type, *, role, content, summary, data):
+    """derive_metadata's put-per-key body as it was (its type checks and parsing reused)."""
+    from agentstore.stores import tree_metadata as tm
+
+    tm._check_types(data)
+    out = dict(data)
+    model_facing = data.get("model_facing")
+    if not isinstance(model_facing, bool):
+        model_facing = default_model_facing(entry_type, role)
+    display = data.get("display")
+    display_given = isinstance(display, bool)
+    if not isinstance(display, bool):
+        display = default_display(entry_type)
+    first_kept = tm._first_text(data, "compaction_first_kept_entry_id", "first_kept_entry_id")
+    tokens_before = tm._first_positive(data, "compaction_tokens_before", "tokens_before")
+    branch_from = tm._first_text(data, "branch_from_entry_id", "from_id")
+    tool_name = tool_status = tool_args = ""
+    if role == "toolResult":
+        sections = parse_tool_result(content)
+        tool_name = tm._first_text(data, "tool_name") or sections.get("tool", "").strip()
+        tool_status = tm._first_text(data, "tool_status") or (
+            "error" if sections.get("error", "").strip() else "success"
+        )
+        tool_args = tm._first_text(data, "tool_args_json") or tm._compact_json(
+            sections.get("arguments", "").strip()
+        )
+
+    def put(key, value):
+        if value in ("", 0, None) and not isinstance(value, bool):
+            out.pop(key, None)
+        else:
+            out[key] = value
+
+    put("tool_name", tool_name)
+    put("tool_status", tool_status)
+    put("tool_args_json", tool_args)
+    put("token_estimate", estimate_tokens(content, summary))
+    out["model_facing"] = model_facing
+    put("compaction_first_kept_entry_id", first_kept)
+    put("compaction_tokens_before", tokens_before)
+    put("branch_from_entry_id", branch_from)
+    if not display_given:
+        out["display"] = display
+    return out, (model_facing, display, tool_name, tool_status, tool_args, first_kept)
+
+
+known_values = st.none() | st.booleans() | st.integers(-2, 3) | st.sampled_from(["", "x", " "])
+data_dicts = st.dictionaries(
+    st.sampled_from(
+        [
+            "display",
+            "model_facing",
+            "tool_name",
+            "tool_status",
+            "tool_args_json",
+            "token_estimate",
+            "compaction_first_kept_entry_id",
+            "first_kept_entry_id",
+            "compaction_tokens_before",
+            "tokens_before",
+            "branch_from_entry_id",
+            "from_id",
+            "extra",
+        ]
+    ),
+    known_values,
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["message", "custom", "compaction", "branch_summary", "label"]),
+    st.sampled_from(["", "user", "assistant", "toolResult"]),
+    st.sampled_from(["", "hi", 'tool: read\narguments: {"a": 1}\nerror: no\n']),
+    data_dicts,
+)
+def test_derived_metadata_is_as_before(entry_type, role, content, data) -> None:
+    try:
+        want = _derive_before(entry_type, role=role, content=content, summary="", data=data)
+    except exceptions.ValidationError as error:
+        with pytest.raises(exceptions.ValidationError, match=error.message):
+            derive_metadata(entry_type, role=role, content=content, summary="", data=data)
+        return
+    got = derive_metadata(entry_type, role=role, content=content, summary="", data=data)
+    # The same members in the same order: the stored data JSON is their text.
+    assert list(got.data.items()) == list(want[0].items())
+    assert json.dumps(got.data) == json.dumps(want[0])
+    assert (
+        got.model_facing,
+        got.display,
+        got.tool_name,
+        got.tool_status,
+        got.tool_args_json,
+        got.compaction_first_kept_entry_id,
+    ) == want[1]
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=4) | st.integers() | st.booleans(), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), json_values, max_size=4))
+def test_the_data_json_is_json_dumps(data) -> None:
+    expected = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    assert tree_module._encode_data(data) == expected
+
+
+def test_the_data_json_still_refuses_a_cycle_and_a_non_json_value() -> None:
+    cycle: dict[str, object] = {}
+    cycle["self"] = cycle
+    with pytest.raises(ValueError, match="Circular reference"):
+        tree_module._encode_data(cycle)
+    with pytest.raises(TypeError):
+        tree_module._encode_data({"x": object()})
+    # A failed encode leaves nothing behind for the next one.
+    shared = {"a": 1}
+    assert tree_module._encode_data({"x": shared, "y": shared}) == '{"x":{"a":1},"y":{"a":1}}'

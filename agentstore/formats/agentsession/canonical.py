@@ -33,7 +33,7 @@ import json.encoder
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import rfc8785
 
@@ -48,6 +48,7 @@ __all__ = [
     "hash_bytes",
     "hash_text",
     "hash_value",
+    "loads_own",
     "normalise",
     "parse",
     "plain",
@@ -242,27 +243,43 @@ def plain(value: Any) -> bool:
     raises. A writer that encodes one entry three times (content, envelope,
     line) and normalises it first asks once and passes ``plain=True``.
     """
+    # Strings, most of a value's leaves, are checked in the loops rather than
+    # by a call each (an append asks this of every entry).
     kind = type(value)
-    if kind is str:
-        if value.isascii():
-            return True
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
     if kind is dict:
         for key, item in value.items():
-            if type(key) is not str or not key.isascii() or not plain(item):
+            if type(key) is not str or not key.isascii():
+                return False
+            if type(item) is str:
+                if not item.isascii() and not _encodes(item):
+                    return False
+            elif not plain(item):
                 return False
         return True
     if kind is list:
-        return all(plain(item) for item in value)
+        for item in value:
+            if type(item) is str:
+                if not item.isascii() and not _encodes(item):
+                    return False
+            elif not plain(item):
+                return False
+        return True
+    if kind is str:
+        return value.isascii() or _encodes(value)
     if value is None or kind is bool:
         return True
     if kind is int:
         return bool(-_SAFE_INT <= value <= _SAFE_INT)
     return False
+
+
+def _encodes(text: str) -> bool:
+    """Whether ``text`` has no lone surrogate (strict UTF-8 encodes it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _is_plain = plain
@@ -323,6 +340,23 @@ def dumps(value: Any, *, plain: bool = False) -> bytes:
         raise exceptions.ValidationError(str(exc), field="json") from exc
 
 
+#: The C scanner of a default ``json.JSONDecoder``: what ``json.loads`` runs, without
+#: its checks for a BOM, surrounding whitespace and trailing data.
+_scan_once: Callable[[str, int], tuple[Any, int]] = cast(Any, json.JSONDecoder()).scan_once
+
+
+def loads_own(text: str) -> Any:
+    """``json.loads(text)`` for a text :func:`dumps` wrote (decoded), and only for one.
+
+    :func:`dumps` writes one compact value — no BOM, no whitespace around it, no
+    data after it — so ``json.loads``'s checks for those (two regular-expression
+    scans and three Python calls, a third of decoding a short line) can only
+    pass: the same scanner gives the same value. A text from anywhere else
+    must go through :func:`parse` (or ``json.loads``).
+    """
+    return _scan_once(text, 0)[0]
+
+
 def hash_bytes(data: bytes) -> str:
     """``sha256:`` + lowercase hex SHA-256 of ``data``."""
     return HASH_PREFIX + hashlib.sha256(data).hexdigest()
@@ -335,7 +369,10 @@ def hash_text(text: str) -> str:
 
 def hash_value(value: Any, *, plain: bool = False) -> str:
     """``sha256:`` + hex SHA-256 of the JCS bytes of ``value`` (``plain``: see :func:`dumps`)."""
-    return hash_bytes(dumps(value, plain=plain))
+    if plain:
+        # dumps(plain=True) and hash_bytes in one step: an append hashes twice.
+        return HASH_PREFIX + hashlib.sha256(_encode_plain(value).encode("utf-8")).hexdigest()
+    return hash_bytes(dumps(value))
 
 
 def _pointer_token(key: str) -> str:

@@ -93,35 +93,51 @@ def item_text(item: Any) -> str:
     return json.dumps(rest, ensure_ascii=False, sort_keys=True) if rest else ""
 
 
-def _item(data: dict[str, Any], converges: int) -> Described:
+#: Item types whose ``call_id`` a description shows (calls and their outputs).
+_CALLS = frozenset(
+    {"function_call", "custom_tool_call", "function_call_output", "custom_tool_call_output"}
+)
+
+
+def _item_of(data: dict[str, Any]) -> dict[str, Any]:
     item = data.get("item")
-    item = item if isinstance(item, dict) else {}
+    return item if isinstance(item, dict) else {}
+
+
+def _item_words(item: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """``(kind, role, text, tool, arguments)`` of an item: what :func:`describe` and
+    :func:`searchable` say of it (``""`` where a member does not apply)."""
     kind = str(item.get("type", ""))
-    response = data.get("response") if isinstance(data.get("response"), str) else ""
-    common: dict[str, Any] = {"type": "item", "response": response, "converges": converges}
     if kind == "message":
-        return Described(
-            kind="message", role=str(item.get("role", "")), text=item_text(item), **common
-        )
+        return "message", str(item.get("role", "")), item_text(item), "", ""
     if kind == "reasoning":
-        return Described(kind="reasoning", text=item_text(item), **common)
+        return "reasoning", "", item_text(item), "", ""
     if kind in ("function_call", "custom_tool_call"):
         args = item.get("arguments", item.get("input", ""))
-        return Described(
-            kind="tool call",
-            tool=str(item.get("name", "")),
-            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-            call_id=str(item.get("call_id", "")),
-            **common,
-        )
+        arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        return "tool call", "", "", str(item.get("name", "")), arguments
     if kind in ("function_call_output", "custom_tool_call_output"):
-        return Described(
-            kind="tool output",
-            text=item_text(item),
-            call_id=str(item.get("call_id", "")),
-            **common,
-        )
-    return Described(kind=kind or "item", text=item_text(item), **common)
+        return "tool output", "", item_text(item), "", ""
+    return kind or "item", "", item_text(item), "", ""
+
+
+def _item(data: dict[str, Any], converges: int) -> Described:
+    item = _item_of(data)
+    kind, role, text, tool, arguments = _item_words(item)
+    response = data.get("response")
+    # By the item's type: an unknown item type spelt "tool call" is no call.
+    call_id = str(item.get("call_id", "")) if str(item.get("type", "")) in _CALLS else ""
+    return Described(
+        type="item",
+        kind=kind,
+        role=role,
+        text=text,
+        tool=tool,
+        arguments=arguments,
+        call_id=call_id,
+        response=response if isinstance(response, str) else "",
+        converges=converges,
+    )
 
 
 def _names(tools: Any) -> list[str]:
@@ -309,6 +325,12 @@ def searchable(data: dict[str, Any]) -> tuple[str, str, str, str, str]:
     the tree store fills from its own messages), so "the opening user message",
     text search and the entries list work the same for every session kind.
     """
+    if data.get("type") == "item":
+        # The log store projects every appended item: its words without the
+        # rest of describe() (a Described, the members an item does not use).
+        kind, role, text, tool, arguments = _item_words(_item_of(data))
+        content = f"{tool}({arguments})" if kind == "tool call" else text
+        return role[:64], content, tool[:255], "", ""
     view = describe(data)
     role = view.role if view.kind == "message" else ""
     content = f"{view.tool}({view.arguments})" if view.kind == "tool call" else view.text

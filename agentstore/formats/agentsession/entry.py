@@ -31,6 +31,7 @@ from typing import Any
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import canonical
+from agentstore.stores.frozen import positional_builder, require_fields
 
 __all__ = [
     "ENVELOPE",
@@ -188,6 +189,11 @@ class Entry:
     def from_object(cls, obj: dict[str, Any], line: str) -> Entry:
         """Build from an already validated object and its exact line."""
         parents = obj.get("parents") or ()
+        if cls is Entry:
+            # Every line written or read builds one (the same object, a third the cost).
+            return _new_entry(
+                obj["id"], obj["type"], obj.get("parent"), obj["ts"], line, obj, tuple(parents)
+            )
         return cls(
             id=obj["id"],
             type=obj["type"],
@@ -197,3 +203,7 @@ class Entry:
             data=obj,
             parents=tuple(parents),
         )
+
+
+require_fields(Entry, ("id", "type", "parent", "ts", "line", "data", "parents"))
+_new_entry = positional_builder(Entry)
