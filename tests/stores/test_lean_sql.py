@@ -334,7 +334,15 @@ def test_the_lean_cursor_refuses_a_running_event_loop(monkeypatch: pytest.Monkey
     from django.core.exceptions import SynchronousOnlyOperation
 
     async def open_cursor() -> None:
-        sql.cursor("default").close()
+        try:
+            sql.cursor("default").close()
+        finally:
+            # Django's connections live in a context-local store: one opened in
+            # this coroutine belongs to asyncio.run's context and would outlive
+            # it unclosed (PostgreSQL then cannot drop the test database).
+            from django.db import connections
+
+            connections["default"].close()
 
     monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
     with pytest.raises(SynchronousOnlyOperation):
