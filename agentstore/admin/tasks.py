@@ -12,6 +12,7 @@ with a worker's finish says so rather than pretending.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -49,8 +50,10 @@ from agentstore.models import (
 from agentstore.models.tasks import LEASED_STATES
 from agentstore.selectors.admin_views import expired_leases
 from agentstore.selectors.pictures import task_timeline, workflow_graph
+from agentstore.selectors.tasks import function_call, workflow_link
 from agentstore.stores.base import utc_now
 from agentstore.tasks.agent import AgentTaskRepository
+from agentstore.tasks.handlers import FUNCTION_KIND
 from agentstore.tasks.recovery import recover_expired_leases
 from agentstore.tasks.repository import TaskRepository
 from agentstore.tasks.tool import ToolTaskRepository
@@ -118,6 +121,19 @@ def recover_expired(
     """
     by_kind = recover_expired_leases(kinds, now=now, tasks=tasks)
     return [task_id for ids in by_kind.values() for task_id in ids]
+
+
+def _last_traceback(tasks: TaskRepository, task_id: str) -> str:
+    """The traceback in the task's latest event payload (``""`` when it has none)."""
+    event = tasks.latest_event(task_id)
+    if event is None:
+        return ""
+    try:
+        payload = json.loads(event.event.payload_json)
+    except ValueError:
+        return ""
+    found = payload.get("traceback") if isinstance(payload, dict) else None
+    return found if isinstance(found, str) else ""
 
 
 def _task_link(task_id: str | None) -> str:
@@ -374,12 +390,23 @@ class TaskAdmin(ReadOnlyAdmin):
                 workflow=WorkflowRepository(tasks=tasks).get(task_id)
                 if task.kind == "workflow"
                 else None,
+                # The last error's traceback (a failure or scheduled retry), where the
+                # worker recorded one: what someone debugging a failed job opens this for.
+                traceback=_last_traceback(tasks, task_id) if task.error_code else "",
+                # A django.tasks call (no owner session): what runs, with which arguments.
+                function=function_call(task_id) if task.kind == FUNCTION_KIND else None,
+                workflow_link=workflow_link(task_id) if task.kind == "agent" else None,
                 can_operate=self.has_operate_permission(request),
                 cancellable=task.state in ("queued", "running"),
                 timeline=task_timeline(task_id),
-                owner_name=Session.objects.filter(pk=task.owner_session_id)
-                .values_list("name", flat=True)
-                .first()
+                # Ownerless work (django.tasks functions) has no session to name.
+                owner_name=(
+                    Session.objects.filter(pk=task.owner_session_id)
+                    .values_list("name", flat=True)
+                    .first()
+                    if task.owner_session_id
+                    else None
+                )
                 or "",
             )
         return super().change_view(request, object_id, form_url, context)
