@@ -54,8 +54,8 @@ from agentstore.selectors.tasks import function_call, workflow_link
 from agentstore.stores.base import utc_now
 from agentstore.tasks.agent import AgentTaskRepository
 from agentstore.tasks.handlers import FUNCTION_KIND
-from agentstore.tasks.recovery import recover_expired_leases
-from agentstore.tasks.repository import TaskRepository
+from agentstore.tasks.recovery import Recovered, rescue_expired
+from agentstore.tasks.repository import TaskRepository, crash_budget
 from agentstore.tasks.tool import ToolTaskRepository
 from agentstore.tasks.workflow import WorkflowRepository
 from agentstore.types.tasks import TaskFinish
@@ -114,13 +114,13 @@ def cancel_task(task_id: str, *, tasks: TaskRepository | None = None) -> str:
 
 def recover_expired(
     kinds: Iterable[str], now: datetime, *, tasks: TaskRepository | None = None
-) -> list[str]:
-    """Interrupt the running/canceling tasks of ``kinds`` whose lease expired by ``now``.
+) -> Recovered:
+    """Rerun or settle the running/canceling tasks of ``kinds`` whose lease expired by ``now``.
 
-    ``agentstore.tasks.recovery.recover_expired_leases``, flattened for a message.
+    ``agentstore.tasks.recovery.rescue_expired``: the one recovery policy
+    (docs/tasks.md, "Retries and recovery").
     """
-    by_kind = recover_expired_leases(kinds, now=now, tasks=tasks)
-    return [task_id for ids in by_kind.values() for task_id in ids]
+    return rescue_expired(kinds, now=now, tasks=tasks)
 
 
 def _last_traceback(tasks: TaskRepository, task_id: str) -> str:
@@ -295,26 +295,39 @@ class TaskAdmin(ReadOnlyAdmin):
             consequences=[
                 "A running task holds a lease that its worker renews. A lease past its expiry "
                 "means the worker stopped renewing it: it crashed, hung or lost the database.",
-                "Recovering marks each such task interrupted (error lease_expired) with a "
-                "task_interrupted event; a tool task also gets its canonical interrupted "
-                "outcome. If the old worker comes back, its writes are refused (the lease is "
-                "fenced). Tasks with a live lease are not touched.",
+                "A crash is not the task's failure: a django.tasks function (or any kind but "
+                "agent, tool and workflow) goes back to its queue to run again, its retry "
+                f"attempts untouched, until it has crashed {crash_budget()} time(s) "
+                "(TASK_MAX_CRASHES); the crash past that fails it (error crashed). A task "
+                "being canceled ends canceled.",
+                "Agent, tool and workflow tasks are never run again: they end interrupted "
+                "(error lease_expired), a tool task with its canonical interrupted outcome. "
+                "If the old worker comes back, its writes are refused (the lease is fenced). "
+                "Tasks with a live lease are not touched.",
                 "Nothing to recover right now." if not items else "These tasks are affected:",
             ],
             items=items,
             more=1 if len(expired) > shown else 0,
-            button=f"Yes, interrupt {'these' if items else 'any'} expired task(s)",
+            button=f"Yes, recover {'these' if items else 'any'} expired task(s)",
             cancel_url=reverse("admin:agentstore_task_changelist"),
             hidden=hidden,
         )
 
-    def _report_recovery(self, request: HttpRequest, ids: list[str], kinds: Iterable[str]) -> None:
+    def _report_recovery(self, request: HttpRequest, done: Recovered, kinds: Iterable[str]) -> None:
         names = ", ".join(sorted(kinds)) or "no kinds"
-        if ids:
+        requeued = [task_id for ids in done.requeued.values() for task_id in ids]
+        settled = [task_id for ids in done.settled.values() for task_id in ids]
+        if requeued:
             self.report(
-                request, f"Recovered {len(ids)} expired task(s) ({names}): {', '.join(ids)}."
+                request,
+                f"Queued {len(requeued)} crashed task(s) to run again: {', '.join(requeued)}.",
             )
-        else:
+        if settled:
+            self.report(
+                request,
+                f"Recovered {len(settled)} expired task(s) ({names}): {', '.join(settled)}.",
+            )
+        if not (requeued or settled):
             self.report(request, f"No expired leases to recover ({names}).", messages.INFO)
 
     # -- pages ------------------------------------------------------------------------

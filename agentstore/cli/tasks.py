@@ -4,14 +4,17 @@
     manage.py agentstore task TASK_ID --json
     manage.py agentstore recover            # expire dead leases now
 
-``recover`` settles every running or canceling task whose lease has expired
-(or that has none) as ``interrupted``, through the task repositories — tool
-tasks through the tool repository, so they get their canonical outcome.
+``recover`` applies the one recovery policy (``agentstore.tasks.recovery``) to
+every running or canceling task whose lease has expired (or that has none): a
+``django.tasks`` function (or any kind but agent, tool and workflow) is queued
+to run again while its crash budget lasts, then fails (error ``crashed``);
+agent, tool and workflow tasks end ``interrupted`` — tool tasks through the tool
+repository, so they get their canonical outcome.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
@@ -19,6 +22,9 @@ from agentstore import exceptions
 from agentstore.cli import Context, Subcommand, fail, stamp, table, usage
 from agentstore.models import Task, TaskState
 from agentstore.selectors.short_ids import resolve
+
+if TYPE_CHECKING:
+    from agentstore.tasks.recovery import Recovered
 
 __all__ = ["COMMANDS", "recover_all"]
 
@@ -152,14 +158,14 @@ def _task(name: str, ctx: Context) -> None:
     )
 
 
-def recover_all(kinds: list[str] | None = None) -> dict[str, list[str]]:
-    """Interrupt every running/canceling task whose lease expired; ids by kind.
+def recover_all(kinds: list[str] | None = None) -> Recovered:
+    """Rerun or settle every running/canceling task whose lease expired.
 
-    ``agentstore.tasks.recovery.recover_expired_leases`` (every kind by default).
+    ``agentstore.tasks.recovery.rescue_expired`` (every kind by default).
     """
-    from agentstore.tasks.recovery import recover_expired_leases
+    from agentstore.tasks.recovery import rescue_expired
 
-    return recover_expired_leases(kinds or None)
+    return rescue_expired(kinds or None)
 
 
 def _recover_arguments(parser: Any) -> None:
@@ -168,14 +174,23 @@ def _recover_arguments(parser: Any) -> None:
 
 
 def _recover(name: str, ctx: Context) -> None:
-    recovered = recover_all(ctx.opt("kind"))
+    done = recover_all(ctx.opt("kind"))
+    recovered = done.by_kind()
     if ctx.opt("json"):
-        ctx.json(recovered)
+        ctx.json(recovered)  # every recovered id by kind, requeued or settled
         return
     total = sum(len(ids) for ids in recovered.values())
-    for kind, ids in recovered.items():
+    for kind, ids in done.requeued.items():
         for task_id in ids:
-            ctx.note(f"· interrupted {kind} task {task_id}")
+            ctx.note(f"· queued {kind} task {task_id} to run again (its worker went away)")
+    states = dict(
+        Task.objects.filter(pk__in=[i for ids in done.settled.values() for i in ids]).values_list(
+            "id", "state"
+        )
+    )
+    for kind, ids in done.settled.items():
+        for task_id in ids:
+            ctx.note(f"· {states.get(task_id, 'settled')} {kind} task {task_id}")
     ctx.out(f"Recovered {total} task(s) with expired leases.")
 
 
@@ -183,6 +198,9 @@ COMMANDS = [
     Subcommand(("tasks",), "List tasks, most recently updated first.", _tasks_arguments, _tasks),
     Subcommand(("task",), "Show a task and its event timeline.", _task_arguments, _task),
     Subcommand(
-        ("recover",), "Interrupt tasks whose worker lease expired.", _recover_arguments, _recover
+        ("recover",),
+        "Rerun or settle tasks whose worker lease expired.",
+        _recover_arguments,
+        _recover,
     ),
 ]

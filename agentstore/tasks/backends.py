@@ -32,6 +32,7 @@ import json
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -40,6 +41,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from agentstore import sql
+from agentstore.exceptions import TaskCrashed
 from agentstore.models import FunctionTask
 from agentstore.sql import tasks as task_sql
 from agentstore.tasks.framework import framework
@@ -56,6 +58,7 @@ __all__ = [
     "exception_payload",
     "run_function",
     "send_finished",
+    "send_recovered",
 ]
 
 if framework is None:  # pragma: no cover - exercised only without either framework
@@ -68,8 +71,9 @@ _F = framework
 # Base classes as plain Any-typed names (mypy cannot follow a runtime-chosen module).
 _BaseTask: Any = _F.Task
 _BaseBackend: Any = _F.BaseTaskBackend
-#: Event kinds whose payload carries a TaskError (exception_class_path, traceback).
-ERROR_EVENTS = frozenset({"task_retry_scheduled", "task_failed"})
+#: Event kinds whose payload carries a TaskError (exception_class_path, traceback): a
+#: failed attempt, and a run whose worker went away (``TaskCrashed``).
+ERROR_EVENTS = frozenset({"task_retry_scheduled", "task_failed", "task_lease_expired"})
 
 _STATUS = {
     "queued": "READY",
@@ -200,8 +204,10 @@ def function_result(result_id: str, using: str, alias: str) -> Any:
     worker_ids: list[str] = []
     errors: list[Any] = []
     last_attempted_at = None
-    # Bounded: at most one start and one failure event per attempt, plus a few.
-    for event in tasks.list_events(result_id, 0, 4 * entity.max_attempts + 16):
+    # Bounded: at most one start and one failure event per attempt (failed or
+    # crashed), plus a few.
+    runs = entity.max_attempts + entity.crashes
+    for event in tasks.list_events(result_id, 0, 4 * runs + 16):
         if event.event.kind == "task_started":
             payload = json.loads(event.event.payload_json or "{}")
             worker_ids.append(str(payload.get("worker_id", "")))
@@ -299,7 +305,52 @@ def send_finished(
     )
     if error is None and return_json is not None:
         object.__setattr__(finished, "_return_value", json.loads(return_json))
-    _F.task_finished.send(type(started.task.get_backend()), task_result=finished)
+    _send_finished(finished, error, None if error is None else error.__traceback__)
+
+
+def send_recovered(result_id: str, using: str) -> None:
+    """Send ``task_finished`` for a function task that recovery settled (its worker went away).
+
+    The stored result lists every attempt's error, the crashes included; the
+    receivers see a ``TaskCrashed`` as the exception being handled.
+    """
+    result = function_result(result_id, using, "default")
+    if result.status != _F.TaskResultStatus.FAILED:
+        return
+    task = TaskRepository(using=using).get(result_id)
+    message = task.error_message if task is not None else ""
+    crashed = TaskCrashed(message or None, crashes=task.crashes if task else 0)
+    _send_finished(result, crashed, None)
+
+
+def _send_finished(
+    result: Any, error: BaseException | None, traceback: TracebackType | None
+) -> None:
+    """``task_finished`` for ``result``; a failure's receivers run inside its ``except``.
+
+    The framework's backends send a failure's ``task_finished`` from the
+    ``except`` block that caught it, and its own receiver logs it with
+    ``logger.exception``. Here the signal waits until the outcome is stored,
+    long after that block ended — sent bare, the receiver logged
+    ``NoneType: None``. So the error is raised again and the signal sent from
+    its handler, showing ``traceback`` (where the task raised it; ``None`` for
+    an error that was never raised); the exception's own attributes are put
+    back afterwards.
+    """
+    sender = type(result.task.get_backend())
+    if error is None:
+        _F.task_finished.send(sender, task_result=result)
+        return
+    kept, context, cause = error.__traceback__, error.__context__, error.__suppress_context__
+    try:
+        raise error
+    except BaseException:
+        error.__traceback__ = traceback
+        _F.task_finished.send(sender, task_result=result)
+    finally:
+        error.__traceback__ = kept
+        error.__context__ = context
+        error.__suppress_context__ = cause
 
 
 def run_function(job: Job) -> str:
