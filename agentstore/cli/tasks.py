@@ -50,8 +50,21 @@ def _lease(task: Any, now: Any) -> str:
     )
 
 
+def _runs(task: Any) -> str:
+    """Runs against ``max_attempts`` (failed or running), and the crashes among them."""
+    text = f"{task.attempts - task.crashes}/{task.max_attempts}"
+    return f"{text} +{task.crashes} crashed" if task.crashes else text
+
+
+def _what(task: Any) -> str:
+    """What a task runs: a django.tasks function's path, else its kind."""
+    call = getattr(task, "function", None) if task.kind == "function" else None
+    return str(call.function if call is not None else task.kind)
+
+
 def _tasks(name: str, ctx: Context) -> None:
-    tasks = Task.objects.newest_first()
+    # The function row rides along (one LEFT JOIN): a django.tasks job shows its path.
+    tasks = Task.objects.newest_first().select_related("function")
     if ctx.opt("kind"):
         tasks = tasks.filter(kind=ctx.opt("kind"))
     if ctx.opt("state"):
@@ -77,6 +90,13 @@ def _tasks(name: str, ctx: Context) -> None:
                     "lease_expires_at": task.lease_expires_at,
                     "created_at": task.created_at,
                     "updated_at": task.updated_at,
+                    "function": _what(task) if task.kind == "function" else "",
+                    "queue_name": task.queue_name,
+                    "priority": task.priority,
+                    "attempts": task.attempts,
+                    "max_attempts": task.max_attempts,
+                    "crashes": task.crashes,
+                    "error_code": task.error_code,
                 }
             )
         return
@@ -85,9 +105,19 @@ def _tasks(name: str, ctx: Context) -> None:
         return
     table(
         ctx,
-        ["ID", "KIND", "STATE", "OWNER SESSION", "UPDATED (UTC)", "LEASE"],
+        ["ID", "KIND", "WHAT", "STATE", "QUEUE", "RUNS", "OWNER SESSION", "UPDATED (UTC)", "LEASE"],
         [
-            [t.id, t.kind, t.state, t.owner_session_id or "-", stamp(t.updated_at), _lease(t, now)]
+            [
+                t.id,
+                t.kind,
+                _what(t) if t.kind == "function" else "-",
+                t.state,
+                t.queue_name,
+                _runs(t),
+                t.owner_session_id or "-",
+                stamp(t.updated_at),
+                _lease(t, now),
+            ]
             for t in rows
         ],
     )
@@ -99,6 +129,7 @@ def _task_arguments(parser: Any) -> None:
 
 
 def _task(name: str, ctx: Context) -> None:
+    from agentstore.selectors.tasks import function_call
     from agentstore.tasks import TaskRepository
 
     repository = TaskRepository()
@@ -129,6 +160,12 @@ def _task(name: str, ctx: Context) -> None:
                 "updated_at",
                 "lease_owner",
                 "lease_expires_at",
+                "queue_name",
+                "priority",
+                "run_after",
+                "attempts",
+                "max_attempts",
+                "crashes",
             )
         },
         "events": [
@@ -141,10 +178,18 @@ def _task(name: str, ctx: Context) -> None:
             for e in events
         ],
     }
+    call = function_call(task.id) if task.kind == "function" else None
+    if call is not None:
+        document["function"] = {
+            "function": call.function,
+            "backend": call.backend,
+            "arguments_json": call.arguments_json,
+        }
     if ctx.opt("json"):
         ctx.json(document)
         return
-    for key, value in document["task"].items():
+    shown = {**document["task"], **document.get("function", {})}
+    for key, value in shown.items():
         if value not in ("", None):
             ctx.out(f"{key:<17} {stamp(value) if key.endswith('_at') else value}")
     ctx.out("")

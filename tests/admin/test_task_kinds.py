@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
-from django.test import Client
+from django.db import connection
+from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from agentstore.demo import seeding
@@ -310,3 +312,50 @@ def _stored_kind(task_id: str) -> str:
     task = TaskRepository().get(task_id)
     assert task is not None
     return task.kind
+
+
+def test_the_changelist_says_what_each_task_runs(admin_client: Client, world: World) -> None:
+    """A django.tasks job shows its function path, queue, priority and runs, not just "function"."""
+    mail = jobs.add.using(queue_name="mail", priority=5).enqueue(1, 2)
+    crashed = jobs.noop.enqueue()
+    tasks = TaskRepository()
+    now = tasks.now()
+    [claimed] = tasks.claim_ready(["default"], ["function"], "dead", now - timedelta(seconds=1))
+    assert claimed.id == crashed.id
+    tasks.requeue_expired(now)
+    html = admin_client.get(reverse("admin:agentstore_task_changelist")).content.decode()
+    rows = {
+        task_id: page_text(row)
+        for row in html.split("<tr")[1:]
+        for task_id in re.findall(r'<code title="([0-9a-f-]{36})">', row)[:1]
+    }
+    assert "tests.tasks.jobs.add" in rows[mail.id] and "mail" in rows[mail.id]
+    assert "priority 5" in rows[mail.id] and "0/1" in rows[mail.id]
+    assert "tests.tasks.jobs.noop" in rows[crashed.id] and "1 crashed" in rows[crashed.id]
+    assert "explorer" in rows[world.agent_task_id]
+    assert "read" in rows[world.tool_task_id]
+    assert "review" in rows[world.workflow_id]
+
+
+def test_the_kind_filter_offers_every_kind(admin_client: Client, world: World) -> None:
+    changelist = reverse("admin:agentstore_task_changelist")
+    with override_settings(AGENTSTORE={"WORKER_HANDLERS": {"report": "tests.tasks.jobs.add"}}):
+        html = admin_client.get(changelist).content.decode()
+    for kind in ("agent", "function", "tool", "workflow", "report"):
+        assert f"?kind__exact={kind}" in html, kind
+    # A kind nothing names still filters, and is then offered.
+    TaskRepository().enqueue(TaskEntity(kind="nightly"))
+    html = admin_client.get(changelist, {"kind__exact": "nightly"}).content.decode()
+    assert "?kind__exact=nightly" in html
+
+
+def test_the_changelist_reads_a_fixed_number_of_queries(admin_client: Client, world: World) -> None:
+    changelist = reverse("admin:agentstore_task_changelist")
+    admin_client.get(changelist)
+    with CaptureQueriesContext(connection) as before:
+        admin_client.get(changelist)
+    for n in range(5):
+        jobs.add.enqueue(n, n)
+    with CaptureQueriesContext(connection) as after:
+        admin_client.get(changelist)
+    assert len(after) == len(before)
