@@ -417,6 +417,20 @@ class TaskCrashed(AgentStoreError):
     max_crashes: int = 0
 
 
+class InvalidTaskArguments(ValidationError, TypeError):
+    """A ``django.tasks`` call's arguments are not JSON that reads back unchanged.
+
+    Raised by ``AgentStoreBackend.enqueue`` before anything is written: bytes,
+    tuples, sets, non-string keys, NaN/Infinity, NUL or lone surrogates in text,
+    nesting past ``JSON_MAX_DEPTH``, or more than ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+    bytes of JSON. A ``ValueError`` and a ``TypeError``, as the framework's own
+    argument errors are one or the other (docs/tasks.md, "Django's task framework").
+    """
+
+    code = "invalid_task_arguments"
+    default_message = "task arguments must be JSON that reads back unchanged"
+
+
 class WorkflowInvocationConflict(AgentStoreError):
     """The (workflow, node key, invocation index) is already linked to another agent task."""
 

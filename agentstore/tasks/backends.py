@@ -33,21 +33,23 @@ import traceback
 from dataclasses import dataclass
 from functools import lru_cache
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from agentstore import sql
-from agentstore.exceptions import TaskCrashed
+from agentstore.exceptions import InvalidTaskArguments, TaskCrashed, ValidationError
 from agentstore.models import FunctionTask
 from agentstore.sql import tasks as task_sql
 from agentstore.tasks.framework import framework
 from agentstore.tasks.handlers import FUNCTION_KIND, NotRetryable
 from agentstore.tasks.repository import DetailInsert, TaskRepository
 from agentstore.types.tasks import TaskEntity
+from agentstore.validation import name_problem, python_json_problem
 
 if TYPE_CHECKING:
     from agentstore.tasks.handlers import Job
@@ -111,15 +113,31 @@ class AgentStoreBackend(_BaseBackend):  # type: ignore[misc]
             raise ImproperlyConfigured(f"TASKS[{alias!r}]['OPTIONS']['MAX_ATTEMPTS'] must be ≥ 1")
 
     def validate_task(self, task: Any) -> None:
+        """The framework's checks, then agentstore's: what the task table can hold.
+
+        The queue name follows the one rule for names (``name_problem``: no NUL
+        or control character, no lone surrogate, no ``/``, at most 64
+        characters); ``max_attempts`` is an int from 0 (the backend's
+        ``MAX_ATTEMPTS``) to the column's limit; the module path fits its
+        column. Each raises the framework's ``InvalidTask`` from agentstore's
+        ``ValidationError`` (``.field``, ``.code``), at ``@task`` time already.
+        """
         super().validate_task(task)
-        if getattr(task, "max_attempts", 0) < 0:
-            raise _F.InvalidTask("max_attempts must be 0 (the backend's default) or more.")
+        attempts = getattr(task, "max_attempts", 0)
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            _invalid("task.max_attempts", "must be an integer")
+        if not 0 <= attempts <= MAX_ATTEMPTS:
+            _invalid("task.max_attempts", f"must be 0 (the backend's default) to {MAX_ATTEMPTS}")
+        problem = name_problem(task.queue_name, QUEUE_NAME_LENGTH)
+        if problem:
+            _invalid("task.queue_name", problem)
+        if len(task.module_path) > FUNCTION_PATH_LENGTH:
+            _invalid("task.module_path", f"is longer than {FUNCTION_PATH_LENGTH} characters")
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         self.validate_task(task)
-        args = _F.normalize_json(list(args))
-        kwargs = _F.normalize_json(dict(kwargs))
-        arguments = json.dumps({"args": args, "kwargs": kwargs})
+        args, kwargs = list(args), dict(kwargs)
+        arguments = call_arguments(args, kwargs)
         path, alias = task.module_path, self.alias
 
         def details(task_id: str) -> list[Any]:
@@ -160,6 +178,45 @@ class AgentStoreBackend(_BaseBackend):  # type: ignore[misc]
 
     def get_result(self, result_id: str) -> Any:
         return function_result(str(result_id), self.database, self.alias)
+
+
+#: The task table's bounds (``agentstore/models/tasks.py``): queue name and function path
+#: columns, and the largest ``max_attempts`` both databases store.
+QUEUE_NAME_LENGTH = 64
+FUNCTION_PATH_LENGTH = 255
+MAX_ATTEMPTS = 2**31 - 1
+
+
+def _invalid(field: str, problem: str) -> NoReturn:
+    """Raise the framework's ``InvalidTask`` from agentstore's ``ValidationError``."""
+    error = ValidationError(f"{field} {problem}", field=field)
+    raise _F.InvalidTask(error.message) from error
+
+
+def call_arguments(args: list[Any], kwargs: dict[str, Any]) -> str:
+    """The stored JSON of a call's arguments; ``InvalidTaskArguments`` if they are not JSON.
+
+    The API's rules, so a Python enqueue stores nothing the HTTP API would
+    refuse (``agentstore.validation.python_json_problem``): plain JSON values
+    that read back unchanged — no NaN or Infinity, no NUL or lone surrogate, no
+    bytes, tuples, sets or non-string keys (refused, not converted) — nested at
+    most ``JSON_MAX_DEPTH`` deep, and at most ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+    bytes of JSON, the API's request body limit (docs/operations.md,
+    "Request limits"). Checked before anything is written.
+    """
+    for where, value in (("args", args), ("kwargs", kwargs)):
+        problem = python_json_problem(value, where)
+        if problem:
+            raise InvalidTaskArguments(f"task arguments: {problem}", field=where)
+    text = json.dumps({"args": args, "kwargs": kwargs}, allow_nan=False)
+    limit: int | None = getattr(settings, "DATA_UPLOAD_MAX_MEMORY_SIZE", None)
+    if limit is not None and len(text.encode()) > limit:
+        raise InvalidTaskArguments(
+            f"task arguments are {len(text.encode())} bytes of JSON, more than "
+            f"{limit} (DATA_UPLOAD_MAX_MEMORY_SIZE, the API's request limit)",
+            field="args",
+        )
+    return text
 
 
 def _task_object(path: str, entity: TaskEntity) -> Any:
@@ -378,6 +435,8 @@ def run_function(job: Job) -> str:
     else:
         value = task.call(*args, **kwargs)
     try:
-        return json.dumps(_F.normalize_json(value))
+        # The framework's conversions (a tuple returns as a list), but no NaN or
+        # Infinity: stored, they would not be JSON.
+        return json.dumps(_F.normalize_json(value), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise NotRetryable(f"task return value is not JSON: {error}") from error

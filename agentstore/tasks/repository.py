@@ -79,6 +79,7 @@ from agentstore.validation import (
     require_aware,
     require_json,
     require_max_length,
+    require_name,
     require_text,
     require_uuid7,
 )
@@ -1072,13 +1073,17 @@ class TaskRepository(StoreBase):
             require_uuid7(parent, "task.parent_task_id")
         require_max_length(task.concurrency_key, 255, "task.concurrency_key")
         queue = task.queue_name or "default"
-        require_max_length(queue, 64, "task.queue_name")
-        if not -100 <= task.priority <= 100:
-            raise ValidationError(
-                "task.priority must be between -100 and 100", field="task.priority"
-            )
-        if task.max_attempts < 0:
-            raise ValidationError("task.max_attempts must be 1 or more", field="task.max_attempts")
+        # The one rule for names (no NUL, control characters, lone surrogates or
+        # "/"; PostgreSQL refuses NUL outright), as AgentStoreBackend applies it.
+        require_name(queue, "task.queue_name", 64)
+        for field, value, low, high in (
+            ("task.priority", task.priority, -100, 100),
+            ("task.max_attempts", task.max_attempts, 0, 2**31 - 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValidationError(
+                    f"{field} must be an integer from {low} to {high}", field=field
+                )
         max_attempts = task.max_attempts or 1
         run_after = None
         if task.run_after is not None:

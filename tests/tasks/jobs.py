@@ -81,3 +81,9 @@ def kill_my_worker(marker: str) -> None:
     with path.open("a") as runs:
         runs.write(f"{os.getpid()}\n")
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@task
+def returns(what: str) -> Any:
+    """Return a float named by text (``"nan"``, ``"inf"``): what JSON cannot hold."""
+    return float(what)
