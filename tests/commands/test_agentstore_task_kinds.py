@@ -54,3 +54,12 @@ def test_task_shows_the_call() -> None:
     assert document["task"]["max_attempts"] == 1
     text = run("task", result.id)
     assert "tests.tasks.jobs.add" in text and "[20, 22]" in text
+
+
+@pytest.mark.parametrize("queue", ["a\x00b", "a/b", "", "q" * 65])
+def test_worker_refuses_a_queue_no_task_can_be_on(queue: str) -> None:
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--queue") as info:
+        run("worker", "--once", "--queue", queue)
+    assert info.value.returncode == 2
