@@ -100,7 +100,7 @@ class Job:
 
     @property
     def attempt(self) -> int:
-        """1 for the first run, 2 for the first retry …"""
+        """1 for the first run, 2 for the next (a retry, or a rerun after a crash) …"""
         return self.task.attempts
 
     @property
