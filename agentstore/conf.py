@@ -89,6 +89,12 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_RETRY_BACKOFF_MAX": 300.0,
     # SIGTERM/SIGINT: how long the running task may take before it is released.
     "WORKER_GRACE": 30.0,
+    # How many times a task whose worker went away (killed, its lease expired) is
+    # queued to run again. A crash is not the task's failure: it does not spend
+    # the task's retry attempts. The crash past this budget fails the task
+    # (error "crashed"), so a task that kills its worker does not loop forever;
+    # 0: never rerun a crashed task (docs/tasks.md, "Retries and recovery").
+    "TASK_MAX_CRASHES": 3,
     # PostgreSQL: writes send NOTIFY in their transaction and followers and idle
     # workers LISTEN (one connection per process), so they wake at once instead
     # of at their next poll (docs/operations.md, "Scaling out"). Ignored on SQLite.

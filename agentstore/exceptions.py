@@ -399,6 +399,38 @@ class RepositoryGraphMismatch(AgentStoreError, ValueError):
     default_message = "task repositories must share one task repository and database"
 
 
+class TaskCrashed(AgentStoreError):
+    """A run of the task ended because its worker went away (the lease expired).
+
+    Never raised: it names the error that ``django.tasks``' ``TaskResult.errors``
+    lists for such a run (``exception_class_path``), so a result shows each
+    crash beside the task's own exceptions. ``crashes`` counts the task's
+    crashes so far, ``max_crashes`` is the budget (``TASK_MAX_CRASHES``) it ran
+    under (docs/tasks.md, "Retries and recovery").
+    """
+
+    code = "crashed"
+    default_message = "the worker running the task went away (its lease expired)"
+    status = 409
+    details = ("crashes", "max_crashes")
+    crashes: int = 0
+    max_crashes: int = 0
+
+
+class InvalidTaskArguments(ValidationError, TypeError):
+    """A ``django.tasks`` call's arguments are not JSON that reads back unchanged.
+
+    Raised by ``AgentStoreBackend.enqueue`` before anything is written: bytes,
+    tuples, sets, non-string keys, NaN/Infinity, NUL or lone surrogates in text,
+    nesting past ``JSON_MAX_DEPTH``, or more than ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+    bytes of JSON. A ``ValueError`` and a ``TypeError``, as the framework's own
+    argument errors are one or the other (docs/tasks.md, "Django's task framework").
+    """
+
+    code = "invalid_task_arguments"
+    default_message = "task arguments must be JSON that reads back unchanged"
+
+
 class WorkflowInvocationConflict(AgentStoreError):
     """The (workflow, node key, invocation index) is already linked to another agent task."""
 

@@ -31,6 +31,7 @@ __all__ = [
     "json_text_problem",
     "name_problem",
     "parse_json",
+    "python_json_problem",
     "require_aware",
     "require_json",
     "require_json_object",
@@ -199,6 +200,68 @@ def json_problem(value: Any) -> str:
     if json_depth(value) > limit:
         return f"nests deeper than {limit} levels (JSON_MAX_DEPTH)"
     return json_text_problem(value)
+
+
+def _json_type_problem(value: Any) -> str:
+    """What keeps one Python value (not its children) from being a JSON value, or ``""``."""
+    if value is None or isinstance(value, (bool, str, list, dict)):
+        return ""
+    if isinstance(value, int):
+        return ""
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else f"is {value!r}, which JSON has no number for"
+    if isinstance(value, tuple):
+        return "is a tuple: JSON would read it back as a list (pass a list)"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "is bytes, which JSON has no type for (pass text, e.g. base64)"
+    return f"is a {type(value).__name__}, which is not JSON"
+
+
+def python_json_problem(value: Any, where: str = "value") -> str:
+    """Why a Python value would not be stored as JSON that reads back unchanged, or ``""``.
+
+    The rule for values handed to agentstore from Python rather than parsed
+    from JSON text (a ``django.tasks`` call's arguments), matching what the
+    API's strict parser lets through (docs/operations.md, "Request limits"):
+    only ``None``, ``bool``, ``int``, finite ``float``, ``str``, ``list`` and
+    ``dict`` with string keys — a tuple, bytes, a set or a non-string key is
+    refused rather than silently converted — nested at most ``JSON_MAX_DEPTH``
+    deep (which also stops a value that contains itself), and no NUL or lone
+    surrogate in any text (:func:`json_text_problem`). The answer names the
+    place, from ``where`` (``args[0]['when']``). The walk is iterative.
+    """
+    from agentstore.conf import agentstore_settings
+
+    limit = int(agentstore_settings.JSON_MAX_DEPTH)
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        problem = _json_type_problem(item)
+        if problem:
+            return f"{path} {problem}"
+        if isinstance(item, str):
+            problem = json_text_problem(item)
+            if problem:
+                return f"{path} {problem}"
+            continue
+        if not isinstance(item, (list, dict)):
+            continue
+        if depth >= limit:
+            return f"{path} nests deeper than {limit} levels (JSON_MAX_DEPTH)"
+        if isinstance(item, list):
+            stack.extend((child, f"{path}[{n}]", depth + 1) for n, child in enumerate(item))
+            continue
+        for key, child in item.items():
+            if not isinstance(key, str):
+                return (
+                    f"{path} has the key {key!r}: JSON object keys are text "
+                    "(it would read back as a string)"
+                )
+            problem = json_text_problem(key)
+            if problem:
+                return f"{path} has a key that {problem}"
+            stack.append((child, f"{path}[{key!r}]", depth + 1))
+    return ""
 
 
 def require_json(text: str | bytes | None, field: str) -> Any:

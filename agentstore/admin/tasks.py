@@ -12,6 +12,7 @@ with a worker's finish says so rather than pretending.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -30,7 +31,6 @@ from agentstore import ids
 from agentstore.admin.mixins import (
     EMPTY,
     ReadOnlyAdmin,
-    choices_filter,
     clip,
     confirm_page,
     confirmed,
@@ -49,10 +49,12 @@ from agentstore.models import (
 from agentstore.models.tasks import LEASED_STATES
 from agentstore.selectors.admin_views import expired_leases
 from agentstore.selectors.pictures import task_timeline, workflow_graph
+from agentstore.selectors.tasks import function_call, workflow_link
 from agentstore.stores.base import utc_now
 from agentstore.tasks.agent import AgentTaskRepository
-from agentstore.tasks.recovery import recover_expired_leases
-from agentstore.tasks.repository import TaskRepository
+from agentstore.tasks.handlers import FUNCTION_KIND, handler_kinds
+from agentstore.tasks.recovery import Recovered, rescue_expired
+from agentstore.tasks.repository import TaskRepository, crash_budget
 from agentstore.tasks.tool import ToolTaskRepository
 from agentstore.tasks.workflow import WorkflowRepository
 from agentstore.types.tasks import TaskFinish
@@ -111,13 +113,26 @@ def cancel_task(task_id: str, *, tasks: TaskRepository | None = None) -> str:
 
 def recover_expired(
     kinds: Iterable[str], now: datetime, *, tasks: TaskRepository | None = None
-) -> list[str]:
-    """Interrupt the running/canceling tasks of ``kinds`` whose lease expired by ``now``.
+) -> Recovered:
+    """Rerun or settle the running/canceling tasks of ``kinds`` whose lease expired by ``now``.
 
-    ``agentstore.tasks.recovery.recover_expired_leases``, flattened for a message.
+    ``agentstore.tasks.recovery.rescue_expired``: the one recovery policy
+    (docs/tasks.md, "Retries and recovery").
     """
-    by_kind = recover_expired_leases(kinds, now=now, tasks=tasks)
-    return [task_id for ids in by_kind.values() for task_id in ids]
+    return rescue_expired(kinds, now=now, tasks=tasks)
+
+
+def _last_traceback(tasks: TaskRepository, task_id: str) -> str:
+    """The traceback in the task's latest event payload (``""`` when it has none)."""
+    event = tasks.latest_event(task_id)
+    if event is None:
+        return ""
+    try:
+        payload = json.loads(event.event.payload_json)
+    except ValueError:
+        return ""
+    found = payload.get("traceback") if isinstance(payload, dict) else None
+    return found if isinstance(found, str) else ""
 
 
 def _task_link(task_id: str | None) -> str:
@@ -143,6 +158,33 @@ def _session_link(session_id: str, name: str = "") -> str:
     )
 
 
+#: The kinds agentstore itself makes (handler kinds are added at run time).
+BUILT_IN_KINDS = ("agent", FUNCTION_KIND, "tool", "workflow")
+
+
+class KindFilter(admin.SimpleListFilter):
+    """Every kind a task of this project can have: the built-in ones and the handlers' kinds.
+
+    Not the table's ``DISTINCT kind`` (a scan of the whole index on every
+    changelist load); a kind nothing names still filters through the URL
+    (``?kind__exact=…``) and is then listed too.
+    """
+
+    title = _("kind")
+    parameter_name = "kind__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        kinds = {*BUILT_IN_KINDS, *handler_kinds()}
+        chosen = request.GET.get(self.parameter_name)
+        if chosen:
+            kinds.add(chosen)
+        return [(kind, kind) for kind in sorted(kinds)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(kind=value) if value else queryset
+
+
 class LeaseFilter(admin.SimpleListFilter):
     title = _("lease")
     parameter_name = "lease"
@@ -165,19 +207,19 @@ class TaskAdmin(ReadOnlyAdmin):
     change_list_template = "admin/agentstore/task/change_list.html"
     list_display = (
         "short_id",
-        "kind",
+        "what",
         "state_badge",
         "owner",
+        "queue",
+        "runs",
         "lease",
         "updated_at",
     )
     list_display_links = ("short_id",)
-    list_select_related = ("owner_session",)
-    list_filter = (
-        "state",
-        choices_filter("kind", _("kind"), ("agent", "tool", "workflow")),
-        LeaseFilter,
-    )
+    # The detail row of each kind, one LEFT JOIN each on its primary key: the
+    # "what" column names the function, agent, tool or workflow without a query per row.
+    list_select_related = ("owner_session", "function", "agent", "tool", "workflow")
+    list_filter = ("state", KindFilter, LeaseFilter)
     search_fields = ("=id", "=owner_session__id", "=lease_owner", "=parent_task__id")
     raw_id_fields = ("owner_session", "parent_task")
     ordering = ("-updated_at", "-id")
@@ -192,6 +234,46 @@ class TaskAdmin(ReadOnlyAdmin):
             obj.id,
             ids.short_id(obj.id),
             ids.short_id(obj.parent_task_id),
+        )
+
+    @admin.display(description=_("what"), ordering="kind")
+    def what(self, obj: Task) -> str:
+        """The kind, and what the task runs: a function path, an agent, a tool, a workflow."""
+        detail = ""
+        if obj.kind == FUNCTION_KIND:
+            call = getattr(obj, "function", None)
+            detail = call.function if call is not None else ""
+        elif obj.kind == "agent":
+            agent = getattr(obj, "agent", None)
+            detail = agent.agent_name if agent is not None else ""
+        elif obj.kind == "tool":
+            tool = getattr(obj, "tool", None)
+            detail = tool.target_name if tool is not None else ""
+        elif obj.kind == "workflow":
+            run = getattr(obj, "workflow", None)
+            detail = run.name if run is not None else ""
+        if not detail:
+            return format_html("{}", obj.kind)
+        return format_html(
+            '{}<br><code class="as-sub" title="{}">{}</code>', obj.kind, detail, clip(detail, 60)
+        )
+
+    @admin.display(description=_("queue"), ordering="queue_name")
+    def queue(self, obj: Task) -> str:
+        if not obj.priority:
+            return format_html("{}", obj.queue_name)
+        return format_html(
+            '{}<br><span class="as-sub">{} {}</span>', obj.queue_name, _("priority"), obj.priority
+        )
+
+    @admin.display(description=_("runs"), ordering="attempts")
+    def runs(self, obj: Task) -> str:
+        """Runs so far against ``max_attempts``, and the crashes among them."""
+        text = f"{obj.attempts - obj.crashes}/{obj.max_attempts}"
+        if not obj.crashes:
+            return text
+        return format_html(
+            '{}<br><span class="agentstore-expired">{} {}</span>', text, obj.crashes, _("crashed")
         )
 
     @admin.display(description=_("state"), ordering="state")
@@ -279,26 +361,39 @@ class TaskAdmin(ReadOnlyAdmin):
             consequences=[
                 "A running task holds a lease that its worker renews. A lease past its expiry "
                 "means the worker stopped renewing it: it crashed, hung or lost the database.",
-                "Recovering marks each such task interrupted (error lease_expired) with a "
-                "task_interrupted event; a tool task also gets its canonical interrupted "
-                "outcome. If the old worker comes back, its writes are refused (the lease is "
-                "fenced). Tasks with a live lease are not touched.",
+                "A crash is not the task's failure: a django.tasks function (or any kind but "
+                "agent, tool and workflow) goes back to its queue to run again, its retry "
+                f"attempts untouched, until it has crashed {crash_budget()} time(s) "
+                "(TASK_MAX_CRASHES); the crash past that fails it (error crashed). A task "
+                "being canceled ends canceled.",
+                "Agent, tool and workflow tasks are never run again: they end interrupted "
+                "(error lease_expired), a tool task with its canonical interrupted outcome. "
+                "If the old worker comes back, its writes are refused (the lease is fenced). "
+                "Tasks with a live lease are not touched.",
                 "Nothing to recover right now." if not items else "These tasks are affected:",
             ],
             items=items,
             more=1 if len(expired) > shown else 0,
-            button=f"Yes, interrupt {'these' if items else 'any'} expired task(s)",
+            button=f"Yes, recover {'these' if items else 'any'} expired task(s)",
             cancel_url=reverse("admin:agentstore_task_changelist"),
             hidden=hidden,
         )
 
-    def _report_recovery(self, request: HttpRequest, ids: list[str], kinds: Iterable[str]) -> None:
+    def _report_recovery(self, request: HttpRequest, done: Recovered, kinds: Iterable[str]) -> None:
         names = ", ".join(sorted(kinds)) or "no kinds"
-        if ids:
+        requeued = [task_id for ids in done.requeued.values() for task_id in ids]
+        settled = [task_id for ids in done.settled.values() for task_id in ids]
+        if requeued:
             self.report(
-                request, f"Recovered {len(ids)} expired task(s) ({names}): {', '.join(ids)}."
+                request,
+                f"Queued {len(requeued)} crashed task(s) to run again: {', '.join(requeued)}.",
             )
-        else:
+        if settled:
+            self.report(
+                request,
+                f"Recovered {len(settled)} expired task(s) ({names}): {', '.join(settled)}.",
+            )
+        if not (requeued or settled):
             self.report(request, f"No expired leases to recover ({names}).", messages.INFO)
 
     # -- pages ------------------------------------------------------------------------
@@ -374,12 +469,23 @@ class TaskAdmin(ReadOnlyAdmin):
                 workflow=WorkflowRepository(tasks=tasks).get(task_id)
                 if task.kind == "workflow"
                 else None,
+                # The last error's traceback (a failure or scheduled retry), where the
+                # worker recorded one: what someone debugging a failed job opens this for.
+                traceback=_last_traceback(tasks, task_id) if task.error_code else "",
+                # A django.tasks call (no owner session): what runs, with which arguments.
+                function=function_call(task_id) if task.kind == FUNCTION_KIND else None,
+                workflow_link=workflow_link(task_id) if task.kind == "agent" else None,
                 can_operate=self.has_operate_permission(request),
                 cancellable=task.state in ("queued", "running"),
                 timeline=task_timeline(task_id),
-                owner_name=Session.objects.filter(pk=task.owner_session_id)
-                .values_list("name", flat=True)
-                .first()
+                # Ownerless work (django.tasks functions) has no session to name.
+                owner_name=(
+                    Session.objects.filter(pk=task.owner_session_id)
+                    .values_list("name", flat=True)
+                    .first()
+                    if task.owner_session_id
+                    else None
+                )
                 or "",
             )
         return super().change_view(request, object_id, form_url, context)

@@ -4,14 +4,17 @@
     manage.py agentstore task TASK_ID --json
     manage.py agentstore recover            # expire dead leases now
 
-``recover`` settles every running or canceling task whose lease has expired
-(or that has none) as ``interrupted``, through the task repositories — tool
-tasks through the tool repository, so they get their canonical outcome.
+``recover`` applies the one recovery policy (``agentstore.tasks.recovery``) to
+every running or canceling task whose lease has expired (or that has none): a
+``django.tasks`` function (or any kind but agent, tool and workflow) is queued
+to run again while its crash budget lasts, then fails (error ``crashed``);
+agent, tool and workflow tasks end ``interrupted`` — tool tasks through the tool
+repository, so they get their canonical outcome.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
@@ -19,6 +22,9 @@ from agentstore import exceptions
 from agentstore.cli import Context, Subcommand, fail, stamp, table, usage
 from agentstore.models import Task, TaskState
 from agentstore.selectors.short_ids import resolve
+
+if TYPE_CHECKING:
+    from agentstore.tasks.recovery import Recovered
 
 __all__ = ["COMMANDS", "recover_all"]
 
@@ -44,8 +50,21 @@ def _lease(task: Any, now: Any) -> str:
     )
 
 
+def _runs(task: Any) -> str:
+    """Runs against ``max_attempts`` (failed or running), and the crashes among them."""
+    text = f"{task.attempts - task.crashes}/{task.max_attempts}"
+    return f"{text} +{task.crashes} crashed" if task.crashes else text
+
+
+def _what(task: Any) -> str:
+    """What a task runs: a django.tasks function's path, else its kind."""
+    call = getattr(task, "function", None) if task.kind == "function" else None
+    return str(call.function if call is not None else task.kind)
+
+
 def _tasks(name: str, ctx: Context) -> None:
-    tasks = Task.objects.newest_first()
+    # The function row rides along (one LEFT JOIN): a django.tasks job shows its path.
+    tasks = Task.objects.newest_first().select_related("function")
     if ctx.opt("kind"):
         tasks = tasks.filter(kind=ctx.opt("kind"))
     if ctx.opt("state"):
@@ -71,6 +90,13 @@ def _tasks(name: str, ctx: Context) -> None:
                     "lease_expires_at": task.lease_expires_at,
                     "created_at": task.created_at,
                     "updated_at": task.updated_at,
+                    "function": _what(task) if task.kind == "function" else "",
+                    "queue_name": task.queue_name,
+                    "priority": task.priority,
+                    "attempts": task.attempts,
+                    "max_attempts": task.max_attempts,
+                    "crashes": task.crashes,
+                    "error_code": task.error_code,
                 }
             )
         return
@@ -79,9 +105,19 @@ def _tasks(name: str, ctx: Context) -> None:
         return
     table(
         ctx,
-        ["ID", "KIND", "STATE", "OWNER SESSION", "UPDATED (UTC)", "LEASE"],
+        ["ID", "KIND", "WHAT", "STATE", "QUEUE", "RUNS", "OWNER SESSION", "UPDATED (UTC)", "LEASE"],
         [
-            [t.id, t.kind, t.state, t.owner_session_id or "-", stamp(t.updated_at), _lease(t, now)]
+            [
+                t.id,
+                t.kind,
+                _what(t) if t.kind == "function" else "-",
+                t.state,
+                t.queue_name,
+                _runs(t),
+                t.owner_session_id or "-",
+                stamp(t.updated_at),
+                _lease(t, now),
+            ]
             for t in rows
         ],
     )
@@ -93,6 +129,7 @@ def _task_arguments(parser: Any) -> None:
 
 
 def _task(name: str, ctx: Context) -> None:
+    from agentstore.selectors.tasks import function_call
     from agentstore.tasks import TaskRepository
 
     repository = TaskRepository()
@@ -123,6 +160,12 @@ def _task(name: str, ctx: Context) -> None:
                 "updated_at",
                 "lease_owner",
                 "lease_expires_at",
+                "queue_name",
+                "priority",
+                "run_after",
+                "attempts",
+                "max_attempts",
+                "crashes",
             )
         },
         "events": [
@@ -135,10 +178,18 @@ def _task(name: str, ctx: Context) -> None:
             for e in events
         ],
     }
+    call = function_call(task.id) if task.kind == "function" else None
+    if call is not None:
+        document["function"] = {
+            "function": call.function,
+            "backend": call.backend,
+            "arguments_json": call.arguments_json,
+        }
     if ctx.opt("json"):
         ctx.json(document)
         return
-    for key, value in document["task"].items():
+    shown = {**document["task"], **document.get("function", {})}
+    for key, value in shown.items():
         if value not in ("", None):
             ctx.out(f"{key:<17} {stamp(value) if key.endswith('_at') else value}")
     ctx.out("")
@@ -152,14 +203,14 @@ def _task(name: str, ctx: Context) -> None:
     )
 
 
-def recover_all(kinds: list[str] | None = None) -> dict[str, list[str]]:
-    """Interrupt every running/canceling task whose lease expired; ids by kind.
+def recover_all(kinds: list[str] | None = None) -> Recovered:
+    """Rerun or settle every running/canceling task whose lease expired.
 
-    ``agentstore.tasks.recovery.recover_expired_leases`` (every kind by default).
+    ``agentstore.tasks.recovery.rescue_expired`` (every kind by default).
     """
-    from agentstore.tasks.recovery import recover_expired_leases
+    from agentstore.tasks.recovery import rescue_expired
 
-    return recover_expired_leases(kinds or None)
+    return rescue_expired(kinds or None)
 
 
 def _recover_arguments(parser: Any) -> None:
@@ -168,14 +219,23 @@ def _recover_arguments(parser: Any) -> None:
 
 
 def _recover(name: str, ctx: Context) -> None:
-    recovered = recover_all(ctx.opt("kind"))
+    done = recover_all(ctx.opt("kind"))
+    recovered = done.by_kind()
     if ctx.opt("json"):
-        ctx.json(recovered)
+        ctx.json(recovered)  # every recovered id by kind, requeued or settled
         return
     total = sum(len(ids) for ids in recovered.values())
-    for kind, ids in recovered.items():
+    for kind, ids in done.requeued.items():
         for task_id in ids:
-            ctx.note(f"· interrupted {kind} task {task_id}")
+            ctx.note(f"· queued {kind} task {task_id} to run again (its worker went away)")
+    states = dict(
+        Task.objects.filter(pk__in=[i for ids in done.settled.values() for i in ids]).values_list(
+            "id", "state"
+        )
+    )
+    for kind, ids in done.settled.items():
+        for task_id in ids:
+            ctx.note(f"· {states.get(task_id, 'settled')} {kind} task {task_id}")
     ctx.out(f"Recovered {total} task(s) with expired leases.")
 
 
@@ -183,6 +243,9 @@ COMMANDS = [
     Subcommand(("tasks",), "List tasks, most recently updated first.", _tasks_arguments, _tasks),
     Subcommand(("task",), "Show a task and its event timeline.", _task_arguments, _task),
     Subcommand(
-        ("recover",), "Interrupt tasks whose worker lease expired.", _recover_arguments, _recover
+        ("recover",),
+        "Rerun or settle tasks whose worker lease expired.",
+        _recover_arguments,
+        _recover,
     ),
 ]

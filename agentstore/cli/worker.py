@@ -23,6 +23,7 @@ from typing import Any
 from django.db import connections
 
 from agentstore.cli import Context, Subcommand, stamp, table, usage
+from agentstore.validation import name_problem
 
 __all__ = ["COMMANDS"]
 
@@ -105,6 +106,11 @@ def _worker(name: str, ctx: Context) -> None:
         raise usage("--threads and --max-tasks must be 0 or more")
     if ctx.opt("lease") is not None and ctx.opt("lease") <= 0:
         raise usage("--lease must be positive")
+    for queue in ctx.opt("queue") or ():
+        # The rule enqueue applies: a queue no task can be on is a typo.
+        problem = name_problem(queue, 64)
+        if problem:
+            raise usage(f"--queue {queue!r} {problem}")
     _setup_logging(ctx)
     if ctx.opt("threads"):
         from agentstore.tasks.worker import run_pool

@@ -118,10 +118,15 @@ class Task(models.Model):
     queue_name = models.CharField(_("queue"), max_length=64, default="default")
     priority = models.SmallIntegerField(_("priority"), default=0)
     run_after = models.DateTimeField(_("run after"), null=True, blank=True)
-    # Claims so far (each claim counts one) and how many a worker may make
-    # before a failure is final (retries = max_attempts - 1).
+    # Runs so far (each claim counts one, a release gives it back). A run ends
+    # in a failure, which spends the retry budget (the task fails once
+    # attempts - crashes reaches max_attempts), or in a crash: the worker went
+    # away and its lease expired. A crash is not the task's failure, so it is
+    # counted apart in ``crashes`` and spends the crash budget instead
+    # (AGENTSTORE["TASK_MAX_CRASHES"]; docs/tasks.md, "Retries and recovery").
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
     max_attempts = models.PositiveIntegerField(_("max attempts"), default=1)
+    crashes = models.PositiveIntegerField(_("crashes"), default=0)
 
     objects = TaskQuerySet.as_manager()
 

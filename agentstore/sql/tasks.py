@@ -83,22 +83,27 @@ RELEASE = (
     "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s "
     "AND attempts > 0"
 )
-#: Requeue one expired running task (the dead worker stays fenced out).
+#: Requeue one expired running task with crash budget left: the crash is counted
+#: (not the attempt) and the dead worker stays fenced out. Params: error_message,
+#: at, task_id, owner, before, max_crashes.
 REQUEUE_EXPIRED = (
     f"UPDATE {TASK} SET state = 'queued', lease_owner = NULL, "
     "lease_expires_at = NULL, error_code = 'lease_expired', "
-    "error_message = 'task worker lease expired', updated_at = %s "
-    "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at <= %s"
+    "error_message = %s, crashes = crashes + 1, updated_at = %s "
+    "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at <= %s "
+    "AND crashes < %s"
 )
-# Recovery leaves ``result`` alone (a worker may have stored partial output).
+# Recovery leaves ``result`` alone (a worker may have stored partial output). A
+# task whose lease had an owner lost its worker: that is a crash, counted; one
+# that never had a lease (moved to running by a transition) did not crash.
 _RECOVER_ONE = (
     f"UPDATE {TASK} SET state = %s, error_code = %s, error_message = %s, "
-    "finished_at = %s, lease_owner = NULL, lease_expires_at = NULL, updated_at = %s "
+    "finished_at = %s, lease_owner = NULL, lease_expires_at = NULL, updated_at = %s{crash} "
     "WHERE id = %s AND state IN ('running', 'canceling') "
     "AND (lease_expires_at IS NULL OR lease_expires_at <= %s)"
 )
-RECOVER_ONE_UNOWNED = _RECOVER_ONE + " AND lease_owner IS NULL"
-RECOVER_ONE_OWNED = _RECOVER_ONE + " AND lease_owner = %s"
+RECOVER_ONE_UNOWNED = _RECOVER_ONE.format(crash="") + " AND lease_owner IS NULL"
+RECOVER_ONE_OWNED = _RECOVER_ONE.format(crash=", crashes = crashes + 1") + " AND lease_owner = %s"
 
 INSERT_FUNCTION = (
     f"INSERT INTO {FunctionTask._meta.db_table} ({columns(FunctionTask)}) "
@@ -270,11 +275,13 @@ def claim_next(vendor: str) -> str:
 def expired_of_kind(vendor: str) -> str:
     """A batch of leased tasks of a kind whose lease expired; params: kind, before.
 
+    Returns id, lease owner, crashes so far and state.
+
     SKIP LOCKED: a row locked right now belongs to a worker that is settling
     it; the next sweep will see the outcome.
     """
     return (
-        f"SELECT id, lease_owner FROM {TASK} WHERE kind = %s "
+        f"SELECT id, lease_owner, crashes, state FROM {TASK} WHERE kind = %s "
         "AND state IN ('running', 'canceling') "
         "AND (lease_expires_at IS NULL OR lease_expires_at <= %s) "
         f"ORDER BY created_at, id LIMIT {BATCH}{skip_locked(vendor)}"
@@ -283,11 +290,14 @@ def expired_of_kind(vendor: str) -> str:
 
 @lru_cache(maxsize=16)
 def expired_requeueable(kinds: int, vendor: str) -> str:
-    """A batch of running tasks whose lease expired with attempts left; params: before, *kinds."""
+    """A batch of running tasks whose lease expired with crash budget left.
+
+    Params: before, max_crashes, *kinds. Returns id, lease owner, crashes so far.
+    """
     kind_filter = f" AND kind IN ({placeholders(kinds)})" if kinds else ""
     return (
-        f"SELECT id, lease_owner FROM {TASK} WHERE state = 'running' "
-        f"AND lease_expires_at <= %s AND attempts < max_attempts{kind_filter} "
+        f"SELECT id, lease_owner, crashes FROM {TASK} WHERE state = 'running' "
+        f"AND lease_expires_at <= %s AND crashes < %s{kind_filter} "
         f"ORDER BY lease_expires_at, id LIMIT {BATCH}{skip_locked(vendor)}"
     )
 

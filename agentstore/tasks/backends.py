@@ -32,20 +32,24 @@ import json
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from agentstore import sql
+from agentstore.exceptions import InvalidTaskArguments, TaskCrashed, ValidationError
 from agentstore.models import FunctionTask
 from agentstore.sql import tasks as task_sql
 from agentstore.tasks.framework import framework
 from agentstore.tasks.handlers import FUNCTION_KIND, NotRetryable
 from agentstore.tasks.repository import DetailInsert, TaskRepository
 from agentstore.types.tasks import TaskEntity
+from agentstore.validation import name_problem, python_json_problem
 
 if TYPE_CHECKING:
     from agentstore.tasks.handlers import Job
@@ -56,6 +60,7 @@ __all__ = [
     "exception_payload",
     "run_function",
     "send_finished",
+    "send_recovered",
 ]
 
 if framework is None:  # pragma: no cover - exercised only without either framework
@@ -68,8 +73,9 @@ _F = framework
 # Base classes as plain Any-typed names (mypy cannot follow a runtime-chosen module).
 _BaseTask: Any = _F.Task
 _BaseBackend: Any = _F.BaseTaskBackend
-#: Event kinds whose payload carries a TaskError (exception_class_path, traceback).
-ERROR_EVENTS = frozenset({"task_retry_scheduled", "task_failed"})
+#: Event kinds whose payload carries a TaskError (exception_class_path, traceback): a
+#: failed attempt, and a run whose worker went away (``TaskCrashed``).
+ERROR_EVENTS = frozenset({"task_retry_scheduled", "task_failed", "task_lease_expired"})
 
 _STATUS = {
     "queued": "READY",
@@ -107,15 +113,31 @@ class AgentStoreBackend(_BaseBackend):  # type: ignore[misc]
             raise ImproperlyConfigured(f"TASKS[{alias!r}]['OPTIONS']['MAX_ATTEMPTS'] must be ≥ 1")
 
     def validate_task(self, task: Any) -> None:
+        """The framework's checks, then agentstore's: what the task table can hold.
+
+        The queue name follows the one rule for names (``name_problem``: no NUL
+        or control character, no lone surrogate, no ``/``, at most 64
+        characters); ``max_attempts`` is an int from 0 (the backend's
+        ``MAX_ATTEMPTS``) to the column's limit; the module path fits its
+        column. Each raises the framework's ``InvalidTask`` from agentstore's
+        ``ValidationError`` (``.field``, ``.code``), at ``@task`` time already.
+        """
         super().validate_task(task)
-        if getattr(task, "max_attempts", 0) < 0:
-            raise _F.InvalidTask("max_attempts must be 0 (the backend's default) or more.")
+        attempts = getattr(task, "max_attempts", 0)
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            _invalid("task.max_attempts", "must be an integer")
+        if not 0 <= attempts <= MAX_ATTEMPTS:
+            _invalid("task.max_attempts", f"must be 0 (the backend's default) to {MAX_ATTEMPTS}")
+        problem = name_problem(task.queue_name, QUEUE_NAME_LENGTH)
+        if problem:
+            _invalid("task.queue_name", problem)
+        if len(task.module_path) > FUNCTION_PATH_LENGTH:
+            _invalid("task.module_path", f"is longer than {FUNCTION_PATH_LENGTH} characters")
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         self.validate_task(task)
-        args = _F.normalize_json(list(args))
-        kwargs = _F.normalize_json(dict(kwargs))
-        arguments = json.dumps({"args": args, "kwargs": kwargs})
+        args, kwargs = list(args), dict(kwargs)
+        arguments = call_arguments(args, kwargs)
         path, alias = task.module_path, self.alias
 
         def details(task_id: str) -> list[Any]:
@@ -156,6 +178,45 @@ class AgentStoreBackend(_BaseBackend):  # type: ignore[misc]
 
     def get_result(self, result_id: str) -> Any:
         return function_result(str(result_id), self.database, self.alias)
+
+
+#: The task table's bounds (``agentstore/models/tasks.py``): queue name and function path
+#: columns, and the largest ``max_attempts`` both databases store.
+QUEUE_NAME_LENGTH = 64
+FUNCTION_PATH_LENGTH = 255
+MAX_ATTEMPTS = 2**31 - 1
+
+
+def _invalid(field: str, problem: str) -> NoReturn:
+    """Raise the framework's ``InvalidTask`` from agentstore's ``ValidationError``."""
+    error = ValidationError(f"{field} {problem}", field=field)
+    raise _F.InvalidTask(error.message) from error
+
+
+def call_arguments(args: list[Any], kwargs: dict[str, Any]) -> str:
+    """The stored JSON of a call's arguments; ``InvalidTaskArguments`` if they are not JSON.
+
+    The API's rules, so a Python enqueue stores nothing the HTTP API would
+    refuse (``agentstore.validation.python_json_problem``): plain JSON values
+    that read back unchanged — no NaN or Infinity, no NUL or lone surrogate, no
+    bytes, tuples, sets or non-string keys (refused, not converted) — nested at
+    most ``JSON_MAX_DEPTH`` deep, and at most ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+    bytes of JSON, the API's request body limit (docs/operations.md,
+    "Request limits"). Checked before anything is written.
+    """
+    for where, value in (("args", args), ("kwargs", kwargs)):
+        problem = python_json_problem(value, where)
+        if problem:
+            raise InvalidTaskArguments(f"task arguments: {problem}", field=where)
+    text = json.dumps({"args": args, "kwargs": kwargs}, allow_nan=False)
+    limit: int | None = getattr(settings, "DATA_UPLOAD_MAX_MEMORY_SIZE", None)
+    if limit is not None and len(text.encode()) > limit:
+        raise InvalidTaskArguments(
+            f"task arguments are {len(text.encode())} bytes of JSON, more than "
+            f"{limit} (DATA_UPLOAD_MAX_MEMORY_SIZE, the API's request limit)",
+            field="args",
+        )
+    return text
 
 
 def _task_object(path: str, entity: TaskEntity) -> Any:
@@ -200,8 +261,10 @@ def function_result(result_id: str, using: str, alias: str) -> Any:
     worker_ids: list[str] = []
     errors: list[Any] = []
     last_attempted_at = None
-    # Bounded: at most one start and one failure event per attempt, plus a few.
-    for event in tasks.list_events(result_id, 0, 4 * entity.max_attempts + 16):
+    # Bounded: at most one start and one failure event per attempt (failed or
+    # crashed), plus a few.
+    runs = entity.max_attempts + entity.crashes
+    for event in tasks.list_events(result_id, 0, 4 * runs + 16):
         if event.event.kind == "task_started":
             payload = json.loads(event.event.payload_json or "{}")
             worker_ids.append(str(payload.get("worker_id", "")))
@@ -299,7 +362,52 @@ def send_finished(
     )
     if error is None and return_json is not None:
         object.__setattr__(finished, "_return_value", json.loads(return_json))
-    _F.task_finished.send(type(started.task.get_backend()), task_result=finished)
+    _send_finished(finished, error, None if error is None else error.__traceback__)
+
+
+def send_recovered(result_id: str, using: str) -> None:
+    """Send ``task_finished`` for a function task that recovery settled (its worker went away).
+
+    The stored result lists every attempt's error, the crashes included; the
+    receivers see a ``TaskCrashed`` as the exception being handled.
+    """
+    result = function_result(result_id, using, "default")
+    if result.status != _F.TaskResultStatus.FAILED:
+        return
+    task = TaskRepository(using=using).get(result_id)
+    message = task.error_message if task is not None else ""
+    crashed = TaskCrashed(message or None, crashes=task.crashes if task else 0)
+    _send_finished(result, crashed, None)
+
+
+def _send_finished(
+    result: Any, error: BaseException | None, traceback: TracebackType | None
+) -> None:
+    """``task_finished`` for ``result``; a failure's receivers run inside its ``except``.
+
+    The framework's backends send a failure's ``task_finished`` from the
+    ``except`` block that caught it, and its own receiver logs it with
+    ``logger.exception``. Here the signal waits until the outcome is stored,
+    long after that block ended — sent bare, the receiver logged
+    ``NoneType: None``. So the error is raised again and the signal sent from
+    its handler, showing ``traceback`` (where the task raised it; ``None`` for
+    an error that was never raised); the exception's own attributes are put
+    back afterwards.
+    """
+    sender = type(result.task.get_backend())
+    if error is None:
+        _F.task_finished.send(sender, task_result=result)
+        return
+    kept, context, cause = error.__traceback__, error.__context__, error.__suppress_context__
+    try:
+        raise error
+    except BaseException:
+        error.__traceback__ = traceback
+        _F.task_finished.send(sender, task_result=result)
+    finally:
+        error.__traceback__ = kept
+        error.__context__ = context
+        error.__suppress_context__ = cause
 
 
 def run_function(job: Job) -> str:
@@ -327,6 +435,8 @@ def run_function(job: Job) -> str:
     else:
         value = task.call(*args, **kwargs)
     try:
-        return json.dumps(_F.normalize_json(value))
+        # The framework's conversions (a tuple returns as a list), but no NaN or
+        # Infinity: stored, they would not be JSON.
+        return json.dumps(_F.normalize_json(value), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise NotRetryable(f"task return value is not JSON: {error}") from error

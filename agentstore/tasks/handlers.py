@@ -50,6 +50,7 @@ __all__ = [
     "Job",
     "NotRetryable",
     "handler",
+    "handler_kinds",
     "handlers",
     "is_retryable",
     "plain_finish",
@@ -99,7 +100,7 @@ class Job:
 
     @property
     def attempt(self) -> int:
-        """1 for the first run, 2 for the first retry …"""
+        """1 for the first run, 2 for the next (a retry, or a rerun after a crash) …"""
         return self.task.attempts
 
     @property
@@ -140,6 +141,15 @@ def handler(kind: str) -> Callable[[Handler], Handler]:
         return fn
 
     return register
+
+
+def handler_kinds() -> list[str]:
+    """The kinds a handler is registered for (``@handler`` or ``WORKER_HANDLERS``), sorted.
+
+    Nothing is imported: listings (the admin's kind filter) name them cheaply.
+    """
+    configured = agentstore_settings.WORKER_HANDLERS
+    return sorted({*_registered, *(configured if isinstance(configured, dict) else {})})
 
 
 def handlers() -> dict[str, Handler]:

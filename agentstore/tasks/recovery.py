@@ -1,41 +1,80 @@
-"""Recovering expired leases: the one entry point the admin, the API and the command call.
+"""Recovering expired leases: the one policy of the admin, the API, the command and the worker.
 
-A worker that dies leaves its task ``running`` (or ``canceling``) with a lease
-that nobody renews. Recovery settles every such task whose lease expired::
+A worker that dies (SIGKILL, OOM, a lost host) leaves its tasks ``running`` (or
+``canceling``) under a lease that nobody renews. Recovery deals with every such
+task whose lease expired::
 
-    from agentstore.tasks.recovery import recover_expired_leases
+    from agentstore.tasks.recovery import recover_expired_leases, rescue_expired
 
     recovered = recover_expired_leases()            # {kind: [task ids]}, every kind
     recovered = recover_expired_leases(["tool"])    # one kind
+    report = rescue_expired(["function"])           # .requeued / .settled, by kind
 
-The policy lives here once, because each kind has its own rule: a *tool* task
-must end with its canonical outcome (``ToolTaskRepository.recover_expired``
-writes the lease-expired outcome in the same transaction — the tool-task rule
-in ``models/tasks.py``), every other kind is settled by
-``TaskRepository.recover_expired`` with the event and error below. Three
-surfaces used to spell this out separately and the API's copy sent tool tasks
-down the generic path, leaving them ``interrupted`` with a NULL outcome
-(``docs/tasks.md``, "Recovery").
+What happens depends on the kind, and is decided here once
+(docs/tasks.md, "Retries and recovery"):
+
+* **A crash is not the task's failure.** A task of a kind the worker reruns —
+  ``function`` (``django.tasks``) and every kind that is not ``agent``,
+  ``tool`` or ``workflow`` — goes back to its queue (event
+  ``task_lease_expired``) with its crash counted and its retry attempts
+  untouched, while its crashes so far are fewer than
+  ``AGENTSTORE["TASK_MAX_CRASHES"]`` (default 3): at least once, as Oban's
+  Lifeline "rescues orphaned jobs" and Procrastinate "retries stalled jobs".
+  The crash past the budget fails it (error ``crashed``, "… went away N
+  times"), so a task that kills its worker does not loop forever. A
+  ``canceling`` task whose worker went away is settled ``canceled``: its
+  cancel was asked, and rerunning it would not honour that.
+* **agent, tool and workflow tasks are never rerun** (librecode's contract):
+  they end ``interrupted`` for their owner to decide — a tool task with its
+  canonical lease-expired outcome in the same transaction
+  (``ToolTaskRepository.recover_expired``); a workflow resumes with
+  ``claim_interrupted``. Their crash is still counted.
+
+A caller may instead name the ``policy`` (or ``policies`` by kind) that settles
+the expired tasks: then nothing of those kinds is rerun, they are settled as
+told — the API's ``recover-expired`` is librecode's RecoverExpired, whose body
+names the target state. Tool tasks only accept the lease-expired rule. Three
+surfaces used to spell this out separately, and the API's copy sent tool tasks
+down the generic path, leaving them ``interrupted`` with a NULL outcome.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from agentstore.exceptions import ValidationError
 from agentstore.models import Task
-from agentstore.tasks.repository import LEASED, TERMINAL, TaskRepository
+from agentstore.tasks.repository import (
+    LEASED,
+    TERMINAL,
+    Crash,
+    TaskRepository,
+    crash_budget,
+    crash_error,
+)
 from agentstore.tasks.tool import TOOL_KIND, ToolTaskRepository
-from agentstore.types.tasks import TaskRecovery
+from agentstore.types.tasks import TaskFinish
 
-__all__ = ["FAILED", "LEASE_EXPIRED", "RecoveryPolicy", "recover_expired_leases"]
+__all__ = [
+    "CRASHED",
+    "FAILED",
+    "LEASE_EXPIRED",
+    "NOT_RERUN",
+    "Recovered",
+    "RecoveryPolicy",
+    "policy_of",
+    "recover_expired_leases",
+    "rescue_expired",
+    "reruns",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecoveryPolicy:
-    """How a recovered task of a generic kind is settled (tool tasks have their own rule)."""
+    """How a recovered task that is not rerun is settled (tool tasks have their own rule)."""
 
     target_state: str = "interrupted"
     event_kind: str = "task_interrupted"
@@ -44,33 +83,85 @@ class RecoveryPolicy:
     payload_json: str = '{"error_code":"lease_expired"}'
 
 
-#: The default: ``interrupted``, event ``task_interrupted``, error ``lease_expired``.
+#: agent, tool and workflow tasks: ``interrupted``, event ``task_interrupted``, error
+#: ``lease_expired`` (librecode's RecoverExpired; the owner decides what next).
 LEASE_EXPIRED = RecoveryPolicy()
-#: A function task whose worker died is ``failed`` (django.tasks has no "interrupted").
+#: A task ``failed`` with the lease-expired error (a caller's explicit choice).
 FAILED = RecoveryPolicy(target_state="failed", event_kind="task_failed")
+#: A rerun kind past its crash budget: ``failed``, error ``crashed``. The message and
+#: payload name the count (see :func:`_name_the_crash`).
+CRASHED = RecoveryPolicy(
+    target_state="failed",
+    event_kind="task_failed",
+    error_code="crashed",
+    error_message="the worker running the task went away (lease expired)",
+    payload_json='{"error_code":"crashed"}',
+)
+#: Kinds whose crash is settled, never rerun: librecode's agent, tool and workflow tasks.
+NOT_RERUN = frozenset({"agent", TOOL_KIND, "workflow"})
+
+
+def reruns(kind: str) -> bool:
+    """Is a task of ``kind`` whose worker went away queued again (within the crash budget)?"""
+    return kind not in NOT_RERUN
+
+
+def policy_of(kind: str) -> RecoveryPolicy:
+    """How recovery settles a task of ``kind`` that it does not rerun, unless told otherwise."""
+    return LEASE_EXPIRED if kind in NOT_RERUN else CRASHED
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """What one recovery did, by kind (kinds in name order, ids in creation order)."""
+
+    #: Queued again: their worker went away and they had crash budget left.
+    requeued: dict[str, list[str]] = field(default_factory=dict)
+    #: Settled by their kind's policy (failed, canceled, interrupted).
+    settled: dict[str, list[str]] = field(default_factory=dict)
+
+    def by_kind(self) -> dict[str, list[str]]:
+        """Every recovered id (requeued, then settled) by kind."""
+        kinds = sorted(set(self.requeued) | set(self.settled))
+        return {k: [*self.requeued.get(k, []), *self.settled.get(k, [])] for k in kinds}
 
 
 def recover_expired_leases(
     kinds: Iterable[str] | None = None,
     *,
     now: datetime | None = None,
-    policy: RecoveryPolicy = LEASE_EXPIRED,
+    policy: RecoveryPolicy | None = None,
     policies: Mapping[str, RecoveryPolicy] | None = None,
     tasks: TaskRepository | None = None,
 ) -> dict[str, list[str]]:
-    """Settle the leased tasks of ``kinds`` (``None``: every kind) whose lease expired by ``now``.
+    """:func:`rescue_expired`, as every id it recovered (requeued or settled) by kind."""
+    return rescue_expired(kinds, now=now, policy=policy, policies=policies, tasks=tasks).by_kind()
 
-    Returns the recovered ids by kind, kinds in name order (each list in
-    ``created_at, id`` order). ``policy`` applies to generic kinds, ``policies``
-    overrides it per kind (the worker settles function tasks ``failed``); tool tasks
-    are always settled ``interrupted`` with the lease-expired outcome, so a
-    policy with another target is refused for them (``ValidationError``).
+
+def rescue_expired(
+    kinds: Iterable[str] | None = None,
+    *,
+    now: datetime | None = None,
+    policy: RecoveryPolicy | None = None,
+    policies: Mapping[str, RecoveryPolicy] | None = None,
+    tasks: TaskRepository | None = None,
+) -> Recovered:
+    """Rerun or settle the leased tasks of ``kinds`` (``None``: every kind) expired by ``now``.
+
+    Tasks of a kind that :func:`reruns` go back to their queue while their
+    crash budget lasts and the rest are settled by the kind's own policy
+    (:func:`policy_of`) — unless the caller names one (``policies[kind]``, else
+    ``policy``): then every expired task of the kind is settled with it, none
+    rerun. Tool tasks are always
+    settled ``interrupted`` with the lease-expired outcome, so a policy with
+    another target is refused for them (``ValidationError``), as is a
+    non-terminal target.
     """
     tasks = tasks or TaskRepository()
     when = now if now is not None else tasks.now()
-    chosen_policies = {**(policies or {})}
+    chosen_policies = dict(policies or {})
     for rule in (policy, *chosen_policies.values()):
-        if rule.target_state not in TERMINAL:
+        if rule is not None and rule.target_state not in TERMINAL:
             raise ValidationError(
                 "recovery needs a terminal target state", field="recovery.target_state"
             )
@@ -83,27 +174,68 @@ def recover_expired_leases(
         )
     else:
         chosen = {str(kind) for kind in kinds}
-    tool_policy = chosen_policies.get(TOOL_KIND, policy)
+    tool_policy = chosen_policies.get(TOOL_KIND, policy or LEASE_EXPIRED)
     if TOOL_KIND in chosen and tool_policy.target_state != LEASE_EXPIRED.target_state:
         raise ValidationError(
             "tool tasks are recovered as interrupted with the lease-expired outcome",
             field="recovery.target_state",
         )
-    recovered: dict[str, list[str]] = {}
+    budget = crash_budget()
+    outcome = Recovered()
     for kind in sorted(chosen):
         if kind == TOOL_KIND:
-            recovered[kind] = ToolTaskRepository(tasks=tasks).recover_expired(when)
+            outcome.settled[kind] = ToolTaskRepository(tasks=tasks).recover_expired(when)
             continue
-        rule = chosen_policies.get(kind, policy)
-        recovered[kind] = tasks.recover_expired(
-            TaskRecovery(
-                kind=kind,
-                expires_before=when,
-                target_state=rule.target_state,
-                event_kind=rule.event_kind,
-                error_code=rule.error_code,
-                error_message=rule.error_message,
-                payload_json=rule.payload_json,
-            )
+        # A policy the caller names settles the kind as told (the API's
+        # recover-expired is librecode's RecoverExpired: "settle with this target");
+        # without one the kind's own rule applies, reruns included.
+        told = chosen_policies.get(kind) or policy
+        rule = told or policy_of(kind)
+        template = TaskFinish(
+            target_state=rule.target_state,
+            event_kind=rule.event_kind,
+            error_code=rule.error_code,
+            error_message=rule.error_message,
+            payload_json=rule.payload_json,
         )
-    return recovered
+        requeued, settled = tasks.rescue_kind(
+            kind=kind,
+            expires_before=when,
+            finish_template=template,
+            max_crashes=budget if told is None and reruns(kind) else None,
+            crashed=(lambda crash, finish: _name_the_crash(crash, finish, budget))
+            if rule is CRASHED
+            else None,
+        )
+        if requeued:
+            outcome.requeued[kind] = requeued
+        outcome.settled[kind] = settled
+    return outcome
+
+
+def _name_the_crash(crash: Crash, finish: TaskFinish, budget: int) -> TaskFinish:
+    """The finish of a rerun kind's task whose worker went away and that is not run again."""
+    if crash.state == "canceling":
+        # Its cancel was asked; the worker died before answering it.
+        message = "canceled: the worker running the task went away before it stopped"
+        return replace(
+            finish,
+            target_state="canceled",
+            event_kind="task_canceled",
+            error_code="canceled",
+            error_message=message,
+            payload_json=json.dumps({"error_code": "canceled", "worker_id": crash.worker_id}),
+        )
+    times = "once" if crash.crashes == 1 else f"{crash.crashes} times"
+    message = (
+        f"the worker running the task went away {times} (lease expired); "
+        f"TASK_MAX_CRASHES is {budget}, so it is not run again"
+    )
+    payload = {
+        "error_code": "crashed",
+        "worker_id": crash.worker_id,
+        "crashes": crash.crashes,
+        "max_crashes": budget,
+        **crash_error(message),
+    }
+    return replace(finish, error_message=message, payload_json=json.dumps(payload))

@@ -54,12 +54,13 @@ from datetime import datetime
 from functools import lru_cache, partial
 from typing import Any, NamedTuple, Protocol
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from agentstore import db, notify, sql
 from agentstore.conf import agentstore_settings
-from agentstore.exceptions import NoSession, ValidationError
+from agentstore.exceptions import NoSession, TaskCrashed, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import Session, Task, TaskEvent
 from agentstore.models.tasks import TaskState
@@ -78,6 +79,7 @@ from agentstore.validation import (
     require_aware,
     require_json,
     require_max_length,
+    require_name,
     require_text,
     require_uuid7,
 )
@@ -190,6 +192,17 @@ def _raw_cursor_allowed(connection: BaseDatabaseWrapper) -> bool:
     return bool(mode)
 
 
+class Crash(NamedTuple):
+    """A leased task whose worker went away, as recovery found it (``rescue_kind``)."""
+
+    task_id: str
+    state: str
+    #: The lease owner that went away.
+    worker_id: str
+    #: The task's crashes, this one included.
+    crashes: int
+
+
 class DetailInsert(NamedTuple):
     """One detail row inserted with a task (:meth:`TaskRepository.enqueue`).
 
@@ -199,6 +212,33 @@ class DetailInsert(NamedTuple):
 
     statement: str
     params: Callable[[str], Sequence[Any]]
+
+
+def crash_budget() -> int:
+    """``AGENTSTORE["TASK_MAX_CRASHES"]``: how many crashes a task survives (0: none)."""
+    value = agentstore_settings.TASK_MAX_CRASHES
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ImproperlyConfigured(
+            f"AGENTSTORE['TASK_MAX_CRASHES'] must be an integer ≥ 0, not {value!r}"
+        )
+    return value
+
+
+#: ``exception_class_path`` of a crash in a failure event (docs/tasks.md, "Retries and recovery").
+CRASH_CLASS_PATH = f"{TaskCrashed.__module__}.{TaskCrashed.__qualname__}"
+
+
+def crash_error(message: str) -> dict[str, str]:
+    """The ``exception_class_path``/``traceback`` pair of an event that records a crash.
+
+    The framework's ``TaskResult.errors`` reads these from failure events, so a
+    crash is listed beside the task's own exceptions; a crash has no Python
+    traceback, only what happened.
+    """
+    return {
+        "exception_class_path": CRASH_CLASS_PATH,
+        "traceback": f"{CRASH_CLASS_PATH}: {message}\n",
+    }
 
 
 def task_from_values(row: dict[str, Any]) -> TaskEntity:
@@ -224,6 +264,7 @@ def task_from_values(row: dict[str, Any]) -> TaskEntity:
         run_after=row["run_after"],
         attempts=row["attempts"],
         max_attempts=row["max_attempts"],
+        crashes=row["crashes"],
     )
 
 
@@ -457,11 +498,38 @@ class TaskRepository(StoreBase):
         after_each: Callable[[SqlCursor, str], None] | None = None,
     ) -> list[str]:
         """Settle expired leased tasks of ``kind`` in batches; return their ids in order."""
-        recovered: list[str] = []
+        return self.rescue_kind(
+            kind=kind,
+            expires_before=expires_before,
+            finish_template=finish_template,
+            after_each=after_each,
+        )[1]
+
+    def rescue_kind(
+        self,
+        *,
+        kind: str,
+        expires_before: datetime,
+        finish_template: TaskFinish,
+        after_each: Callable[[SqlCursor, str], None] | None = None,
+        max_crashes: int | None = None,
+        crashed: Callable[[Crash, TaskFinish], TaskFinish] | None = None,
+    ) -> tuple[list[str], list[str]]:
+        """:meth:`recover_kind`, rerunning crashes within a budget: (requeued, settled) ids.
+
+        With ``max_crashes``, a running task whose worker went away is queued
+        again while its crashes so far are fewer (as :meth:`requeue_expired`),
+        decided row by row in the same transaction that settles the rest, so a
+        task is never settled for want of a budget it still has. ``crashed``
+        rewrites the finish of a settled task whose worker went away, knowing
+        the crash (its count includes this one): how the budget's end is named.
+        """
+        requeued: list[str] = []
+        settled: list[str] = []
         select = task_sql.expired_of_kind(self.vendor)
         while True:
             event_ids = [new_id() for _ in range(RECOVERY_BATCH)]
-            selected, changed = self.write(
+            selected, again, done = self.write(
                 partial(
                     self._recover_batch,
                     select,
@@ -469,13 +537,16 @@ class TaskRepository(StoreBase):
                     expires_before,
                     finish_template,
                     after_each,
+                    max_crashes,
+                    crashed,
                     event_ids,
                     self.now(),
                 )
             )
-            recovered += changed
-            if selected < RECOVERY_BATCH or not changed:
-                return recovered
+            requeued += again
+            settled += done
+            if selected < RECOVERY_BATCH or not (again or done):
+                return requeued, settled
 
     def _recover_batch(
         self,
@@ -484,24 +555,40 @@ class TaskRepository(StoreBase):
         expires_before: datetime,
         finish_template: TaskFinish,
         after_each: Callable[[SqlCursor, str], None] | None,
+        max_crashes: int | None,
+        crashed: Callable[[Crash, TaskFinish], TaskFinish] | None,
         event_ids: list[str],
         now: datetime,
-    ) -> tuple[int, list[str]]:
-        """One batch of :meth:`recover_kind` (one write transaction): selected, settled ids."""
+    ) -> tuple[int, list[str], list[str]]:
+        """One batch of :meth:`rescue_kind` (one write transaction): selected, requeued, settled."""
         cursor = self.cursor()
-        cursor.execute(select, [kind, self._db_time(expires_before)])
+        before = self._db_time(expires_before)
+        cursor.execute(select, [kind, before])
         candidates = cursor.fetchall()
-        changed: list[str] = []
-        for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
+        requeued: list[str] = []
+        settled: list[str] = []
+        at = self._db_time(now)
+        for (task_id, owner, crashes, state), event_id in zip(candidates, event_ids, strict=False):
+            # Only a running task that had a worker crashed; one being canceled is settled.
+            budget = max_crashes if owner is not None and state == RUNNING else None
+            if (
+                budget is not None
+                and crashes < budget
+                and self._requeue_row(cursor, task_id, owner, crashes, budget, before, event_id, at)
+            ):
+                requeued.append(task_id)
+                continue
             # Recovery keeps the task's result and has no lease to fence on.
             finish = replace(
                 finish_template, task_id=task_id, from_states=LEASED, result="", lease_owner=""
             )
+            if crashed is not None and owner is not None:
+                finish = crashed(Crash(task_id, state, str(owner), int(crashes) + 1), finish)
             if self._finish_keeping_result(cursor, finish, event_id, now, expires_before, owner):
                 if after_each is not None:
                     after_each(cursor, task_id)
-                changed.append(task_id)
-        return len(candidates), changed
+                settled.append(task_id)
+        return len(candidates), requeued, settled
 
     def _finish_keeping_result(
         self,
@@ -986,13 +1073,17 @@ class TaskRepository(StoreBase):
             require_uuid7(parent, "task.parent_task_id")
         require_max_length(task.concurrency_key, 255, "task.concurrency_key")
         queue = task.queue_name or "default"
-        require_max_length(queue, 64, "task.queue_name")
-        if not -100 <= task.priority <= 100:
-            raise ValidationError(
-                "task.priority must be between -100 and 100", field="task.priority"
-            )
-        if task.max_attempts < 0:
-            raise ValidationError("task.max_attempts must be 1 or more", field="task.max_attempts")
+        # The one rule for names (no NUL, control characters, lone surrogates or
+        # "/"; PostgreSQL refuses NUL outright), as AgentStoreBackend applies it.
+        require_name(queue, "task.queue_name", 64)
+        for field, value, low, high in (
+            ("task.priority", task.priority, -100, 100),
+            ("task.max_attempts", task.max_attempts, 0, 2**31 - 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValidationError(
+                    f"{field} must be an integer from {low} to {high}", field=field
+                )
         max_attempts = task.max_attempts or 1
         run_after = None
         if task.run_after is not None:
@@ -1337,24 +1428,43 @@ class TaskRepository(StoreBase):
 
         return self.write(retry_it, lean=True)
 
-    def requeue_expired(self, expires_before: datetime, kinds: Sequence[str] = ()) -> list[str]:
-        """Queue again running tasks whose lease expired and that have attempts left.
+    def requeue_expired(
+        self,
+        expires_before: datetime,
+        kinds: Sequence[str] = (),
+        *,
+        max_crashes: int | None = None,
+    ) -> list[str]:
+        """Queue again running tasks whose lease expired and that have crash budget left.
 
         At-least-once delivery for work whose worker died: each such task goes
-        back to ``queued`` (event ``task_lease_expired`` naming the lost
-        worker), and the dead worker's late writes stay fenced out because it
-        no longer holds the lease. Tasks out of attempts are left for
-        :meth:`recover_expired`. ``kinds`` empty means every kind. Returns the
-        requeued ids.
+        back to ``queued`` with its crash counted (``crashes`` + 1; its retry
+        attempts are not spent: a crash is not the task's failure), event
+        ``task_lease_expired`` naming the lost worker, and the dead worker's
+        late writes stay fenced out because it no longer holds the lease. A
+        task is requeued while its crashes so far are fewer than
+        ``max_crashes`` (default: ``AGENTSTORE["TASK_MAX_CRASHES"]``); the rest
+        are left for :meth:`recover_expired`. ``kinds`` empty means every kind
+        (``agentstore.tasks.recovery`` names the kinds that are rerun).
+        Returns the requeued ids.
         """
         before = self._db_time(require_aware(expires_before, "expires_before"))
+        budget = crash_budget() if max_crashes is None else max_crashes
         select = task_sql.expired_requeueable(len(kinds), self.vendor)
         requeued: list[str] = []
         while True:
             event_ids = [new_id() for _ in range(RECOVERY_BATCH)]
             at = self._db_time(self.now())
             selected, changed = self.write(
-                partial(self._requeue_batch, select, [before, *kinds], before, event_ids, at),
+                partial(
+                    self._requeue_batch,
+                    select,
+                    [before, budget, *kinds],
+                    before,
+                    budget,
+                    event_ids,
+                    at,
+                ),
                 lean=True,
             )
             requeued += changed
@@ -1362,21 +1472,55 @@ class TaskRepository(StoreBase):
                 return requeued
 
     def _requeue_batch(
-        self, select: str, params: list[Any], before: Any, event_ids: list[str], at: Any
+        self,
+        select: str,
+        params: list[Any],
+        before: Any,
+        budget: int,
+        event_ids: list[str],
+        at: Any,
     ) -> tuple[int, list[str]]:
         """One batch of :meth:`requeue_expired` (one write transaction): selected count, ids."""
         cursor = self.cursor()
         cursor.execute(select, params)
         candidates = cursor.fetchall()
-        changed = []
-        for (task_id, owner), event_id in zip(candidates, event_ids, strict=False):
-            cursor.execute(task_sql.REQUEUE_EXPIRED, [at, task_id, owner, before])
-            if cursor.rowcount != 1:
-                continue
-            payload = json.dumps({"worker_id": owner, "error_code": "lease_expired"})
-            self._append_next_event(cursor, task_id, event_id, "task_lease_expired", payload, at)
-            changed.append(str(task_id))
-        return len(candidates), changed
+        return len(candidates), [
+            str(task_id)
+            for (task_id, owner, crashes), event_id in zip(candidates, event_ids, strict=False)
+            if self._requeue_row(cursor, task_id, owner, crashes, budget, before, event_id, at)
+        ]
+
+    def _requeue_row(
+        self,
+        cursor: SqlCursor,
+        task_id: str,
+        owner: str,
+        crashes: int,
+        budget: int,
+        before: Any,
+        event_id: str,
+        at: Any,
+    ) -> bool:
+        """Queue one crashed task again, its crash counted; event ``task_lease_expired``."""
+        count = int(crashes) + 1
+        message = (
+            f"the worker running the task went away (lease expired): crash {count} "
+            f"of {budget} allowed, queued to run again"
+        )
+        cursor.execute(task_sql.REQUEUE_EXPIRED, [message, at, task_id, owner, before, budget])
+        if cursor.rowcount != 1:
+            return False
+        payload = {
+            "worker_id": owner,
+            "error_code": "lease_expired",
+            "crashes": count,
+            "max_crashes": budget,
+            **crash_error(message),
+        }
+        self._append_next_event(
+            cursor, task_id, event_id, "task_lease_expired", json.dumps(payload), at
+        )
+        return True
 
     def release(self, task_id: str, lease_owner: str) -> bool:
         """Give a claimed task back to its queue unrun (a stopping worker); fenced on the lease.

@@ -22,12 +22,17 @@ One loop, one task at a time per worker:
    is retryable (``task_retry_scheduled``), else failed with the error kept
    (``task_failed``). A refused settle is logged and dropped: someone else
    owns the task now.
-5. **Sweep** (every half lease): running tasks whose lease expired — a worker
-   was killed — go back to their queue while they have attempts left
-   (``task_lease_expired``); the rest are settled by the recovery rules of
-   their kind (tool tasks with the lease-expired outcome). This is
-   at-least-once delivery with fencing: a killed worker's task runs again,
-   and the killed worker's late finish, if any, is refused.
+5. **Sweep** (every half lease): tasks whose lease expired — a worker was
+   killed — are handled by the one recovery policy
+   (:mod:`agentstore.tasks.recovery`): a ``function`` task (or any kind but
+   agent, tool and workflow) goes back to its queue with the crash counted and
+   its retry attempts untouched (``task_lease_expired``) until its crash
+   budget is spent, then fails (error ``crashed``); agent, tool and workflow
+   tasks end ``interrupted``. This is at-least-once delivery with fencing: a
+   killed worker's task runs again, and the killed worker's late finish, if
+   any, is refused. A task that crashed before runs alone: the worker first
+   stores what it finished and gives back the rest of its claim, so if it
+   kills this worker too, no other task is charged for it.
 
 SIGTERM/SIGINT stop claiming; claimed-but-unstarted tasks are released
 unrun; the running task gets ``WORKER_GRACE`` seconds to finish, after which
@@ -64,8 +69,12 @@ from agentstore.ids import new_id
 from agentstore.models import Task, Worker
 from agentstore.models.tasks import LEASED_STATES
 from agentstore.stores.base import utc_now
-from agentstore.tasks import recovery
-from agentstore.tasks.backends import exception_payload, run_function, send_finished
+from agentstore.tasks.backends import (
+    exception_payload,
+    run_function,
+    send_finished,
+    send_recovered,
+)
 from agentstore.tasks.handlers import (
     FUNCTION_KIND,
     Handler,
@@ -75,7 +84,7 @@ from agentstore.tasks.handlers import (
     plain_finish,
     settle,
 )
-from agentstore.tasks.recovery import recover_expired_leases
+from agentstore.tasks.recovery import rescue_expired
 from agentstore.tasks.repository import TaskRepository
 from agentstore.types.tasks import TaskEntity, TaskFinish
 
@@ -91,22 +100,28 @@ DEFAULT_PREFETCH = 4
 
 
 def sweep(tasks: TaskRepository, kinds: Sequence[str], now: datetime) -> dict[str, list[str]]:
-    """Requeue or settle every expired lease of ``kinds``; ids by outcome.
+    """Rerun or settle every expired lease of ``kinds`` (tasks/recovery.py); ids by outcome.
 
-    Cheap when nothing expired (one indexed read, no write lock).
+    Cheap when nothing expired (one indexed read, no write lock). A function
+    task failed here (past its crash budget) gets ``django.tasks``'
+    ``task_finished``, as every stored outcome does.
     """
     expired = Task.objects.using(tasks.using).filter(
         state__in=LEASED_STATES, lease_expires_at__lte=now, kind__in=list(kinds)
     )
     if not expired.exists():
         return {}
-    outcome: dict[str, list[str]] = {"requeued": tasks.requeue_expired(now, kinds)}
-    # What is out of attempts is settled by the one recovery path (tasks/recovery.py).
-    by_kind = recover_expired_leases(
-        kinds, now=now, policies={FUNCTION_KIND: recovery.FAILED}, tasks=tasks
-    )
-    outcome["settled"] = [i for kind in dict.fromkeys(kinds) for i in by_kind.get(kind, [])]
-    return outcome
+    done = rescue_expired(kinds, now=now, tasks=tasks)
+    order = list(dict.fromkeys(kinds))
+    for task_id in done.settled.get(FUNCTION_KIND, []):
+        try:
+            send_recovered(task_id, tasks.using)
+        except Exception:  # a receiver's bug must not stop the sweep
+            logger.exception("task %s: task_finished receiver failed", task_id)
+    return {
+        "requeued": [i for kind in order for i in done.requeued.get(kind, [])],
+        "settled": [i for kind in order for i in done.settled.get(kind, [])],
+    }
 
 
 class _Heartbeat(threading.Thread):
@@ -258,12 +273,31 @@ class TaskWorker:
                 continue
             with self._held_lock:
                 self._held.update((task.id, task) for task in claimed)
-            for task in claimed:
+            for index, task in enumerate(claimed):
                 if self.stop.is_set():
                     break  # the rest are released unrun
+                alone = bool(task.crashes)
+                if alone:
+                    self._run_alone(claimed[index + 1 :])
                 self._run_one(task)
                 if self.max_tasks and self.done >= self.max_tasks:
                     self.stop.set()
+                if alone:
+                    break
+
+    def _run_alone(self, rest: Sequence[TaskEntity]) -> None:
+        """Make the next task, which crashed before, the only one this worker holds.
+
+        Its crash may have been its own doing (a task that kills its worker);
+        if it kills this one too, every task the worker holds is charged a
+        crash. So first store the finishes that wait for the next claim and give
+        the rest of the claim back unrun (``task_released``, attempt not
+        counted): then only this task pays.
+        """
+        self._flush()
+        for other in rest:
+            self.tasks.release(other.id, self.worker_id)
+            self._drop(other.id)
 
     def _idle_wait(self) -> None:
         """Nothing was ready: wait before the next look (or until stopped).
@@ -376,12 +410,13 @@ class TaskWorker:
         if not stored:
             outcome += " (refused: lease lost)"
         logger.info(
-            "task %s kind=%s queue=%s attempt=%d/%d %s in %.1f ms",
+            "task %s kind=%s queue=%s attempt=%d/%d%s %s in %.1f ms",
             task.id,
             task.kind,
             task.queue_name,
-            task.attempts,
+            task.attempts - task.crashes,
             task.max_attempts,
+            f" crashes={task.crashes}" if task.crashes else "",
             outcome,
             (time.monotonic() - started) * 1000,
         )
@@ -390,9 +425,11 @@ class TaskWorker:
         payload = exception_payload(error, self.worker_id)
         code = payload["exception_class_path"][:255]
         message = str(error) or type(error).__name__
-        if is_retryable(error) and task.attempts < task.max_attempts:
+        # The retry budget counts the runs that failed, not those a crash ended.
+        failures = task.attempts - task.crashes
+        if is_retryable(error) and failures < task.max_attempts:
             delay = min(
-                agentstore_settings.WORKER_RETRY_BACKOFF_BASE * 2 ** max(task.attempts - 1, 0),
+                agentstore_settings.WORKER_RETRY_BACKOFF_BASE * 2 ** max(failures - 1, 0),
                 agentstore_settings.WORKER_RETRY_BACKOFF_MAX,
             )
             # Jitter in [d/2, d]: retries of one burst do not all come back at once.

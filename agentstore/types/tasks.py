@@ -66,6 +66,8 @@ class TaskEntity:
     run_after: datetime | None = None
     attempts: int = 0
     max_attempts: int = 0
+    #: Runs lost because their worker went away (docs/tasks.md "Retries and recovery").
+    crashes: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

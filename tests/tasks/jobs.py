@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -59,3 +61,29 @@ def chaos_step(n: int) -> int:
     """Chaos test: a short piece of work (batches of them are what a kill lands on)."""
     time.sleep(0.002)
     return n
+
+
+@task
+def wait_to_be_killed(marker: str) -> str:
+    """The first run writes its pid to ``marker`` and waits for the test to SIGKILL it."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text(str(os.getpid()))
+        time.sleep(600)  # the test kills this process here; never reached otherwise
+        return "not killed"
+    return "ran again"
+
+
+@task
+def kill_my_worker(marker: str) -> None:
+    """A poison task: every run counts itself in ``marker`` and SIGKILLs its own worker."""
+    path = Path(marker)
+    with path.open("a") as runs:
+        runs.write(f"{os.getpid()}\n")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@task
+def returns(what: str) -> Any:
+    """Return a float named by text (``"nan"``, ``"inf"``): what JSON cannot hold."""
+    return float(what)

@@ -72,9 +72,11 @@ def test_settling_and_renewing_search_by_id() -> None:
 def test_the_sweep_and_recovery_read_an_index() -> None:
     now = at()
     assert_indexed(plan(task_sql.expired_of_kind("sqlite"), ["k", now]))
-    assert_indexed(plan(task_sql.expired_requeueable(2, "sqlite"), [now, "a", "b"]))
+    assert_indexed(plan(task_sql.expired_requeueable(2, "sqlite"), [now, 3, "a", "b"]))
     # Every kind at once: the partial index of held leases, in expiry order.
-    assert_indexed(plan(task_sql.expired_requeueable(0, "sqlite"), [now]), "agentstore_task_leases")
+    assert_indexed(
+        plan(task_sql.expired_requeueable(0, "sqlite"), [now, 3]), "agentstore_task_leases"
+    )
     when = timezone.now()
     sweep = Task.objects.filter(
         state__in=LEASED_STATES, lease_expires_at__lte=when, kind__in=["a", "function"]

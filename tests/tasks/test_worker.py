@@ -176,14 +176,15 @@ def test_a_fenced_out_worker_cannot_finish() -> None:
     assert not tasks.release(claimed.id, "dead-worker")
 
 
-def test_sweep_fails_tasks_out_of_attempts() -> None:
+def test_sweep_reruns_a_crashed_task_even_out_of_attempts() -> None:
+    """A crash is not a failed attempt (the crash budget: test_crashes.py)."""
     tasks = TaskRepository()
     result = jobs.add.enqueue(1, 1)  # MAX_ATTEMPTS 1
     tasks.claim_ready(["default"], ["function"], "dead", timezone.now() - timedelta(seconds=1))
     outcome = sweep(tasks, ["function"], timezone.now())
-    assert outcome == {"requeued": [], "settled": [result.id]}
+    assert outcome == {"requeued": [result.id], "settled": []}
     result.refresh()
-    assert result.status == Status.FAILED
+    assert result.status == Status.READY
     assert sweep(tasks, ["function"], timezone.now()) == {}
 
 

@@ -10,6 +10,7 @@ fails and will be retried is not finished: the task is READY again.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,43 @@ def test_a_failing_receiver_does_not_stop_the_worker() -> None:
         F.task_finished.disconnect(broken)
     assert jobs.add.get_result(first.id).return_value == 3
     assert jobs.add.get_result(second.id).return_value == 7
+
+
+def test_a_final_failure_logs_the_real_exception(caplog: pytest.LogCaptureFixture) -> None:
+    """The framework's own receiver logs a FAILED result with ``logger.exception``.
+
+    Its backends send ``task_finished`` from the ``except`` block; the worker
+    sends it once the failure is stored, later — and the log said
+    ``NoneType: None``. It must show the task's exception and traceback.
+    """
+    result = jobs.permanent.enqueue()
+    with caplog.at_level(logging.INFO):
+        run_ready()
+    [record] = [r for r in caplog.records if r.exc_info and r.name.startswith(F.module)]
+    assert record.exc_info is not None and record.exc_info[0] is NotRetryable
+    assert result.id in record.getMessage()
+    text = caplog.text
+    assert "NoneType: None" not in text
+    assert "bad input" in text and "tests/tasks/jobs.py" in text  # the task's own frame
+    assert 'raise NotRetryable("bad input")' in text
+    assert "_send_finished" not in text  # the traceback is the task's, not the re-raise's
+
+
+def test_a_task_failed_for_crashing_logs_the_crash(caplog: pytest.LogCaptureFixture) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agentstore.exceptions import TaskCrashed
+    from agentstore.tasks import TaskRepository
+    from agentstore.tasks.worker import sweep
+
+    result = jobs.add.enqueue(1, 1)
+    tasks = TaskRepository()
+    with override_settings(AGENTSTORE={"TASK_MAX_CRASHES": 0}), caplog.at_level(logging.INFO):
+        tasks.claim_ready(["default"], [], "dead", timezone.now() - timedelta(seconds=1))
+        assert sweep(tasks, ["function"], timezone.now())["settled"] == [result.id]
+    [record] = [r for r in caplog.records if r.exc_info]
+    assert record.exc_info is not None and record.exc_info[0] is TaskCrashed
+    assert "NoneType: None" not in caplog.text
+    assert "went away once" in caplog.text
