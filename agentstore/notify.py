@@ -63,6 +63,7 @@ from typing import Any
 from django.core.signals import setting_changed
 from django.db import connections
 
+from agentstore import db
 from agentstore.conf import agentstore_settings
 
 __all__ = [
@@ -168,7 +169,7 @@ def notify(using: str, key: str) -> None:
         if payload in sent[1]:
             return
         sent[1].add(payload)
-    with connection.cursor() as cursor:
+    with db.cursor_on(connection) as cursor:
         cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, payload])
 
 
