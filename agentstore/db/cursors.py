@@ -104,6 +104,10 @@ class Cursor(CursorWrapper):
     # something raised: a ``try`` costs nothing until then, a ``with`` two
     # Python calls per statement.
 
+    #: Whether the statements go to ``connection.queries`` (the write driver
+    #: logs its ``COMMIT`` there too, as Django logs its own).
+    logged = False
+
     def __init__(self, cursor: Any, db: BaseDatabaseWrapper) -> None:
         self.cursor = cursor  # what CursorWrapper.__init__ sets, without the call
         self.db = db
@@ -226,6 +230,8 @@ class _Reported:
 class _Logged:
     """``execute`` by Django's ``CursorDebugWrapper``: logged in ``connection.queries`` too."""
 
+    logged = True
+
     def execute(self, sql: Any, params: Any = None) -> Any:
         return CursorDebugWrapper.execute(self, sql, params)  # type: ignore[arg-type]
 
@@ -317,9 +323,18 @@ def cursor_on(connection: BaseDatabaseWrapper, *, prepare: bool = False) -> Curs
     connection.close_if_health_check_failed()
     if connection.connection is None:
         connection.ensure_connection()
-    mode = ""
-    if watched(connection):
-        mode = "logged" if connection.queries_logged else "reported"
+    # watched(), in the order that costs least when nothing watches (the
+    # query log's test reads Django's lazy settings).
+    if connection.queries_logged:
+        mode = "logged"
+    elif (
+        connection.execute_wrappers
+        or CursorWrapper.execute.__code__ is not _DJANGO_EXECUTE
+        or CursorWrapper.executemany.__code__ is not _DJANGO_EXECUTEMANY
+    ):
+        mode = "reported"
+    else:
+        mode = ""
     sqlite = connection.vendor == "sqlite"
     if sqlite:
         # The plain sqlite3 cursor: Cursor converts (and caches) the

@@ -186,7 +186,12 @@ def _transaction(
         result = body(cursor)
         if not single:
             try:
-                with debug_transaction(connection, "COMMIT"):
+                if getattr(cursor, "logged", True):
+                    # The query log shows it, as it shows Django's own COMMIT
+                    # (debug_transaction: only when something logs queries).
+                    with debug_transaction(connection, "COMMIT"):
+                        raw.execute("COMMIT")
+                else:
                     raw.execute("COMMIT")
             except BaseException:
                 with connection.wrap_database_errors:
