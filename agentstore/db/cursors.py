@@ -114,7 +114,12 @@ class Cursor(CursorWrapper):
         self._sqlite = db.vendor == "sqlite"
 
     def __exit__(self, type: Any, value: Any, traceback: Any) -> None:
-        # CursorWrapper's: close, ignoring the driver's errors.
+        self.close()
+
+    def close(self) -> None:
+        """Close the DB-API cursor, ignoring the driver's errors (as ``CursorWrapper`` does)."""
+        # Defined here: CursorWrapper would find it through __getattr__, a
+        # Python call more for every write.
         try:  # noqa: SIM105
             self.cursor.close()
         except self.db.Database.Error:
@@ -319,8 +324,10 @@ def cursor_on(connection: BaseDatabaseWrapper, *, prepare: bool = False) -> Curs
         # A tool wraps the connection's cursors: its wrapping of Django's own.
         return connection.cursor()
     # What Django's cursor() does first: a connection that failed its health
-    # check (CONN_HEALTH_CHECKS) is replaced, a missing one opened.
-    connection.close_if_health_check_failed()
+    # check (CONN_HEALTH_CHECKS) is replaced, a missing one opened. (The
+    # check's own first test, inline: it runs at most once a request.)
+    if connection.health_check_enabled and not connection.health_check_done:  # type: ignore[attr-defined]
+        connection.close_if_health_check_failed()
     if connection.connection is None:
         connection.ensure_connection()
     # watched(), in the order that costs least when nothing watches (the

@@ -356,7 +356,7 @@ class SessionStore(StoreBase):
         if cursor.rowcount == 1:
             if stamp is not None:
                 # A write to the session: its followers look (at commit).
-                notify.notify(self.using, notify.session_key(session_id))
+                notify.session_changed(self.using, session_id)
             return
         cursor.execute(session_sql.KIND_OF, [session_id])
         raise _not_touched(session_id, kind, cursor.fetchone())
@@ -373,7 +373,7 @@ class SessionStore(StoreBase):
         cursor.execute(statement, [*params, session_id])
         count = int(cursor.rowcount)
         if count:
-            notify.notify(self.using, notify.session_key(session_id))
+            notify.session_changed(self.using, session_id)
         return count
 
     def update_held(self, cursor: SqlCursor, session_id: str, token: str, **values: Any) -> bool:
@@ -391,7 +391,7 @@ class SessionStore(StoreBase):
         cursor.execute(statement, [*params, session_id, session_id, token])
         if cursor.rowcount == 0:
             return False
-        notify.notify(self.using, notify.session_key(session_id))
+        notify.session_changed(self.using, session_id)
         return True
 
     def prepare_upsert(
@@ -434,7 +434,7 @@ class SessionStore(StoreBase):
                 f"session {prepared.session_id!r} is a {other} session, "
                 f"not a {prepared.kind} session"
             )
-        notify.notify(self.using, notify.session_key(prepared.session_id))
+        notify.session_changed(self.using, prepared.session_id)
 
     def touch_or_create(
         self, cursor: SqlCursor, kind: str, session_id: str, *, stamp: datetime, adapted: Any
@@ -452,7 +452,7 @@ class SessionStore(StoreBase):
         """
         cursor.execute(session_sql.TOUCH, [adapted, session_id, kind])
         if cursor.rowcount:
-            notify.notify(self.using, notify.session_key(session_id))
+            notify.session_changed(self.using, session_id)
             return
         self.upsert(cursor, self.prepare_upsert(kind, session_id, stamp=stamp))
 
@@ -479,7 +479,7 @@ class SessionStore(StoreBase):
         # What is left (owned tasks with their events and details, the hold)
         # cascades through the ORM.
         Session.objects.using(using).filter(pk=session_id).delete()
-        notify.notify(using, notify.session_key(session_id))
+        notify.session_changed(using, session_id)
 
     def create_or_touch(
         self,
