@@ -51,26 +51,10 @@ DEFAULTS: dict[str, Any] = {
     # too_large (docs/api.md, "Bounded answers"). A compacted session's branch
     # is still walked to its root, so this bounds the work, not the result.
     "MAX_CONTEXT_BRANCH": 2_000,
-    # Run the task repository's hot-path SQL on SQLite through the sqlite3
-    # cursor under Django's connection instead of Django's cursor wrapper.
-    # None (the default): only while nothing watches the connection
-    # (agentstore.db.watched: DEBUG, connection.queries, execute_wrapper(), a
-    # patched cursor, LEAN_SQL off); True: always; False: never (tools that patch
-    # Django's CursorWrapper, such as some APM agents, then see every
-    # statement). docs/operations.md; decision 285.
-    "SQLITE_RAW_TASK_CURSOR": None,
-    # The log store's appends run their statements on the DB-API cursor under
-    # Django's connection, and on SQLite their transaction without Django's
-    # transaction layer, whenever nothing watches the connection (DEBUG,
-    # connection.queries, execute_wrapper(), a patched cursor: then Django's
-    # path is taken and every statement is seen). False: always Django's path
-    # (a tracer agentstore cannot detect). docs/operations.md, "Lean SQL".
-    "LEAN_SQL": True,
     # The task worker's hottest PostgreSQL statements (settle-and-claim, the
     # stepwise claim) run as server-side prepared statements, planned once per
-    # connection, while nothing watches the connection (agentstore.db.watched).
-    # False for PgBouncer in transaction mode before 1.21 (it cannot route
-    # prepared statements). docs/operations.md; decision 301.
+    # connection (agentstore.db.cursors). False for PgBouncer in transaction
+    # mode before 1.21 (it cannot route prepared statements). docs/operations.md.
     "POSTGRES_PREPARE": True,
     # How deeply a JSON value may nest arrays and objects, in request bodies
     # and imported files. Python's parser and encoder recurse and fail near

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from agentstore.db import atomic_write
+from agentstore import db
 from agentstore.models import (
     Checkpoint,
     Document,
@@ -133,14 +134,16 @@ def prune_tasks(
     for start in range(0, len(ids), chunk):
         batch = ids[start : start + chunk]
 
-        def delete(batch: list[str] = batch) -> None:
-            Task.objects.using(using).filter(pk__in=batch).delete()
-
+        rows = Task.objects.using(using).filter(pk__in=batch)
         # One short transaction per chunk keeps the write lock brief.
-        atomic_write(delete, using=using)
+        db.write(partial(_delete_rows, rows), using=using, orm=True)
         if progress is not None:
             progress(min(start + chunk, len(ids)), len(ids))
     return len(ids)
+
+
+def _delete_rows(rows: QuerySet[Any], cursor: db.SqlCursor) -> None:
+    rows.delete()
 
 
 def vacuum(*, using: str = DEFAULT_DB_ALIAS) -> None:
@@ -149,5 +152,5 @@ def vacuum(*, using: str = DEFAULT_DB_ALIAS) -> None:
     connection.ensure_connection()
     if connection.in_atomic_block:
         raise RuntimeError("VACUUM cannot run inside a transaction")
-    with connection.cursor() as cursor:
+    with db.cursor_on(connection) as cursor:
         cursor.execute("VACUUM")

@@ -8,7 +8,8 @@ wake the moment a write they care about commits, in any process on any host::
 
     # inside a store's write transaction (stores/sessions.py and the task
     # repository do this; nothing else needs to):
-    notify.notify(using, notify.session_key(session_id))
+    notify.notify(using, notify.queue_key(queue))
+    notify.session_changed(using, session_id)     # notify(using, session_key(id)), cheaper
 
     # a follower, for as long as it follows:
     with notify.subscribe(using, notify.session_key(session_id)) as sub:
@@ -63,6 +64,7 @@ from typing import Any
 from django.core.signals import setting_changed
 from django.db import connections
 
+from agentstore import db
 from agentstore.conf import agentstore_settings
 
 __all__ = [
@@ -146,6 +148,12 @@ def payload_of(using: str, key: str) -> str | None:
     return key if len(key.encode()) <= MAX_PAYLOAD else ALL
 
 
+def session_changed(using: str, session_id: str) -> None:
+    """:func:`notify` of :func:`session_key`: on SQLite one look and nothing else (every append)."""
+    if _enabled(using):
+        notify(using, session_key(session_id))
+
+
 def notify(using: str, key: str) -> None:
     """Announce ``key`` to every listening process when the current transaction commits.
 
@@ -168,7 +176,7 @@ def notify(using: str, key: str) -> None:
         if payload in sent[1]:
             return
         sent[1].add(payload)
-    with connection.cursor() as cursor:
+    with db.cursor_on(connection) as cursor:
         cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, payload])
 
 

@@ -45,8 +45,10 @@ import sqlite3
 import threading
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import connections
 
+from agentstore import db
+from agentstore.db import SqlCursor
 from agentstore.models import Entry
 
 __all__ = [
@@ -200,7 +202,7 @@ def has_search_index(using: str = "default") -> bool:
     key = (using, str(connection.settings_dict.get("NAME")))
     if key in _KNOWN:
         return True
-    with connection.cursor() as cursor:
+    with db.cursor_on(connection) as cursor:
         if connection.vendor == "sqlite":
             # The mark table is the last thing ensure_search_index creates: a
             # database indexed by the first design (no mark) is upgraded.
@@ -227,7 +229,8 @@ def ensure_search_index(using: str = "default") -> bool:
     connection = connections[using]
     if connection.vendor not in ("sqlite", "postgresql") or has_search_index(using):
         return False
-    with transaction.atomic(using=using), connection.cursor() as cursor:
+
+    def create(cursor: SqlCursor) -> None:
         if connection.vendor == "sqlite":
             for trigger in _OLD_TRIGGERS:
                 cursor.execute(f"DROP TRIGGER IF EXISTS {trigger}")
@@ -249,6 +252,8 @@ def ensure_search_index(using: str = "default") -> bool:
             cursor.execute(
                 f"CREATE INDEX IF NOT EXISTS {PG_INDEX} ON {ENTRY_TABLE} USING gin ({PG_VECTOR})"
             )
+
+    db.write(create, using=using)
     return True
 
 
@@ -262,18 +267,15 @@ def flush_search_index(using: str = "default") -> int:
     if connection.vendor != "sqlite" or not has_search_index(using):
         return 0
 
-    def flush() -> int:
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT upto FROM {MARK_TABLE} WHERE id = 1")
-            before = int(cursor.fetchone()[0])
-            for statement in _SQLITE_FLUSH:
-                cursor.execute(statement)
-            cursor.execute(f"SELECT upto FROM {MARK_TABLE} WHERE id = 1")
-            return int(cursor.fetchone()[0]) - before
+    def flush(cursor: SqlCursor) -> int:
+        cursor.execute(f"SELECT upto FROM {MARK_TABLE} WHERE id = 1")
+        before = int(cursor.fetchone()[0])
+        for statement in _SQLITE_FLUSH:
+            cursor.execute(statement)
+        cursor.execute(f"SELECT upto FROM {MARK_TABLE} WHERE id = 1")
+        return int(cursor.fetchone()[0]) - before
 
-    from agentstore.db import atomic_write
-
-    return atomic_write(flush, using=using)
+    return db.write(flush, using=using)
 
 
 def terms(text: str) -> list[str]:

@@ -52,13 +52,13 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
 
 def _create_session(con: sqlite3.Connection, session_id: str, kind: str) -> None:
-    from agentstore import sql
+    from agentstore import db, sql
     from agentstore.models import Session
     from agentstore.sql import sessions as session_sql
 
     now = stamp()
     con.execute(
-        sql.qmark(session_sql.INSERT),
+        db.qmark(session_sql.INSERT),
         sql.row(Session, id=session_id, kind=kind, created_at=now, updated_at=now),
     )
 
@@ -90,15 +90,15 @@ def tree_appender(con: sqlite3.Connection, session_id: str, *, text: str) -> App
     from agentstore.stores.tree_metadata import estimate_tokens
 
     line, estimate = message_line(text), estimate_tokens(text, "")
-    from agentstore import sql
+    from agentstore import db, sql
     from agentstore.ids import new_id
     from agentstore.models import Entry
     from agentstore.sql import sessions as session_sql
     from agentstore.sql import tree as tree_sql
 
     _create_session(con, session_id, "tree")
-    touch = sql.qmark(session_sql.TOUCH_FORWARD)
-    root, child = sql.qmark(tree_sql.INSERT_ENTRY), sql.qmark(tree_sql.INSERT_CHILD_ENTRY)
+    touch = db.qmark(session_sql.TOUCH_FORWARD)
+    root, child = db.qmark(tree_sql.INSERT_ENTRY), db.qmark(tree_sql.INSERT_CHILD_ENTRY)
 
     def append(n: int, parent: str | None) -> str | None:
         now, entry_id = stamp(), new_id()
@@ -138,13 +138,13 @@ def loop_appender(con: sqlite3.Connection, session_id: str, *, text: str) -> App
     Per append, as ``LoopStore.append``'s bare path once the session exists:
     ``BEGIN IMMEDIATE``, the session's ``updated_at``, the step ``INSERT``, ``COMMIT``.
     """
-    from agentstore import sql
+    from agentstore import db, sql
     from agentstore.models import Step
     from agentstore.sql import sessions as session_sql
     from agentstore.sql import steps as steps_sql
 
     _create_session(con, session_id, "loop")
-    touch, insert = sql.qmark(session_sql.TOUCH), sql.qmark(steps_sql.INSERT)
+    touch, insert = db.qmark(session_sql.TOUCH), db.qmark(steps_sql.INSERT)
 
     def append(n: int, parent: str | None) -> str | None:
         now = stamp()
@@ -193,7 +193,8 @@ def log_replay(
 
     from django.db import connections
 
-    from agentstore.sql import ENTRY, HOLDER, SESSION, qmark
+    from agentstore.db import qmark
+    from agentstore.sql import ENTRY, HOLDER, SESSION
     from agentstore.sql import sessions as session_sql
 
     with connections[using].cursor() as cursor:

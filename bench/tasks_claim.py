@@ -99,12 +99,13 @@ def worker_agentstore(worker: int, start_file: str) -> dict[str, Any]:
         from django.conf import settings
 
         settings.AGENTSTORE = {**settings.AGENTSTORE, "SQLITE_WRITE_LOCK": False}
-    if os.environ.get("BENCH_DJANGO_TASK_CURSOR"):
-        # What skipping Django's cursor wrapper buys (the default while nothing
-        # observes the connection; SQLITE_RAW_TASK_CURSOR=False turns it off).
-        from django.conf import settings
+    if os.environ.get("BENCH_EXECUTE_WRAPPER"):
+        # What a tracer costs: an execute_wrapper (OpenTelemetry's and Sentry's
+        # Django instrumentations install one) sees every statement.
+        def passthrough(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            return execute(sql, params, many, context)
 
-        settings.AGENTSTORE = {**settings.AGENTSTORE, "SQLITE_RAW_TASK_CURSOR": False}
+        connection.execute_wrappers.append(passthrough)
     tasks = TaskRepository()
     owner = f"worker-{worker}"
     drafts = [
@@ -515,10 +516,10 @@ def main() -> int:
         help="diagnostics: run agentstore without its SQLite writer queue",
     )
     parser.add_argument(
-        "--raw-cursor",
+        "--watched",
         action="store_true",
-        help="also run agentstore on Django's cursor, SQLITE_RAW_TASK_CURSOR=False "
-        "(column 'django/s'; ratio: the default over it)",
+        help="also run agentstore with an execute_wrapper installed "
+        "(column 'watched/s'; ratio: unwatched over it)",
     )
     parser.add_argument("--role", default="", help=argparse.SUPPRESS)
     parser.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
@@ -559,7 +560,7 @@ def table(args: argparse.Namespace, url: str, dtdb: bool) -> None:
     """One table: a row per worker count, every system on the same database."""
     header = (
         f"{'W':>2}  {'agentstore/s':>12}  "
-        + (f"{'django/s':>8}  {'ratio':>6}  " if args.raw_cursor and not url else "")
+        + (f"{'watched/s':>9}  {'ratio':>6}  " if args.watched else "")
         + f"{'raw/s':>8}  {'ratio':>6}  "
         f"{'dtdb/s':>8}  {'x dtdb':>7}  {'worst ms (raw)':>15}  {'fair':>4}  "
         "exactly-once  errors(locked)"
@@ -568,12 +569,12 @@ def table(args: argparse.Namespace, url: str, dtdb: bool) -> None:
     for workers in args.workers:
         ours = run_round("agentstore", args.tasks, workers, args.timeout, url)
         bypass = ""
-        if args.raw_cursor and not url:
-            os.environ["BENCH_DJANGO_TASK_CURSOR"] = "1"
-            wrapped = run_round("agentstore", args.tasks, workers, args.timeout)
-            del os.environ["BENCH_DJANGO_TASK_CURSOR"]
+        if args.watched:
+            os.environ["BENCH_EXECUTE_WRAPPER"] = "1"
+            wrapped = run_round("agentstore", args.tasks, workers, args.timeout, url)
+            del os.environ["BENCH_EXECUTE_WRAPPER"]
             rate = wrapped["tasks_per_s"]
-            bypass = f"{rate:8.0f}  {ours['tasks_per_s'] / rate:6.2f}  "
+            bypass = f"{rate:9.0f}  {ours['tasks_per_s'] / rate:6.2f}  "
         raw = run_round("raw", args.tasks, workers, args.timeout, url)
         theirs = dtdb_round(args.dtdb_python, args.tasks, workers, url) if dtdb else None
         their_rate = f"{theirs['tasks_per_s']:8.0f}" if theirs else f"{'-':>8}"

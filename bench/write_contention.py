@@ -10,7 +10,7 @@ at the same moment, with one of three strategies:
 * ``raw``    — the stdlib ``sqlite3`` module: ``BEGIN IMMEDIATE``, the same busy timeout;
 * ``naive``  — Django ORM in ``transaction.atomic()`` with ``transaction_mode=IMMEDIATE``
   and the busy timeout (``--timeout``, 5 s by default like Python's), nothing else;
-* ``helper`` — ``agentstore.db.atomic_write`` (file-lock writer queue + busy retry).
+* ``helper`` — ``agentstore.db.write`` (file-lock writer queue + busy retry).
 
 It prints, per strategy, the errors that escaped to callers, throughput and the
 worst single wait, and the helper's throughput as a ratio of raw sqlite3's in the
@@ -37,7 +37,7 @@ from tests.processes import release  # noqa: E402
 WHO = {
     "raw": ("raw sqlite3", "raw"),
     "naive": ("naive ORM", "other"),
-    "helper": ("atomic_write", "agentstore"),
+    "helper": ("agentstore.db.write", "agentstore"),
 }
 
 

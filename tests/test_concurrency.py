@@ -1,4 +1,4 @@
-"""Many OS processes writing through ``atomic_write`` at once: no error reaches a caller.
+"""Many OS processes writing through ``agentstore.db.write`` at once: no error reaches a caller.
 
 This is the load the issue measured: a naive Django writer (IMMEDIATE and a
 busy timeout alone) let "database is locked" escape 1–4 times a run at 4–8
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from agentstore.db import atomic_write
+from agentstore import db
 from agentstore.models import Document
 from tests.processes import run_together
 
@@ -85,7 +85,7 @@ def test_threads_in_one_process_are_serialised() -> None:
     def work() -> None:
         try:
             for _ in range(writes):
-                atomic_write(_insert_next_counter)
+                db.write(lambda cursor: _insert_next_counter(), orm=True)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
         finally:

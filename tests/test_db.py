@@ -1,12 +1,18 @@
-"""The transaction helpers of ``agentstore.db`` and the SQLite connection settings."""
+"""The write driver of ``agentstore.db``, its writer queue, and the SQLite connection settings.
+
+``orm_write`` is a body that uses the ORM (Django opens the transaction); the
+driver's own transaction (``BEGIN IMMEDIATE`` on the ``sqlite3`` connection) is
+tested with statement bodies in ``tests/test_door.py`` and below.
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
@@ -14,10 +20,12 @@ from django.db.utils import OperationalError
 from django.test import override_settings
 from django.utils import timezone
 
-from agentstore import db
-from agentstore.db import atomic_write, backoff_delay, is_busy_error, read_only, read_snapshot
+from agentstore import db, sql
+from agentstore.db import backoff_delay, is_busy_error, read_only, read_snapshot
 from agentstore.exceptions import AgentStoreError, DatabaseBusy
 from agentstore.models import Document
+
+T = TypeVar("T")
 
 
 def fake_sqlite_error(code: int, message: str = "database is locked") -> OperationalError:
@@ -28,6 +36,11 @@ def fake_sqlite_error(code: int, message: str = "database is locked") -> Operati
         raise OperationalError(message) from cause
     except OperationalError as exc:
         return exc
+
+
+def orm_write(fn: Callable[[], T]) -> T:
+    """A write whose body uses the ORM: the driver has Django open the transaction."""
+    return db.write(lambda cursor: fn(), orm=True)
 
 
 def make_document(key: str, namespace: str = "db-tests") -> Document:
@@ -42,7 +55,7 @@ def raw_connection() -> sqlite3.Connection:
 @pytest.fixture
 def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     delays: list[float] = []
-    monkeypatch.setattr(db.time, "sleep", delays.append)
+    monkeypatch.setattr(db.driver.time, "sleep", delays.append)
     return delays
 
 
@@ -90,7 +103,7 @@ def test_write_transaction_begins_immediate() -> None:
             other.execute("ROLLBACK")
             outcome.append("acquired")
 
-    atomic_write(callback)
+    orm_write(callback)
     other.close()
 
     assert outcome == ["database is locked"]
@@ -98,7 +111,7 @@ def test_write_transaction_begins_immediate() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_write_commits_and_returns_the_callback_result() -> None:
-    doc = atomic_write(lambda: make_document("committed"))
+    doc = orm_write(lambda: make_document("committed"))
 
     assert doc.key == "committed"
     assert Document.objects.filter(key="committed").exists()
@@ -111,7 +124,7 @@ def test_write_rolls_back_everything_on_error() -> None:
         make_document("first")  # unique (namespace, key)
 
     with pytest.raises(IntegrityError):
-        atomic_write(callback)
+        orm_write(callback)
 
     assert not Document.objects.filter(namespace="db-tests").exists()
 
@@ -119,7 +132,7 @@ def test_write_rolls_back_everything_on_error() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_write_refuses_to_nest_in_a_callers_transaction() -> None:
     with transaction.atomic(), pytest.raises(RuntimeError, match="durable"):
-        atomic_write(lambda: make_document("nested"))
+        orm_write(lambda: make_document("nested"))
 
     assert not Document.objects.filter(key="nested").exists()
 
@@ -135,7 +148,7 @@ def test_busy_error_is_retried_until_it_succeeds(no_sleep: list[float]) -> None:
             raise fake_sqlite_error(5)
         return "done"
 
-    assert atomic_write(callback) == "done"
+    assert orm_write(callback) == "done"
     assert len(calls) == 3
     assert len(no_sleep) == 2
     assert 0.0025 <= no_sleep[0] <= 0.005
@@ -153,7 +166,7 @@ def test_busy_error_gives_up_after_three_attempts(no_sleep: list[float]) -> None
         raise fake_sqlite_error(5 | (2 << 8))  # SQLITE_BUSY_SNAPSHOT: primary code BUSY
 
     with pytest.raises(DatabaseBusy, match="exhausted after 3 attempts") as info:
-        atomic_write(callback)
+        orm_write(callback)
 
     assert len(calls) == 3
     assert info.value.attempts == 3
@@ -184,7 +197,7 @@ def test_other_errors_are_not_retried(no_sleep: list[float], error) -> None:  # 
         raise error()
 
     with pytest.raises((DatabaseError, ValueError)):
-        atomic_write(callback)
+        orm_write(callback)
 
     assert calls == [1]
     assert no_sleep == []
@@ -201,7 +214,7 @@ def test_attempts_follow_the_setting(no_sleep: list[float]) -> None:
         raise fake_sqlite_error(5)
 
     with pytest.raises(DatabaseBusy, match="exhausted after 5 attempts"):
-        atomic_write(callback)
+        orm_write(callback)
     assert len(calls) == 5
     assert no_sleep[-1] <= 0.020  # the backoff is capped
 
@@ -223,12 +236,12 @@ def test_a_real_foreign_writer_makes_the_helper_give_up_cleanly(short_busy_timeo
     other.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(DatabaseBusy, match="exhausted after 3 attempts"):
-            atomic_write(lambda: make_document("blocked"))
+            orm_write(lambda: make_document("blocked"))
     finally:
         other.execute("ROLLBACK")
         other.close()
 
-    assert atomic_write(lambda: make_document("after")).key == "after"
+    assert orm_write(lambda: make_document("after")).key == "after"
 
 
 def test_is_busy_error_reads_codes_and_messages() -> None:
@@ -278,7 +291,7 @@ def test_read_snapshot_refuses_writes_and_leaves_the_connection_writable() -> No
     with pytest.raises(DatabaseError), read_snapshot():
         make_document("inside")
 
-    assert atomic_write(lambda: make_document("outside")).key == "outside"
+    assert orm_write(lambda: make_document("outside")).key == "outside"
     assert list(Document.objects.values_list("key", flat=True)) == ["outside"]
 
 
@@ -302,7 +315,7 @@ def test_read_snapshot_inside_a_transaction_joins_it() -> None:
 @pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_writer_lock_file_sits_beside_the_database() -> None:
-    atomic_write(lambda: make_document("locked"))
+    orm_write(lambda: make_document("locked"))
 
     assert os.path.exists(connection.settings_dict["NAME"] + ".agentstore-lock")
 
@@ -311,7 +324,7 @@ def test_writer_lock_file_sits_beside_the_database() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_writer_lock_can_be_turned_off() -> None:
     assert db.sqlite_lock_path(connection) is None
-    assert atomic_write(lambda: make_document("unlocked")).key == "unlocked"
+    assert orm_write(lambda: make_document("unlocked")).key == "unlocked"
 
 
 @pytest.mark.sqlite_only
@@ -326,119 +339,108 @@ def test_a_lock_description_belongs_to_a_connection_not_a_thread(
     from django.db import connections
 
     opened: list[str] = []
-    real = db._LockFile
+    real = db.queue.LockFile
 
-    def counting(path: str) -> db._LockFile:
+    def counting(path: str) -> db.queue.LockFile:
         opened.append(path)
         return real(path)
 
-    monkeypatch.setattr(db, "_LockFile", counting)
+    monkeypatch.setattr(db.queue, "LockFile", counting)
     shared = connections.create_connection("default")
     other = connections.create_connection("default")
     for each in (shared, other):  # never connected: only the path is read
         each.settings_dict = {**each.settings_dict, "NAME": str(tmp_path / "probe.sqlite3")}
 
     def hold() -> None:
-        with db._sqlite_writer_slot(shared):
+        with db.queue.writer_slot(shared):
             pass
 
     for _ in range(3):
         thread = threading.Thread(target=hold)
         thread.start()
         thread.join()
-    with db._sqlite_writer_slot(other):
+    with db.queue.writer_slot(other):
         pass
     assert opened == [str(tmp_path / "probe.sqlite3") + ".agentstore-lock"] * 2
 
 
-@pytest.mark.sqlite_only
-@pytest.mark.django_db(transaction=True)
-def test_bare_sqlite_only_when_nothing_observes_the_cursor() -> None:
-    from django.test.utils import CaptureQueriesContext
+INSERT_DOCUMENT = (
+    f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)})"
+)
 
-    assert db.bare_sqlite() is connection.connection
-    with CaptureQueriesContext(connection):
-        assert db.bare_sqlite() is None  # the query log must see every statement
-    with connection.execute_wrapper(lambda execute, *args: execute(*args)):
-        assert db.bare_sqlite() is None
-    with transaction.atomic():
-        assert db.bare_sqlite() is None  # a caller's transaction: Django's path joins it
+
+def document_row(key: str, namespace: str = "statements") -> list[object]:
+    return sql.row(
+        Document, namespace=namespace, key=key, updated_at=str(timezone.now().replace(tzinfo=None))
+    )
 
 
 @pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True)
-def test_bare_write_commits_rolls_back_and_raises_djangos_errors() -> None:
-    from agentstore import sql
-
-    insert = f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)})"
-    now = str(timezone.now().replace(tzinfo=None))
-
+def test_a_statement_body_commits_rolls_back_and_raises_djangos_errors() -> None:
     def add(key: str, again: bool = False) -> None:
-        row = sql.row(Document, namespace="bare", key=key, updated_at=now)
+        row = document_row(key)
 
-        def write(raw: sqlite3.Connection) -> None:
-            raw.execute(insert.replace("%s", "?"), row)
+        def write(cursor: db.SqlCursor) -> None:
+            cursor.execute(INSERT_DOCUMENT, row)
             if again:
-                raw.execute(insert.replace("%s", "?"), row)  # unique (namespace, key)
+                cursor.execute(INSERT_DOCUMENT, row)  # unique (namespace, key)
 
-        db.bare_write(write)
+        db.write(write)
 
     add("one")
-    with pytest.raises(IntegrityError):  # Django's class, as atomic_write raises it
+    with pytest.raises(IntegrityError):  # Django's class, as Django's transactions raise it
         add("two", again=True)
     # The failed transaction is gone: nothing of it stays, and the connection
     # is back in autocommit, ready for the next write.
     assert not connection.connection.in_transaction
     add("three")
-    assert sorted(Document.objects.filter(namespace="bare").values_list("key", flat=True)) == [
-        "one",
-        "three",
+    assert sorted(
+        Document.objects.filter(namespace="statements").values_list("key", flat=True)
+    ) == ["one", "three"]
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_body_retries_a_busy_database(no_sleep: list[float]) -> None:
+    calls: list[int] = []
+
+    def write(cursor: db.SqlCursor) -> str:
+        calls.append(1)
+        cursor.execute(INSERT_DOCUMENT, document_row(f"attempt-{len(calls)}"))
+        if len(calls) < 2:
+            raise fake_sqlite_error(5)
+        return "done"
+
+    assert db.write(write) == "done"
+    assert len(calls) == 2 and len(no_sleep) == 1
+    # The first attempt was rolled back whole.
+    assert list(Document.objects.filter(namespace="statements").values_list("key", flat=True)) == [
+        "attempt-2"
     ]
 
 
 @pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True)
-def test_bare_write_retries_a_busy_database(no_sleep: list[float]) -> None:
-    calls: list[int] = []
-
-    def write(raw: sqlite3.Connection) -> str:
-        calls.append(1)
-        if len(calls) < 2:
-            raise sqlite3.OperationalError("database is locked")
-        return "done"
-
-    assert db.bare_write(write) == "done"
-    assert len(calls) == 2 and len(no_sleep) == 1
-
-
-@pytest.mark.sqlite_only
-@pytest.mark.django_db(transaction=True)
-def test_bare_execute_is_one_statement_in_its_own_transaction() -> None:
+def test_a_single_statement_is_its_own_transaction() -> None:
     from django.db import connections
-    from django.test.utils import CaptureQueriesContext
-
-    from agentstore import sql
 
     connection = connections["default"]  # the object itself, not the proxy
-
-    insert = f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)})"
-    now = str(timezone.now().replace(tzinfo=None))
-
-    def row(key: str) -> list[object]:
-        return sql.row(Document, namespace="one", key=key, updated_at=now)
-
-    assert db.bare_execute(connection, insert.replace("%s", "?"), row("a"), using="default")
-    assert not connection.connection.in_transaction  # committed: SQLite's autocommit
-    with pytest.raises(IntegrityError):  # Django's class; the statement left nothing
-        db.bare_execute(connection, insert.replace("%s", "?"), row("a"), using="default")
-    assert not connection.connection.in_transaction
-    # Watched, nothing is sent: the caller takes Django's path, which the log sees.
-    with CaptureQueriesContext(connection) as captured:
-        assert not db.bare_execute(connection, insert.replace("%s", "?"), row("b"), using="default")
-    assert captured.captured_queries == []
-    with transaction.atomic():
-        assert not db.bare_execute(connection, insert.replace("%s", "?"), row("b"), using="default")
-    assert list(Document.objects.filter(namespace="one").values_list("key", flat=True)) == ["a"]
+    sent: list[str] = []
+    connection.ensure_connection()
+    connection.connection.set_trace_callback(sent.append)
+    try:
+        db.write(lambda cursor: cursor.execute(INSERT_DOCUMENT, document_row("a")), single=True)
+        assert not connection.connection.in_transaction  # committed: SQLite's autocommit
+        with pytest.raises(IntegrityError):  # Django's class; the statement left nothing
+            db.write(lambda cursor: cursor.execute(INSERT_DOCUMENT, document_row("a")), single=True)
+        assert not connection.connection.in_transaction
+    finally:
+        connection.connection.set_trace_callback(None)
+    assert not [s for s in sent if s.startswith(("BEGIN", "COMMIT"))]
+    assert list(Document.objects.filter(namespace="statements").values_list("key", flat=True)) == [
+        "a"
+    ]
 
 
 @pytest.mark.sqlite_only
@@ -451,18 +453,18 @@ def test_the_writer_slot_follows_settings_and_the_database_name() -> None:
     from django.db import connections
 
     connection = connections["default"]  # the object itself, not the proxy
-    fd = db._take_writer_slot(connection)
+    fd = db.queue.take(db.queue.slot_of(connection), connection)
     assert fd >= 0
     fcntl.flock(fd, fcntl.LOCK_UN)
     with override_settings(AGENTSTORE={"SQLITE_WRITE_LOCK": False}):
-        assert db._take_writer_slot(connection) == -1
-    fd = db._take_writer_slot(connection)
+        assert db.queue.take(db.queue.slot_of(connection), connection) == -1
+    fd = db.queue.take(db.queue.slot_of(connection), connection)
     assert fd >= 0
     fcntl.flock(fd, fcntl.LOCK_UN)
     name = connection.settings_dict["NAME"]
     try:
         connection.settings_dict["NAME"] = ":memory:"
-        assert db._take_writer_slot(connection) == -1  # no file, no queue
+        assert db.queue.take(db.queue.slot_of(connection), connection) == -1  # no file, no queue
     finally:
         connection.settings_dict["NAME"] = name
 
@@ -522,15 +524,22 @@ def test_the_wal_is_copied_by_the_copier_after_the_writer_queue_is_released(
 
     monkeypatch.setattr(walcopy, "request", spy)
     # Nothing starts the log over in this test: only the copier may copy.
-    monkeypatch.setattr(db, "RESTART_FACTOR", 10**6)
+    monkeypatch.setattr(db.queue, "RESTART_FACTOR", 10**6)
     sent: list[str] = []
     raw.set_trace_callback(sent.append)  # every statement of the writer's own connection
     before = _file_digest(path)
-    atomic_write(lambda: make_document("wal-after-0"))
+    orm_write(lambda: make_document("wal-after-0"))
     # The connection's own threshold is the safety net now; the old one is the copier's.
-    assert raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == db.DEFERRED_AUTOCHECKPOINT
+    assert (
+        raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == db.queue.DEFERRED_AUTOCHECKPOINT
+    )
     for n in range(1, 40):
-        atomic_write(lambda n=n: make_document(f"wal-after-{n}"))
+        orm_write(lambda n=n: make_document(f"wal-after-{n}"))
+    # A request made while the copier runs is dropped (the next commit asks
+    # again): on a loaded machine the last writes may all have met a run.
+    # One more write once it is idle asks while nothing runs.
+    assert walcopy.settled(path)
+    orm_write(lambda: make_document("wal-after-idle"))
     raw.set_trace_callback(None)
     assert queue_free and all(queue_free)
     assert not [s for s in sent if "wal_checkpoint" in s.lower()]  # the writer copied nothing
@@ -557,7 +566,7 @@ def test_the_writer_catches_up_so_the_wal_starts_over(monkeypatch: pytest.Monkey
     most = starts = 0
     last = -1
     for n in range(300):
-        atomic_write(lambda n=n: make_document(f"wal-restart-{n}"))
+        orm_write(lambda n=n: make_document(f"wal-restart-{n}"))
         frames, _ = _wal_counts(path)
         starts += frames < last
         last, most = frames, max(most, frames)
@@ -566,7 +575,7 @@ def test_the_writer_catches_up_so_the_wal_starts_over(monkeypatch: pytest.Monkey
     assert catch_ups  # the writer copied the last frames itself, now and then
     assert starts >= 2  # and the log started over each time
     # Bounded by RESTART_FACTOR x the threshold plus what one write adds.
-    assert most < 20 * db.RESTART_FACTOR + 40
+    assert most < 20 * db.queue.RESTART_FACTOR + 40
     connection.close()
 
 
@@ -578,7 +587,7 @@ def test_automatic_checkpoints_turned_off_stay_off() -> None:
     path = str(connection.settings_dict["NAME"])
     before = _file_digest(path)
     for n in range(40):
-        atomic_write(lambda n=n: make_document(f"wal-off-{n}"))
+        orm_write(lambda n=n: make_document(f"wal-off-{n}"))
     assert raw.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
     assert _file_digest(path) == before
     connection.close()  # the next test's connection has SQLite's default again
@@ -594,21 +603,21 @@ def test_contended_waits_of_one_description_share_one_helper_thread(tmp_path: Pa
 
     path = str(tmp_path / "waits.lock")
     holder = os.open(path, os.O_RDWR | os.O_CREAT)
-    lock = db._LockFile(path)
+    lock = db.queue.LockFile(path)
     before = helpers()
     try:
         for _ in range(3):
             fcntl.flock(holder, fcntl.LOCK_EX)
             releaser = threading.Timer(0.05, fcntl.flock, (holder, fcntl.LOCK_UN))
             releaser.start()
-            assert db._acquire(lock, timeout=5)  # granted once the holder lets go
+            assert db.queue.acquire(lock, timeout=5)  # granted once the holder lets go
             fcntl.flock(lock.fd, fcntl.LOCK_UN)
             releaser.join()
         assert lock.waiter is not None
         assert helpers() == before + 1  # three contended waits, one helper thread
         # A wait past its deadline is abandoned, and the description goes with it.
         fcntl.flock(holder, fcntl.LOCK_EX)
-        assert not db._acquire(lock, timeout=0.05)
+        assert not db.queue.acquire(lock, timeout=0.05)
         after: object = lock.waiter  # (not narrowed by the assert above)
         assert lock.fd == -1 and after is None
         fcntl.flock(holder, fcntl.LOCK_UN)  # the abandoned wait takes it, drops it, ends
@@ -631,7 +640,7 @@ def test_a_holder_that_lets_go_during_the_spin_is_followed_without_the_helper(
 
     path = str(tmp_path / "spin.lock")
     holder = os.open(path, os.O_RDWR | os.O_CREAT)  # another description: another party
-    lock = db._LockFile(path)
+    lock = db.queue.LockFile(path)
     yields = 0
 
     def release_on_the_second_yield() -> None:
@@ -640,11 +649,11 @@ def test_a_holder_that_lets_go_during_the_spin_is_followed_without_the_helper(
         if yields == 2:
             fcntl.flock(holder, fcntl.LOCK_UN)
 
-    monkeypatch.setattr(db, "_spin_yield", release_on_the_second_yield)
-    monkeypatch.setattr(db, "SPIN_SECONDS", 3600.0)  # only the release ends this spin
+    monkeypatch.setattr(db.queue, "_spin_yield", release_on_the_second_yield)
+    monkeypatch.setattr(db.queue, "SPIN_SECONDS", 3600.0)  # only the release ends this spin
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
-        assert db._acquire(lock, timeout=5)
+        assert db.queue.acquire(lock, timeout=5)
         assert yields == 2  # taken at the first try after the release
         assert lock.waiter is None  # no helper thread was started or used
         with pytest.raises(BlockingIOError):
@@ -663,19 +672,19 @@ def test_the_spin_counts_against_the_queue_deadline(
 
     path = str(tmp_path / "deadline.lock")
     holder = os.open(path, os.O_RDWR | os.O_CREAT)
-    lock = db._LockFile(path)
+    lock = db.queue.LockFile(path)
     budgets: list[float] = []
-    spin = db._spin
+    spin = db.queue.spin
 
     def recorded(fd: int, budget: float) -> bool:
         budgets.append(budget)
         return spin(fd, budget)
 
-    monkeypatch.setattr(db, "_spin", recorded)
-    monkeypatch.setattr(db, "SPIN_SECONDS", 3600.0)
+    monkeypatch.setattr(db.queue, "spin", recorded)
+    monkeypatch.setattr(db.queue, "SPIN_SECONDS", 3600.0)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
-        assert not db._acquire(lock, timeout=0.01)  # never granted: the holder keeps it
+        assert not db.queue.acquire(lock, timeout=0.01)  # never granted: the holder keeps it
         assert budgets == [0.01]  # the spin got the deadline, not its own hour
         assert lock.fd == -1  # the abandoned wait owns the description, as before
         fcntl.flock(holder, fcntl.LOCK_UN)
@@ -688,37 +697,24 @@ def test_the_spin_counts_against_the_queue_deadline(
 def test_a_write_that_changed_no_row_skips_the_wal_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Decision 392: no row changed, no frame written: the ``-shm`` read is skipped."""
-    from agentstore import sql
-
+    """No row changed, no frame written: the ``-shm`` read is skipped."""
     checks: list[int] = []
-    checkpoint = db._WalLog.checkpoint_if_due
+    checkpoint = db.queue.WalLog.checkpoint_if_due
 
-    def spy(self: db._WalLog) -> None:
+    def spy(self: db.queue.WalLog) -> None:
         checks.append(1)
         checkpoint(self)
 
-    monkeypatch.setattr(db._WalLog, "checkpoint_if_due", spy)
+    monkeypatch.setattr(db.queue.WalLog, "checkpoint_if_due", spy)
     noop = f"UPDATE {sql.DOCUMENT} SET value_json = value_json WHERE namespace = %s"
 
-    def nothing() -> None:
-        with sql.cursor("default") as cursor:
-            cursor.execute(noop, ["no-such-namespace"])
-
-    atomic_write(lambda: make_document("wal-check-0"))  # the log's first check
+    orm_write(lambda: make_document("wal-check-0"))  # the log's first check
     checks.clear()
-    db.lean_write(nothing)
-    db.bare_or_lean_write(lambda raw: raw.execute(sql.qmark(noop), ["none"]), nothing)
+    db.write(lambda cursor: cursor.execute(noop, ["no-such-namespace"]))
+    db.write(lambda cursor: cursor.execute(noop, ["none"]), single=True)
     assert checks == []
-    insert = f"INSERT INTO {sql.DOCUMENT} ({sql.columns(Document)}) VALUES ({sql.marks(Document)})"
     row = sql.row(Document, namespace="db-tests", key="wal-check-1", updated_at="2026-01-01")
-
-    def add() -> None:
-        with sql.cursor("default") as cursor:
-            cursor.execute(insert, row)
-
-    db.lean_write(add)
-    db.bare_or_lean_write(
-        lambda raw: raw.execute(sql.qmark(noop), ["db-tests"]), nothing
-    )  # matches a row: a change, even to the same value
+    db.write(lambda cursor: cursor.execute(INSERT_DOCUMENT, row))
+    # Matches a row: a change, even to the same value.
+    db.write(lambda cursor: cursor.execute(noop, ["db-tests"]), single=True)
     assert checks == [1, 1]

@@ -23,10 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connections, router
+from django.db import router
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
+from agentstore import db
 from agentstore.sql import auth as auth_sql
 
 __all__ = ["TokenAuthentication"]
@@ -40,7 +41,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
         user_model = get_user_model()
         statement, names = auth_sql.token_lookup(token_model, user_model)
         alias = router.db_for_read(token_model)
-        with connections[alias].cursor() as cursor:
+        with db.cursor(alias) as cursor:
             cursor.execute(statement, [key])
             row = cursor.fetchone()
         if row is None:

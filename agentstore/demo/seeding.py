@@ -32,8 +32,8 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
-from agentstore import sql
-from agentstore.db import atomic_write
+from agentstore import db, sql
+from agentstore.db import SqlCursor
 from agentstore.ids import new_id
 from agentstore.models import Entry, Step, Task, TaskEvent
 from agentstore.sql import seeding as seeding_sql
@@ -135,11 +135,10 @@ def entries(
     previous: str | None = None
 
     def flush() -> None:
-        def write() -> None:
-            with connection.cursor() as cursor:
-                cursor.executemany(seeding_sql.INSERT_ENTRY, batch)
+        def write(cursor: SqlCursor) -> None:
+            cursor.executemany(seeding_sql.INSERT_ENTRY, batch)
 
-        atomic_write(write, using=using)
+        db.write(write, using=using)
         batch.clear()
 
     for row in rows:
@@ -198,12 +197,13 @@ def queued_tasks(
             for task_id in chunk
         ]
 
-        def write(tasks: list[list[Any]] = tasks, events: list[list[Any]] = events) -> None:
-            with connection.cursor() as cursor:
-                cursor.executemany(task_sql.INSERT_TASK, tasks)
-                cursor.executemany(task_sql.INSERT_EVENT, events)
+        def write(
+            cursor: SqlCursor, tasks: list[list[Any]] = tasks, events: list[list[Any]] = events
+        ) -> None:
+            cursor.executemany(task_sql.INSERT_TASK, tasks)
+            cursor.executemany(task_sql.INSERT_EVENT, events)
 
-        atomic_write(write, using=using)
+        db.write(write, using=using)
     return ids
 
 
@@ -220,7 +220,6 @@ def _generated(
     parameters); every other column takes ``values`` or the model's default,
     through :func:`sql.row`, so the statement names every column of ``_meta``.
     """
-    connection = connections[using]
     statement = seeding_sql.generate(model, computed)
     given: dict[str, Any] = {**dict.fromkeys(computed), **values}
     defaults = sql.row(model, **given)
@@ -230,11 +229,10 @@ def _generated(
         if name not in computed:
             params.append(default)
 
-    def write() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(statement, params)
+    def write(cursor: SqlCursor) -> None:
+        cursor.execute(statement, params)
 
-    atomic_write(write, using=using)
+    db.write(write, using=using)
 
 
 def chain(
@@ -283,15 +281,11 @@ def compact_every(
     Each keeps the ``keep`` entries before it (its first-kept entry is
     ``e<seq - keep>``), as one set-based ``UPDATE``.
     """
-    connection = connections[using]
 
-    def write() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                seeding_sql.COMPACT_EVERY, [False, keep, session_id, every, every, offset]
-            )
+    def write(cursor: SqlCursor) -> None:
+        cursor.execute(seeding_sql.COMPACT_EVERY, [False, keep, session_id, every, every, offset])
 
-    atomic_write(write, using=using)
+    db.write(write, using=using)
 
 
 def steps(

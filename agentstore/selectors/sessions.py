@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connections
 from django.db.models import OuterRef, Q, Subquery
 from django.db.models.expressions import RawSQL
 
+from agentstore import db
 from agentstore.models import Entry, Session
 from agentstore.models.sessions import SessionQuerySet
 from agentstore.search import match_sql
@@ -62,7 +62,7 @@ def visible_session(user: Any, session_id: str, *, using: str = "default") -> Se
         return None
     statement = session_sql.VISIBLE if staff else session_sql.VISIBLE_TO_OWNER
     params = [session_id] if staff else [session_id, user.pk]
-    with connections[using].cursor() as cursor:
+    with db.cursor(using) as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:

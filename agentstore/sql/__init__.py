@@ -33,49 +33,27 @@ Column names are written unquoted: every agentstore column is a lowercase
 identifier that is not reserved on SQLite or PostgreSQL (the test selects each
 column unquoted on the backend it runs on), which keeps the statements identical on both backends.
 
-Executing: :func:`cursor` gives the hot paths (the log store's appends) a
-cursor for these statements — Django's own whenever anything watches the
-connection (``DEBUG``, ``connection.queries``, ``execute_wrapper()``, a tracer
-that patches the cursor: :func:`agentstore.db.watched`), else a
-:class:`LeanCursor` on the DB-API cursor underneath, which skips Django's
-per-statement bookkeeping (~20 µs a statement, more than a one-row INSERT
-costs SQLite) but still raises ``django.db``'s exceptions (decision 291).
+Executing: the statements are sent on :mod:`agentstore.db`'s one cursor (inside
+:func:`agentstore.db.write` for a write), never on a cursor of a store's own.
 
 Timestamps: Django stores SQLite datetimes as naive-UTC text and registers a
 converter that runs a regex per value; reading the column ``CAST … AS TEXT``
 (:func:`timestamp_column`) and parsing it with :func:`utc` is several times
 cheaper on long reads. PostgreSQL returns aware datetimes. This is the one copy
 of that fast path.
-
-Prepared statements: :func:`prepared_cursor` is :func:`cursor` for the task
-worker's hottest PostgreSQL statements. Django's psycopg backend binds
-parameters on the client and turns server-side prepared statements off, so
-PostgreSQL plans every execution afresh; the one-statement settle-and-claim
-spent about five times longer being planned than being run. Unwatched, the
-cursor prepares each statement once per connection and then only binds and
-runs it (decision 301; ``AGENTSTORE["POSTGRES_PREPARE"]`` turns it off for
-PgBouncer in transaction mode before 1.21, docs/operations.md).
 """
 
 from __future__ import annotations
 
-import contextlib
-import re
-from asyncio import _get_running_loop
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
-from django.db import connections, models
+from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.utils import CursorWrapper
-from django.utils.asyncio import async_unsafe
 from django.utils.dateparse import parse_datetime
 
 from agentstore import exceptions
-from agentstore.conf import agentstore_settings
-from agentstore.db import in_lean_write, watched
 from agentstore.models import (
     Document,
     Entry,
@@ -104,18 +82,13 @@ __all__ = [
     "TASK",
     "TASK_EVENT",
     "WORKFLOW_RUN",
-    "LeanCursor",
     "adapt_datetime",
-    "PreparedCursor",
     "column_names",
     "columns",
-    "cursor",
     "for_update",
     "marks",
     "names",
     "placeholders",
-    "prepared_cursor",
-    "qmark",
     "require_columns",
     "row",
     "row_builder",
@@ -368,199 +341,3 @@ def adapt_datetime(connection: BaseDatabaseWrapper, value: datetime) -> Any:
             value = value.astimezone(UTC).replace(tzinfo=None)
         return str(value)
     return connection.ops.adapt_datetimefield_value(value)
-
-
-# -- executing (the hot paths) ---------------------------------------------------
-
-#: Django's own rewrite of ``%s`` to SQLite's ``?`` (``SQLiteCursorWrapper.convert_query``).
-_FORMAT = re.compile(r"(?<!%)%s")
-
-
-@lru_cache(maxsize=512)
-def qmark(statement: str) -> str:
-    """``statement`` with ``?`` marks, for the bare ``sqlite3`` connection (``db.bare_write``).
-
-    Django's own rewrite of ``%s`` (``%%`` becomes ``%``); the statements are
-    module constants or cached builders, so each is converted once.
-    """
-    return _FORMAT.sub("?", statement).replace("%%", "%")
-
-
-class LeanCursor(CursorWrapper):
-    """The DB-API cursor under Django's connection, taking ``%s`` SQL (see :func:`cursor`).
-
-    A :class:`~django.db.backends.utils.CursorWrapper` to its callers —
-    ``db``, ``execute``, ``executemany``, ``fetchone``, ``fetchall``,
-    ``rowcount``, ``with`` — on the same connection and in the same
-    transaction, raising ``django.db``'s exceptions; what it leaves out is the
-    per-statement bookkeeping only a watcher needs.
-    """
-
-    # Errors are mapped by re-raising inside ``wrap_database_errors`` only when
-    # something raised: a ``try`` costs nothing until then, a ``with`` two
-    # Python calls per statement (decision 390).
-
-    def __init__(self, cursor: Any, db: BaseDatabaseWrapper) -> None:
-        self.cursor = cursor  # what CursorWrapper.__init__ sets, without the call
-        self.db = db
-        self._errors = db.wrap_database_errors
-        self._sqlite = db.vendor == "sqlite"
-
-    def __exit__(self, type: Any, value: Any, traceback: Any) -> None:
-        # CursorWrapper's: close, ignoring the driver's errors — without its
-        # ``__getattr__`` round to find ``close`` (and no ``suppress`` object).
-        try:  # noqa: SIM105
-            self.cursor.close()
-        except self.db.Database.Error:
-            pass
-
-    def execute(self, sql: Any, params: Any = None) -> Any:
-        try:
-            if params is None:
-                return self.cursor.execute(sql)
-            return self.cursor.execute(qmark(sql) if self._sqlite else sql, params)
-        except BaseException:
-            with self._errors:
-                raise
-
-    def executemany(self, sql: Any, param_list: Sequence[Any]) -> Any:
-        try:
-            return self.cursor.executemany(qmark(sql) if self._sqlite else sql, param_list)
-        except BaseException:
-            with self._errors:
-                raise
-
-    def fetchone(self) -> Any:
-        try:
-            return self.cursor.fetchone()
-        except BaseException:
-            with self._errors:
-                raise
-
-    def fetchall(self) -> list[Any]:
-        try:
-            return list(self.cursor.fetchall())
-        except BaseException:
-            with self._errors:
-                raise
-
-    @property
-    def rowcount(self) -> int:
-        return int(self.cursor.rowcount)
-
-
-#: Django's own refusal of a synchronous call from a running event loop (the
-#: ``SynchronousOnlyOperation``, ``DJANGO_ALLOW_ASYNC_UNSAFE``), reached only
-#: when :func:`cursor` finds a loop running.
-@async_unsafe
-def _refuse_in_async() -> None:
-    """Nothing: its decorator raises when called from a running event loop."""
-
-
-def cursor(using: str) -> CursorWrapper:
-    """A cursor for this package's ``%s`` statements on ``using`` (use it in a ``with``).
-
-    Django's ``connection.cursor()`` when :func:`agentstore.db.watched` says
-    something watches the connection, so every statement shows where it
-    always did; else a :class:`LeanCursor`. Either works inside or outside a
-    write transaction (:func:`agentstore.db.lean_write`, ``atomic_write``).
-    Inside a lean transaction's body it reuses the connection object and the
-    answer ``lean_write`` got at ``BEGIN`` (:func:`agentstore.db.in_lean_write`,
-    decision 390). Refused in a running event loop, as Django's ``cursor()``.
-    """
-    # async_unsafe's test, without its wrapper and the RuntimeError it raises
-    # and catches on every call outside a loop: _get_running_loop is the
-    # low-level half of asyncio.get_running_loop (None instead of raising).
-    if _get_running_loop() is not None:
-        _refuse_in_async()
-    connection = in_lean_write(using)
-    if connection is None:
-        connection = connections[using]
-        if watched(connection):
-            return connection.cursor()
-    # What Django's cursor() does first: a connection that failed its health
-    # check (CONN_HEALTH_CHECKS) is replaced, a missing one opened.
-    connection.close_if_health_check_failed()
-    if connection.connection is None:
-        connection.ensure_connection()
-    if connection.vendor == "sqlite":
-        # The plain sqlite3 cursor: LeanCursor converts (and caches) the
-        # placeholders itself, Django's cursor class would convert every time.
-        return LeanCursor(connection.connection.cursor(), connection)
-    # The backend's own cursor (on PostgreSQL it carries the connection's time zone).
-    return LeanCursor(connection.create_cursor(), connection)
-
-
-#: A ``prepare_threshold`` no count reaches: while a :class:`PreparedCursor`
-#: statement runs, only the statements it asks to prepare are prepared.
-_ONLY_WHEN_ASKED = 2**62
-
-
-class PreparedCursor(LeanCursor):
-    """A :class:`LeanCursor` on a server-binding psycopg cursor that prepares its statements.
-
-    psycopg prepares a statement on its first ``execute(..., prepare=True)``
-    and afterwards sends only the statement's name and parameters (the
-    connection keeps up to ``prepared_max`` of them, 100 by default). Django
-    opens its connections with ``prepare_threshold=None``, which makes psycopg
-    ignore ``prepare=True``; so around each statement the threshold is lifted
-    to a count nothing reaches (:data:`_ONLY_WHEN_ASKED`) and put back, and
-    Django's own queries stay unprepared. A threshold the project set in its
-    ``OPTIONS`` is left alone. psycopg forgets (``DEALLOCATE ALL``) what it
-    prepared whenever the connection rolls back.
-    """
-
-    def execute(self, sql: Any, params: Any = None) -> Any:
-        if params is None:
-            return super().execute(sql)
-        with self._errors, self._preparing():
-            return self.cursor.execute(sql, params, prepare=True)
-
-    def executemany(self, sql: Any, param_list: Sequence[Any]) -> Any:
-        # psycopg's executemany always asks to prepare: it needs only the threshold.
-        with self._errors, self._preparing():
-            return self.cursor.executemany(sql, param_list)
-
-    @contextlib.contextmanager
-    def _preparing(self) -> Iterator[None]:
-        """Lift Django's ``prepare_threshold=None`` for one call, then put it back."""
-        raw = self.db.connection
-        if raw.prepare_threshold is not None:  # the project's own threshold: left alone
-            yield
-            return
-        raw.prepare_threshold = _ONLY_WHEN_ASKED
-        try:
-            yield
-        finally:
-            raw.prepare_threshold = None
-
-
-@async_unsafe
-def prepared_cursor(using: str) -> CursorWrapper:
-    """:func:`cursor`, whose statements PostgreSQL plans once per connection when it may.
-
-    A :class:`PreparedCursor` on PostgreSQL (psycopg 3) while nothing watches
-    the connection (:func:`agentstore.db.watched`) and
-    ``AGENTSTORE["POSTGRES_PREPARE"]`` is on; else exactly :func:`cursor`.
-    Its statements must bind on the server: ``%s`` becomes ``$n``, so every
-    parameter needs a type PostgreSQL can infer or a cast (``%s::text[]``).
-    For the few statements a worker sends for every task (decision 301).
-    """
-    connection = connections[using]
-    if (
-        connection.vendor != "postgresql"
-        or not agentstore_settings.POSTGRES_PREPARE
-        or watched(connection)
-    ):
-        return cursor(using)
-    connection.close_if_health_check_failed()
-    if connection.connection is None:
-        connection.ensure_connection()
-    raw = connection.connection
-    if not hasattr(raw, "prepare_threshold"):  # psycopg2: no prepared statements
-        return cursor(using)
-    from psycopg import Cursor  # noqa: PLC0415 - only PostgreSQL projects install it
-
-    # A plain psycopg Cursor binds on the server (Django's is a ClientCursor,
-    # which never prepares); it shares the connection's adapters and loaders.
-    return PreparedCursor(Cursor(raw), connection)

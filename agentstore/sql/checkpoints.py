@@ -5,16 +5,12 @@ Sent by :class:`agentstore.stores.checkpoints.CheckpointStore`
 
     from agentstore.sql import checkpoints as cp_sql
 
-    cursor.execute(cp_sql.UPSERT_CHECKPOINT, params)       # Django's cursor: %s marks
-    raw.execute(cp_sql.qmark(cp_sql.UPSERT_CHECKPOINT), params)   # sqlite3 itself: ? marks
+    cursor.execute(cp_sql.UPSERT_CHECKPOINT, params)       # agentstore.db's cursor
 
 ``INSERT … ON CONFLICT`` reads the same on SQLite (≥ 3.24) and PostgreSQL, so
-every statement is one text for both; only its placeholders differ between
-Django's cursor (``%s``, which Django's SQLite wrapper rewrites to ``?`` with a
-regular expression at every execute) and a bare ``sqlite3`` connection (``?``,
-:func:`qmark`, converted once). Statements whose text depends on a count (rows
-in one INSERT, blobs in one read) are built by small cached functions, once per
-shape.
+every statement is one text for both. Statements whose text depends on a count
+(rows in one INSERT, blobs in one read) are built by small cached functions,
+once per shape.
 
 Table and column names, and the ``ON CONFLICT`` targets (the models' unique
 constraints), come from ``_meta`` (:mod:`agentstore.sql`);
@@ -50,7 +46,6 @@ __all__ = [
     "blobs_of",
     "many",
     "put",
-    "qmark",
 ]
 
 CHECKPOINT = Checkpoint._meta.db_table
@@ -215,13 +210,3 @@ def put(blobs: int) -> str:
     if not blobs:
         return UPSERT_CHECKPOINT
     return f"WITH blobs AS ({many(INSERT_BLOB, blobs)}) {UPSERT_CHECKPOINT}"
-
-
-@lru_cache(maxsize=256)
-def qmark(statement: str) -> str:
-    """``statement`` with ``?`` placeholders, for a bare ``sqlite3`` cursor.
-
-    The statements above hold no ``%`` but their ``%s`` marks, so a plain
-    replacement is exact.
-    """
-    return statement.replace("%s", "?")

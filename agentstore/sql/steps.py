@@ -23,6 +23,8 @@ INSERT_GRANT = (
     f"INSERT INTO {GRANT} ({columns(Grant)}) VALUES ({marks(Grant)}) "
     "ON CONFLICT (session_id, prompt_digest) DO NOTHING"
 )
+#: A replayed approval refreshes ``granted_at``. Params: granted_at, session, digest.
+REFRESH_GRANT = f"UPDATE {GRANT} SET granted_at = %s WHERE session_id = %s AND prompt_digest = %s"
 
 
 class StepReads(NamedTuple):

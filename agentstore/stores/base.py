@@ -3,9 +3,12 @@
     class DocumentStore(StoreBase):
         def put(self, doc):
             stamp = self.now()                      # outside the transaction: retries
-            return self.write(lambda: ...)          # rewrite the same values
+            return self.write(lambda cursor: ...)   # rewrite the same values
 
-A method whose whole body is one write transaction says so with
+:meth:`StoreBase.write` runs on :func:`agentstore.db.write`, the one write driver:
+the body gets the transaction's cursor for its hand-written statements, and one
+that uses the ORM says so (``orm=True``: Django opens the transaction).
+A method whose whole body is one ORM write transaction says so with
 :func:`retrying_write` instead of wrapping a closure::
 
     def update_ref(self, name, expected, next, reason=""):
@@ -30,7 +33,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS
 
-from agentstore.db import atomic_write, lean_write, read_only
+from agentstore import db
+from agentstore.db import SqlCursor
 from agentstore.validation import require_aware
 
 T = TypeVar("T")
@@ -55,26 +59,33 @@ class StoreBase:
         """Return the clock's time in UTC (refusing a naive clock)."""
         return require_aware(self.clock(), "clock()")
 
-    def write(self, fn: Callable[[], T], *, lean: bool = False) -> T:
-        """Run ``fn`` in one short write transaction (see ``agentstore.db.atomic_write``).
+    def write(
+        self,
+        body: Callable[[SqlCursor], T],
+        *,
+        orm: bool = False,
+        single: bool = False,
+        prepare: bool = False,
+    ) -> T:
+        """Run ``body(cursor)`` as one short write transaction (:func:`agentstore.db.write`).
 
-        ``lean``: ``fn`` runs only hand-written statements on
-        ``agentstore.sql.cursor`` (no ORM write, no nested ``atomic()``), which
-        lets SQLite skip Django's transaction layer (``agentstore.db.lean_write``).
+        ``body`` sends hand-written statements on ``cursor``; on SQLite the driver
+        then opens the transaction on the ``sqlite3`` connection itself. ``orm``:
+        the body also uses the ORM (writes, ``atomic()`` savepoints), so Django
+        opens it. ``single``: the body is one statement, its own transaction in
+        autocommit. ``prepare``: PostgreSQL plans the statements once per connection.
         """
-        if lean:
-            return lean_write(fn, using=self.using)
-        return atomic_write(fn, using=self.using)
+        return db.write(body, using=self.using, orm=orm, single=single, prepare=prepare)
 
     def read(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` in a read snapshot that never takes the write lock."""
-        return read_only(fn, using=self.using)
+        return db.read_only(fn, using=self.using)
 
 
 def retrying_write(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
-    """Run the decorated method as one write transaction (:meth:`StoreBase.write`).
+    """Run the decorated method as one ORM write transaction (``StoreBase.write(orm=True)``).
 
-    On SQLite a busy database makes ``atomic_write`` run the body again, so the
+    On SQLite a busy database makes the write driver run the body again, so the
     body must be re-runnable: take the clock and new ids in the caller and
     pass them in, as arguments. The body can then be ordinary code split into
     ordinary methods rather than a long closure.
@@ -82,6 +93,6 @@ def retrying_write(method: Callable[Concatenate[S, P], T]) -> Callable[Concatena
 
     @functools.wraps(method)
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self.write(lambda: method(self, *args, **kwargs))
+        return self.write(lambda cursor: method(self, *args, **kwargs), orm=True)
 
     return wrapper

@@ -36,7 +36,6 @@ import contextlib
 import functools
 import itertools
 import json
-import sqlite3
 import struct
 import time
 from collections import defaultdict
@@ -52,14 +51,8 @@ from django.db.models import Max, Q
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
-from agentstore import sql
-from agentstore.db import (
-    SharedConnection,
-    atomic_write,
-    bare_connection,
-    bare_execute,
-    bare_write_on,
-)
+from agentstore import db, sql
+from agentstore.db import SharedConnection, SqlCursor
 from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
@@ -89,10 +82,6 @@ TOUCH_EVERY = 1.0
 # (database alias, thread id) -> when this process last touched the thread.
 _touched: dict[tuple[str, str], float] = {}
 
-# What CheckpointStore._commit runs on SQLite's bare connection: statements sent
-# by a function in one transaction, or one (statement, params), its own.
-_Bare = Callable[[sqlite3.Connection], None] | tuple[str, builtins.list[Any]]
-
 #: The most pending writes ``put_writes`` sends as one multi-row INSERT on SQLite
 #: (10 parameters a row, well under SQLite's variable limit); more go by executemany.
 _ONE_STATEMENT_ROWS = 50
@@ -107,7 +96,7 @@ _DELTA_KEYS = ("counters_since_delta_snapshot", "delta_writes_versioned")
 
 
 def touch_thread(
-    thread_id: str, now: datetime, *, owner_id: int | None = None, using: str = DEFAULT_DB_ALIAS
+    cursor: SqlCursor, thread_id: str, now: datetime, *, owner_id: int | None = None
 ) -> None:
     """Create the ``graph`` session of ``thread_id``, or move its ``updated_at`` to ``now``.
 
@@ -120,10 +109,9 @@ def touch_thread(
     """
     if not thread_id:
         raise ValidationError("thread_id must not be empty", field="thread_id")
-    with connections[using].cursor() as cursor:
-        SessionStore(using=using).create_or_touch(
-            cursor, GRAPH, thread_id, stamp=now, owner_id=owner_id
-        )
+    SessionStore(using=cursor.db.alias).create_or_touch(
+        cursor, GRAPH, thread_id, stamp=now, owner_id=owner_id
+    )
 
 
 def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> bool:
@@ -251,38 +239,33 @@ class CheckpointStore:
             else []
         )
 
-        def write(touch: bool) -> None:
-            if touch:
-                touch_thread(thread_id, now, owner_id=owner_id, using=self.using)
-            with connection.cursor() as cursor:
+        if not sqlite:
+            # PostgreSQL: the blobs and the checkpoint's row in one statement.
+            def write(cursor: SqlCursor, touch: bool) -> None:
+                if touch:
+                    touch_thread(cursor, thread_id, now, owner_id=owner_id)
+                cursor.execute(
+                    checkpoint_sql.put(len(blob_params)),
+                    [*itertools.chain(*blob_params), *params],
+                )
+
+        else:
+
+            def write(cursor: SqlCursor, touch: bool) -> None:
+                if touch:
+                    touch_thread(cursor, thread_id, now, owner_id=owner_id)
                 if blob_params:
                     cursor.executemany(checkpoint_sql.INSERT_BLOB, blob_params)
                 cursor.execute(checkpoint_sql.UPSERT_CHECKPOINT, params)
 
-        bare: _Bare
-        if blob_params:
-
-            def bare(raw: sqlite3.Connection) -> None:
-                raw.executemany(checkpoint_sql.qmark(checkpoint_sql.INSERT_BLOB), blob_params)
-                raw.execute(checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
-
-        else:
-            # Without new blobs (most puts) the checkpoint's row is the one statement.
-            bare = (checkpoint_sql.qmark(checkpoint_sql.UPSERT_CHECKPOINT), params)
-
-        single = None
-        if connection.vendor == "postgresql":
-            single = (
-                checkpoint_sql.put(len(blob_params)),
-                [*itertools.chain(*blob_params), *params],
-            )
         # The thread's updated_at moves at most once a second per process: the
         # UPDATE rewrites four session indexes, and listing or pruning by age
         # needs no finer clock. The foreign key still proves the thread exists
         # (and a thread deleted meanwhile is re-created, as on a first put).
         place = (self.using, thread_id)
         touch = _touched.get(place, -TOUCH_EVERY) <= time.monotonic() - TOUCH_EVERY
-        self._commit(connection, write, single, bare, touch=touch)
+        # Without new blobs (most puts) the checkpoint's row is the one statement.
+        self._commit(connection, write, single=not (sqlite and blob_params), touch=touch)
         if touch:
             if len(_touched) > 10_000:
                 _touched.clear()
@@ -331,79 +314,56 @@ class CheckpointStore:
         ]
         statement = checkpoint_sql.UPSERT_WRITE if replace else checkpoint_sql.INSERT_WRITE
 
-        def write(touch: bool) -> None:
+        # One multi-row INSERT — a single statement, its own transaction — unless
+        # SQLite's variable limit needs executemany (then one transaction).
+        single = connection.vendor == "postgresql" or len(rows) <= _ONE_STATEMENT_ROWS
+
+        def write(cursor: SqlCursor, touch: bool) -> None:
             if touch:
                 # The clock is read only here: nearly every put_writes never touches.
-                touch_thread(thread_id, self.clock(), owner_id=owner_id, using=self.using)
-            with connection.cursor() as cursor:
+                touch_thread(cursor, thread_id, self.clock(), owner_id=owner_id)
+            if single:
+                cursor.execute(checkpoint_sql.many(statement, len(rows)), [*itertools.chain(*rows)])
+            else:
                 cursor.executemany(statement, rows)
 
-        bare: _Bare
-        if len(rows) <= _ONE_STATEMENT_ROWS:
-            # One multi-row INSERT: a single statement is its own transaction
-            # on SQLite (db.bare_execute), as on PostgreSQL below.
-            bare = (
-                checkpoint_sql.qmark(checkpoint_sql.many(statement, len(rows))),
-                [*itertools.chain(*rows)],
-            )
-        else:
-
-            def bare(raw: sqlite3.Connection) -> None:
-                raw.executemany(checkpoint_sql.qmark(statement), rows)
-
-        single = None
-        if connection.vendor == "postgresql":
-            single = (checkpoint_sql.many(statement, len(rows)), [*itertools.chain(*rows)])
         # Writes follow their checkpoint's put, which touched the thread; a run
         # saves a step's writes in the background, so they can commit before
         # the checkpoint that creates the thread's session: then _commit does.
-        self._commit(connection, write, single, bare, touch=False)
+        self._commit(connection, write, single=single, touch=False)
 
     def _commit(
         self,
         connection: BaseDatabaseWrapper,
-        write: Callable[[bool], None],
-        single: tuple[str, builtins.list[Any]] | None,
-        bare: _Bare,
+        write: Callable[[SqlCursor, bool], None],
         *,
+        single: bool,
         touch: bool,
     ) -> None:
-        """Run ``write(touch)`` in a write transaction, touching the thread if it must.
+        """Run ``write(cursor, touch)`` as one write transaction, touching the thread if it must.
 
-        Without the touch (nearly every call) the same write takes a shorter
-        road. On PostgreSQL, ``single`` is it as one statement: outside a
-        transaction, autocommit makes one statement its own durable transaction
-        — one round trip where ``atomic_write`` takes three or four (BEGIN, the
-        statements, COMMIT; decision 191). On SQLite, ``bare(raw)`` runs its
-        statements on the ``sqlite3`` connection itself inside
-        :func:`~agentstore.db.bare_write_on`'s transaction, when nothing
-        observes Django's cursor (decision 295); a ``bare`` that is one
-        ``(statement, params)`` is sent as its own transaction in SQLite's
-        autocommit (:func:`~agentstore.db.bare_execute`, decision 350). When the
+        ``single``: without the touch (nearly every call) ``write`` sends one
+        statement, which autocommit makes its own transaction — on PostgreSQL
+        one round trip where ``BEGIN`` … ``COMMIT`` take three. When the
         thread's session is missing (a first write, or the thread was deleted
         meanwhile), the foreign key fails and the write runs again with the touch.
         """
         try:
-            if touch:
-                with self._lent():
-                    atomic_write(partial(write, True), using=self.using)
-            elif single is not None and not connection.in_atomic_block:
-                with connection.cursor() as cursor:
-                    cursor.execute(*single)
-            elif isinstance(bare, tuple):
-                if not bare_execute(connection, *bare, using=self.using):
-                    with self._lent():
-                        atomic_write(partial(write, False), using=self.using)
-            elif bare_connection(connection) is not None:
-                bare_write_on(connection, bare, using=self.using)
-            else:
-                with self._lent():
-                    atomic_write(partial(write, False), using=self.using)
+            self._write(connection, lambda cursor: write(cursor, touch), single and not touch)
         except IntegrityError:
             if touch:
                 raise
+            self._write(connection, lambda cursor: write(cursor, True), False)
+
+    def _write(
+        self, connection: BaseDatabaseWrapper, body: Callable[[SqlCursor], None], single: bool
+    ) -> None:
+        """``db.write`` on the store's connection object (lent where Django must open it)."""
+        if single or connection.vendor == "sqlite":
+            db.write(body, using=self.using, connection=connection, single=single)
+        else:
             with self._lent():
-                atomic_write(partial(write, True), using=self.using)
+                db.write(body, using=self.using, connection=connection)
 
     def delete_thread(self, thread_id: str) -> bool:
         """Delete a thread and everything stored for it (``delete_thread_rows``)."""
@@ -419,7 +379,7 @@ class CheckpointStore:
         if not ids:
             return 0
 
-        def delete() -> int:
+        def delete(cursor: SqlCursor) -> int:
             doomed = list(
                 Checkpoint.objects.using(self.using)
                 .filter(run_id__in=ids)
@@ -435,7 +395,7 @@ class CheckpointStore:
             Checkpoint.objects.using(self.using).filter(run_id__in=ids).delete()
             return len(doomed)
 
-        return atomic_write(delete, using=self.using)
+        return db.write(delete, using=self.using, orm=True)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> bool:
         """Copy every checkpoint, blob and write of a thread to another thread.
@@ -445,10 +405,9 @@ class CheckpointStore:
         under the same keys are kept. Returns ``False`` (and creates nothing) when
         the source thread has no checkpoints.
         """
-        connection = connections[self.using]
         now = self.clock()
 
-        def copy() -> bool:
+        def copy(cursor: SqlCursor) -> bool:
             source = (
                 Session.objects.using(self.using)
                 .filter(pk=source_thread_id, kind=GRAPH)
@@ -461,13 +420,12 @@ class CheckpointStore:
                 .exists()
             ):
                 return False
-            touch_thread(target_thread_id, now, owner_id=source.first(), using=self.using)
-            with connection.cursor() as cursor:
-                for statement in checkpoint_sql.COPY_THREAD:
-                    cursor.execute(statement, [target_thread_id, source_thread_id])
+            touch_thread(cursor, target_thread_id, now, owner_id=source.first())
+            for statement in checkpoint_sql.COPY_THREAD:
+                cursor.execute(statement, [target_thread_id, source_thread_id])
             return True
 
-        return atomic_write(copy, using=self.using)
+        return db.write(copy, using=self.using, orm=True)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads: ``"keep_latest"`` keeps the latest checkpoint of each namespace.
@@ -489,9 +447,9 @@ class CheckpointStore:
             if strategy == "delete":
                 self.delete_thread(thread_id)
             else:
-                atomic_write(partial(self._keep_latest, thread_id), using=self.using)
+                db.write(partial(self._keep_latest, thread_id), using=self.using, orm=True)
 
-    def _keep_latest(self, thread_id: str) -> None:
+    def _keep_latest(self, thread_id: str, cursor: SqlCursor) -> None:
         checkpoints = Checkpoint.objects.using(self.using).filter(session_id=thread_id)
         delta = Q()
         for key in _DELTA_KEYS:
@@ -553,26 +511,8 @@ class CheckpointStore:
         checkpoint_id: str | None = None,
     ) -> CheckpointRecord | None:
         """The checkpoint ``checkpoint_id`` of the namespace, or its latest; ``None`` if absent."""
-        raw = bare_connection(connection)
-        if raw is None:
-            with connection.cursor() as cursor:
-                return _read(
-                    cursor, str, connection.vendor, thread_id, checkpoint_ns, checkpoint_id
-                )
-        # The bare sqlite3 cursor when nothing observes Django's (decision 295).
-        # Closed and its errors raised as Django's by hand rather than by two
-        # context managers (five calls a get, decision 401): sqlite3's errors
-        # are re-raised inside wrap_database_errors only when one was raised.
-        bare = raw.cursor()
-        try:
-            return _read(
-                bare, checkpoint_sql.qmark, "sqlite", thread_id, checkpoint_ns, checkpoint_id
-            )
-        except BaseException:
-            with connection.wrap_database_errors:
-                raise
-        finally:
-            bare.close()
+        with db.cursor_on(connection) as cursor:
+            return _read(cursor, connection.vendor, thread_id, checkpoint_ns, checkpoint_id)
 
     def list(
         self,
@@ -733,21 +673,20 @@ class CheckpointStore:
 
 
 def _read(
-    cursor: Any,
-    mark: Callable[[str], str],
+    cursor: SqlCursor,
     vendor: str,
     thread_id: str,
     checkpoint_ns: str,
     checkpoint_id: str | None,
 ) -> CheckpointRecord | None:
-    """``CheckpointStore.get`` on ``cursor`` (Django's, or sqlite3's with ``mark=qmark``)."""
+    """``CheckpointStore.get`` on ``cursor``."""
     sqlite = vendor == "sqlite"
     if checkpoint_id:
         by_id = checkpoint_sql.SQLITE_GET_BY_ID if sqlite else checkpoint_sql.GET_BY_ID
-        cursor.execute(mark(by_id), [thread_id, checkpoint_ns, checkpoint_id])
+        cursor.execute(by_id, [thread_id, checkpoint_ns, checkpoint_id])
     else:
         latest = checkpoint_sql.SQLITE_GET_LATEST if sqlite else checkpoint_sql.GET_LATEST
-        cursor.execute(mark(latest), [thread_id, checkpoint_ns, thread_id, checkpoint_ns])
+        cursor.execute(latest, [thread_id, checkpoint_ns, thread_id, checkpoint_ns])
     # The checkpoint once per pending write (or once, with NULL write columns).
     rows = cursor.fetchall()
     if not rows:
@@ -774,7 +713,7 @@ def _read(
     blobs: builtins.list[ChannelBlob] = []
     if wanted:
         cursor.execute(
-            mark(checkpoint_sql.blobs_of(len(wanted))),
+            checkpoint_sql.blobs_of(len(wanted)),
             [x for ch, v in wanted for x in (thread_id, checkpoint_ns, ch, v)],
         )
         blobs = [_blob(*r) for r in cursor.fetchall()]

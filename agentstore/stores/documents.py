@@ -60,20 +60,14 @@ class DocumentStore(StoreBase):
         )
         connection = connections[self.using]
 
-        def write() -> None:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    documents_sql.UPSERT,
-                    sql.row(
-                        Document,
-                        namespace=document.namespace,
-                        key=document.key,
-                        value_json=document.value_json,
-                        updated_at=connection.ops.adapt_datetimefield_value(stamp),
-                    ),
-                )
-
-        self.write(write)
+        params = sql.row(
+            Document,
+            namespace=document.namespace,
+            key=document.key,
+            value_json=document.value_json,
+            updated_at=connection.ops.adapt_datetimefield_value(stamp),
+        )
+        self.write(lambda cursor: cursor.execute(documents_sql.UPSERT, params))
         return DocumentEntity(
             namespace=document.namespace,
             key=document.key,
@@ -84,9 +78,8 @@ class DocumentStore(StoreBase):
     def delete(self, namespace: str, key: str) -> None:
         """Delete the document; a missing one is not an error."""
         _require_names(namespace, key)
-        self.write(
-            lambda: Document.objects.using(self.using).filter(namespace=namespace, key=key).delete()
-        )
+        rows = Document.objects.using(self.using).filter(namespace=namespace, key=key)
+        self.write(lambda cursor: rows.delete(), orm=True)
 
 
 class DocumentSource:

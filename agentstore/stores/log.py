@@ -53,12 +53,12 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterator, Seque
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.db import IntegrityError, connections
+from django.db import IntegrityError
 from django.db.models import OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
-from agentstore import exceptions, notify, sql
-from agentstore.db import is_unique_violation, read_only
+from agentstore import db, exceptions, notify
+from agentstore.db import SqlCursor, is_unique_violation, read_only
 from agentstore.formats.agentsession import (
     CURRENT_FORMAT,
     Outcome,
@@ -234,14 +234,14 @@ class LogStore(StoreBase):
             insert = self._creation(session, owner)
             dead: builtins.list[LockInfo] = []
 
-            def tx() -> None:
+            def tx(cursor: SqlCursor) -> None:
                 dead.clear()
-                with connections[self.using].cursor() as cursor:
-                    taken = insert(cursor)
-                    if taken is not None:
-                        dead.append(taken)
+                taken = insert(cursor)
+                if taken is not None:
+                    dead.append(taken)
 
-            self.write(tx)
+            # The hold's claim takes a savepoint: Django opens the transaction.
+            self.write(tx, orm=True)
             return self._created(session, dead)
 
     def _creation(self, session: Session, owner: Any = None) -> Callable[[Any], LockInfo | None]:
@@ -353,25 +353,24 @@ class LogStore(StoreBase):
                 now = self.now()
                 dead: builtins.list[LockInfo] = []
 
-                def tx() -> None:
+                def tx(cursor: SqlCursor) -> None:
                     dead.clear()
-                    with connections[self.using].cursor() as cursor:
-                        # The head row, read under the write lock: O(1) in the
-                        # session's length (stores/log_open.py).
-                        kind, found[0] = open_stored(cursor, session_id, using=self.using)
-                        require_log(session_id, kind)
-                        taken = log_holds.claim(
-                            cursor,
-                            session_id,
-                            pid=self.pid,
-                            host=self.host,
-                            token=self.token,
-                            now=now,
-                        )
-                        if taken is not None:
-                            dead.append(taken)
+                    # The head row, read under the write lock: O(1) in the
+                    # session's length (stores/log_open.py).
+                    kind, found[0] = open_stored(cursor, session_id, using=self.using)
+                    require_log(session_id, kind)
+                    taken = log_holds.claim(
+                        cursor,
+                        session_id,
+                        pid=self.pid,
+                        host=self.host,
+                        token=self.token,
+                        now=now,
+                    )
+                    if taken is not None:
+                        dead.append(taken)
 
-                self.write(tx)
+                self.write(tx, orm=True)
                 self._report(dead)
                 claimed = True
                 self._held.add(session_id)
@@ -391,7 +390,7 @@ class LogStore(StoreBase):
 
     def _open_stored(self, session_id: str) -> StoredSession | None:
         """The session from its head row (``NoSession`` if absent); ``None``: read it whole."""
-        with connections[self.using].cursor() as cursor:
+        with db.cursor(self.using) as cursor:
             kind, stored = open_stored(cursor, session_id, using=self.using)
         require_log(session_id, kind)
         return stored
@@ -493,13 +492,8 @@ class LogStore(StoreBase):
             session_id, session, written, now, raise_header, beat=beat
         )
 
-        def tx() -> None:
-            with sql.cursor(self.using) as cursor:
-                statements(cursor)
-
         try:
-            # Only hand-written statements: the lean transaction (decision 291).
-            self._write_append(session_id, written[0], tx, lean=True)
+            self._write_append(session_id, written[0], statements)
         except BaseException:
             session.truncate(base_len, base_leaf)
             raise
@@ -567,20 +561,20 @@ class LogStore(StoreBase):
         self,
         session_id: str,
         pending: PendingAppend,
-        tx: Callable[[], None],
+        tx: Callable[[SqlCursor], None],
         *,
-        lean: bool = False,
+        orm: bool = False,
     ) -> None:
         """Run a transaction that appends ``pending`` to ``session_id``; map its failures.
 
         A lost hold refuses the session (``SessionLocked``) and a UNIQUE clash on
         the sequence means another writer appended (``ConcurrentWriter``), both
-        until :meth:`release`; any failure drops the cached session. ``lean``:
-        ``tx`` runs only hand-written statements (:meth:`StoreBase.write`).
+        until :meth:`release`; any failure drops the cached session. ``orm``:
+        ``tx`` uses the ORM too (:meth:`StoreBase.write`).
         """
         new = pending.entry
         try:
-            self.write(tx, lean=lean)
+            self.write(tx, orm=orm)
         except exceptions.SessionLocked as exc:
             self._drop(session_id)
             self._held.discard(session_id)
@@ -657,11 +651,7 @@ class LogStore(StoreBase):
         if self.read_only:
             return
 
-        def tx() -> None:
-            with connections[self.using].cursor() as cursor:
-                cursor.execute(log_sql.DELETE_HOLDER, [session_id, self.token])
-
-        self.write(tx)
+        self.write(lambda cursor: cursor.execute(log_sql.DELETE_HOLDER, [session_id, self.token]))
 
     def release(self, session_id: str) -> None:
         """Forget the session (the next ``open`` reloads it) and drop this store's hold.
@@ -686,13 +676,12 @@ class LogStore(StoreBase):
         self._writable()
         with self._lock:
 
-            def tx() -> None:
-                with connections[self.using].cursor() as cursor:
-                    require_log(session_id, self.sessions.lock_kind(cursor, session_id))
-                    self.sessions.delete_rows(cursor, session_id, LOG)
+            def tx(cursor: SqlCursor) -> None:
+                require_log(session_id, self.sessions.lock_kind(cursor, session_id))
+                self.sessions.delete_rows(cursor, session_id, LOG)
 
             try:
-                self.write(tx)
+                self.write(tx, orm=True)
             finally:
                 self._drop(session_id)
                 self._refused.pop(session_id, None)
@@ -711,12 +700,12 @@ class LogStore(StoreBase):
             self._beats.clear()
             if held and not self.read_only:
 
-                def tx() -> None:
+                def tx(cursor: SqlCursor) -> None:
                     Holder.objects.using(self.using).filter(
                         session_id__in=held, token=self.token
                     ).delete()
 
-                self.write(tx)
+                self.write(tx, orm=True)
 
     # -- holds ------------------------------------------------------------------
 
@@ -944,12 +933,11 @@ class LogStore(StoreBase):
         now = self.now()
         cwd = session.header.get("cwd")
 
-        def tx() -> None:
+        def tx(cursor: SqlCursor) -> None:
             parent = str(session.header.get("parent_session") or "")[:_MAX_ID]
-            with connections[self.using].cursor() as cursor:
-                self._insert_session(cursor, session, created_at, now, cwd, parent, owner)
+            self._insert_session(cursor, session, created_at, now, cwd, parent, owner)
 
-        self.write(tx)
+        self.write(tx, orm=True)
         return session
 
     def _insert_session(
@@ -1078,16 +1066,16 @@ class LogStore(StoreBase):
         append = self._append_statements(session_id, old, [link], self.now(), raise_header)
         dead: builtins.list[LockInfo] = []
 
-        def tx() -> None:
+        def tx(cursor: SqlCursor) -> None:
             dead.clear()
-            with connections[self.using].cursor() as cursor:
-                taken = insert(cursor)
-                if taken is not None:
-                    dead.append(taken)
-                append(cursor)
+            taken = insert(cursor)
+            if taken is not None:
+                dead.append(taken)
+            append(cursor)
 
         try:
-            self._write_append(session_id, link, tx)
+            # The successor's hold is claimed with a savepoint: Django opens it.
+            self._write_append(session_id, link, tx, orm=True)
         except BaseException:
             old.truncate(base_len, base_leaf)
             raise

@@ -45,7 +45,7 @@ from collections.abc import Callable, Generator
 
 from django.db import connections
 
-from agentstore import exceptions
+from agentstore import db, exceptions
 from agentstore.db import read_only
 from agentstore.formats.agentsession import Session
 from agentstore.sql import log as log_sql
@@ -111,7 +111,7 @@ _STALE = object()
 def _tail(using: str, session_id: str, seq: int, ident: str) -> object:
     """New ``(seq, line)`` rows after ``seq``, ``[]``, or ``_STALE``; ``NoSession`` if gone."""
     connection = connections[using]
-    with connection.cursor() as cursor:
+    with db.cursor_on(connection) as cursor:
         # One statement (autocommit): the cheap probe of every idle poll.
         cursor.execute(log_sql.FOLLOW_PROBE, [session_id, LOG])
         row = cursor.fetchone()
@@ -124,7 +124,7 @@ def _tail(using: str, session_id: str, seq: int, ident: str) -> object:
         return []
 
     def fetch() -> object:
-        with connection.cursor() as cursor:
+        with db.cursor_on(connection) as cursor:
             cursor.execute(log_sql.INCARNATION, [session_id])
             again = cursor.fetchone()
             if again is None or again[0] != ident:

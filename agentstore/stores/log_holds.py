@@ -29,10 +29,9 @@ from datetime import UTC, datetime
 from typing import NoReturn
 
 from django.db import IntegrityError, transaction
-from django.db.backends.utils import CursorWrapper
 
 from agentstore import exceptions, sql
-from agentstore.db import is_unique_violation
+from agentstore.db import SqlCursor, is_unique_violation
 from agentstore.models import Holder
 from agentstore.sql import log as log_sql
 from agentstore.types.log import LockInfo
@@ -63,7 +62,7 @@ def _aware(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
-def lock_info(cursor: CursorWrapper, session_id: str) -> tuple[LockInfo, str] | None:
+def lock_info(cursor: SqlCursor, session_id: str) -> tuple[LockInfo, str] | None:
     """The holder row of ``session_id`` as (LockInfo, token), or ``None`` when free."""
     # The ORM on the same connection (so inside the caller's transaction): it
     # converts the stored stamps to aware datetimes on every backend.
@@ -94,7 +93,7 @@ def describe(session_id: str, info: LockInfo) -> str:
 
 
 def claim(
-    cursor: CursorWrapper,
+    cursor: SqlCursor,
     session_id: str,
     *,
     pid: int,
@@ -146,7 +145,7 @@ def claim(
     return taken_over
 
 
-def heartbeat(cursor: CursorWrapper, session_id: str, token: str, now: datetime) -> None:
+def heartbeat(cursor: SqlCursor, session_id: str, token: str, now: datetime) -> None:
     """Refresh our hold's heartbeat; ``SessionLocked`` when the hold was lost."""
     cursor.execute(
         log_sql.HEARTBEAT, [cursor.db.ops.adapt_datetimefield_value(now), session_id, token]
@@ -156,7 +155,7 @@ def heartbeat(cursor: CursorWrapper, session_id: str, token: str, now: datetime)
     lost(cursor, session_id)
 
 
-def lost(cursor: CursorWrapper, session_id: str) -> NoReturn:
+def lost(cursor: SqlCursor, session_id: str) -> NoReturn:
     """Raise ``SessionLocked`` for a fence that found the hold gone, naming who has it now."""
     current = lock_info(cursor, session_id)
     holder = describe(session_id, current[0]) if current else "no holder"

@@ -49,10 +49,8 @@ import json.encoder
 from collections.abc import Collection
 from typing import Any
 
-from django.db.backends.utils import CursorWrapper
-
-from agentstore import exceptions, sql
-from agentstore.db import read_only
+from agentstore import db, exceptions
+from agentstore.db import SqlCursor, read_only
 from agentstore.formats.agentsession import (
     Entry,
     ResumeState,
@@ -233,7 +231,7 @@ class StoredSession(Session):
         known = self._known.get(entry_id)
         if known is not None or not isinstance(entry_id, str) or entry_id in self._absent:
             return known
-        with sql.cursor(self._using) as cursor:
+        with db.cursor(self._using) as cursor:
             cursor.execute(log_sql.LOOKUP, [self.id, entry_id])
             row = cursor.fetchone()
         # A line beyond the count is another writer's: not in this session.
@@ -290,7 +288,7 @@ class StoredSession(Session):
             return super()._call_id_used(call_id)
         if call_id in self._new_calls:
             return True
-        with sql.cursor(self._using) as cursor:
+        with db.cursor(self._using) as cursor:
             cursor.execute(log_sql.CALL, [self.id, call_id_key(call_id)])
             # A line beyond the count is another writer's: not in this session.
             return any(int(seq) <= self._opened for (seq,) in cursor.fetchall())
@@ -402,12 +400,12 @@ class StoredSession(Session):
             return out
         if self._full:
             return out
-        with sql.cursor(self._using) as cursor:
+        with db.cursor(self._using) as cursor:
             return walk_path(cursor, self.id, self._leaf, len(self), limit, wanted)
 
 
 def walk_path(
-    cursor: CursorWrapper,
+    cursor: SqlCursor,
     session_id: str,
     leaf: str,
     lines: int,
@@ -465,7 +463,7 @@ def _check_line(session_id: str, seq: int, given: str, line: str) -> None:
 
 
 def open_stored(
-    cursor: CursorWrapper, session_id: str, *, using: str
+    cursor: SqlCursor, session_id: str, *, using: str
 ) -> tuple[str | None, StoredSession | None]:
     """The kind of the row under ``session_id`` and, for a log with a trusted head, its session.
 

@@ -20,11 +20,10 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connections
-from django.db.backends.utils import CursorWrapper
 from django.db.models import Func, IntegerField
 
-from agentstore import exceptions, sql
+from agentstore import db, exceptions, sql
+from agentstore.db import SqlCursor
 from agentstore.formats.agentsession import Entry as LogEntry
 from agentstore.formats.agentsession.describe import searchable
 from agentstore.models import Entry
@@ -157,7 +156,7 @@ _entry_row = sql.row_builder(
 
 
 def entry_params(
-    cursor: CursorWrapper, session_id: str, seq: int, entry: LogEntry, fallback: Any
+    cursor: SqlCursor, session_id: str, seq: int, entry: LogEntry, fallback: Any
 ) -> list[Any]:
     """The bound parameters of ``sql.log.INSERT_ENTRY`` for one line at ``seq``."""
     stamp = sql.adapt_datetime(cursor.db, entry_created_at(entry, fallback))
@@ -198,7 +197,7 @@ def call_id_key(call_id: str) -> str:
 
 
 def insert_entries(
-    cursor: CursorWrapper,
+    cursor: SqlCursor,
     session_id: str,
     first_seq: int,
     entries: Iterable[LogEntry],
@@ -234,7 +233,7 @@ def read_rows(
     Shared by ``LogStore`` and the follower (:mod:`.log_follow`), which must
     read exactly alike.
     """
-    with connections[using].cursor() as cursor:
+    with db.cursor(using) as cursor:
         cursor.execute(log_sql.SESSION_HEADER, [session_id])
         row = cursor.fetchone()
         require_log(session_id, row[0] if row else None)

@@ -31,24 +31,18 @@ into (or deleting) another store's session.
 
 Hot paths. :meth:`append` and :meth:`last_n` run once per loop step, so they send
 hand-written, parameterised SQL (:mod:`agentstore.sql.steps`) instead of the ORM,
-which costs several times the work per row. On SQLite, while nothing watches
-Django's cursor (``agentstore.db.watched``), they go straight to the ``sqlite3``
-connection — the append in ``db.bare_or_lean_write``'s transaction, the session
-touched by one narrow ``UPDATE`` once it exists — and ``last_n`` builds its
-``RunStep`` values with a positional builder (:mod:`agentstore.stores.frozen`;
-docs/decisions.md, decisions 315–317 and 365–367).
-Elsewhere (PostgreSQL, a query log, ``execute_wrapper``, inside ``atomic()``) the
-same statements go through :func:`agentstore.sql.cursor`, which is Django's own
-cursor whenever something watches. Datetimes are adapted as Django adapts them, so
-rows written here and rows written by the ORM read back the same. Everything else
-uses the ORM.
+which costs several times the work per row, on :mod:`agentstore.db`'s cursor: the
+append is one body for :func:`agentstore.db.write` (the session touched by one
+narrow ``UPDATE`` once it exists), and ``last_n`` builds its ``RunStep`` values
+with a positional builder (:mod:`agentstore.stores.frozen`). Datetimes are adapted
+as Django adapts them, so rows written here and rows written by the ORM read back
+the same. Everything else uses the ORM.
 """
 
 from __future__ import annotations
 
 import builtins
 import hashlib
-import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -58,8 +52,8 @@ from django.db import connections
 from django.db.models import F, OrderBy, OuterRef, Subquery
 from django.db.models.functions import Collate
 
-from agentstore import sql
-from agentstore.db import bare_or_lean_write, bare_sqlite
+from agentstore import db, sql
+from agentstore.db import SqlCursor
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
@@ -103,8 +97,6 @@ _STEP_ORDER = (
 )
 if tuple(_STEP_COLUMNS[:-1]) != _STEP_ORDER:  # pragma: no cover - a model change
     raise ImportError(f"Step columns are {_STEP_COLUMNS}: update _clean_step (LoopStore.append)")
-#: The step INSERT with ``?`` marks, for the bare sqlite3 connection.
-_INSERT_BARE = sql.qmark(steps_sql.INSERT)
 
 _SUMMARY_FIELDS = (
     "status",
@@ -147,29 +139,16 @@ class LoopStore(StoreBase):
         stamp = self.now()
         connection = connections[self.using]
         step_params = (*row, sql.adapt_datetime(connection, created_at))
-        # Adapted here, outside the write lock (the bare path's touch).
+        # Adapted here, outside the write lock.
         adapted = sql.adapt_datetime(connection, stamp)
         sid = row[0]
         sessions = self.sessions
-        using = self.using
-        insert = _INSERT_BARE
 
-        def bare(raw: sqlite3.Connection) -> None:
-            # SQLite with nothing watching Django's cursor: straight to the
-            # sqlite3 connection; the session touched by one narrow UPDATE once
-            # it exists (decision 315).
-            sessions.touch_or_create_bare(raw, LOOP, sid, stamp=stamp, adapted=adapted)
-            raw.execute(insert, step_params)
+        def append(cursor: SqlCursor) -> None:
+            sessions.touch_or_create(cursor, LOOP, sid, stamp=stamp, adapted=adapted)
+            cursor.execute(steps_sql.INSERT, step_params)
 
-        def lean() -> None:
-            # Anywhere else (PostgreSQL, a watcher, inside atomic()): the upsert
-            # and the INSERT on the lean cursor, which is Django's when watched.
-            upsert = sessions.prepare_upsert(LOOP, sid, stamp=stamp)
-            with sql.cursor(using) as cursor:
-                sessions.upsert(cursor, upsert)
-                cursor.execute(steps_sql.INSERT, step_params)
-
-        bare_or_lean_write(bare, lean, using=using, connection=connection)
+        db.write(append, using=self.using, connection=connection)
 
     def last_n(self, session_id: str, n: int) -> builtins.list[RunStep]:
         """Return the session's most recent ``n`` steps, oldest first (``n <= 0``: all of them).
@@ -187,16 +166,9 @@ class LoopStore(StoreBase):
             statement, params = statements.last_n, (session_id, min(n, INT64_MAX))
         else:
             statement, params = statements.all_steps, (session_id,)
-        raw = bare_sqlite(self.using)
-        if raw is not None:
-            # Nothing watches Django's cursor: the sqlite3 connection itself
-            # (decision 317).
-            with connection.wrap_database_errors:  # sqlite3's errors raised as Django's
-                rows = raw.execute(sql.qmark(statement), params).fetchall()
-        else:
-            with sql.cursor(self.using) as cursor:
-                cursor.execute(statement, params)
-                rows = cursor.fetchall()
+        with db.cursor_on(connection) as cursor:
+            cursor.execute(statement, params)
+            rows = cursor.fetchall()
         if n > 0:
             rows.reverse()
         return _run_steps(session_id, rows, text_stamps=connection.vendor == "sqlite")
@@ -239,15 +211,8 @@ class LoopStore(StoreBase):
         sid = _clean_session_id(session_id, "session_id")
         data = _clean_json_bytes(snapshot, "snapshot")
         stamp = self.now()
-        connection = connections[self.using]
-
         upsert = self.sessions.prepare_upsert(LOOP, sid, stamp=stamp, data=data)
-
-        def write() -> None:
-            with connection.cursor() as cursor:
-                self.sessions.upsert(cursor, upsert)
-
-        self.write(write)
+        self.write(lambda cursor: self.sessions.upsert(cursor, upsert))
 
     def finalize(self, session_id: str, summary: FinalizeSummary) -> None:
         """Record the summary of the run that just ended (the last run wins), creating the session.
@@ -257,15 +222,8 @@ class LoopStore(StoreBase):
         sid = _clean_session_id(session_id, "session_id")
         values = _clean_summary(summary)
         stamp = self.now()
-        connection = connections[self.using]
-
         upsert = self.sessions.prepare_upsert(LOOP, sid, stamp=stamp, **values)
-
-        def write() -> None:
-            with connection.cursor() as cursor:
-                self.sessions.upsert(cursor, upsert)
-
-        self.write(write)
+        self.write(lambda cursor: self.sessions.upsert(cursor, upsert))
 
     # -- listing and housekeeping -----------------------------------------
 
@@ -344,17 +302,16 @@ class LoopStore(StoreBase):
         """
         sid = _clean_session_id(session_id, "session_id")
 
-        def write() -> bool:
-            with connections[self.using].cursor() as cursor:
-                # A tree or log session under this id is not ours to delete: to
-                # the loop store it does not exist (NoSession), like every read says.
-                if self.sessions.lock_kind(cursor, sid) == LOOP:
-                    self.sessions.delete_rows(cursor, sid, LOOP)  # grants go too
-                    return True
+        def write(cursor: SqlCursor) -> bool:
+            # A tree or log session under this id is not ours to delete: to
+            # the loop store it does not exist (NoSession), like every read says.
+            if self.sessions.lock_kind(cursor, sid) == LOOP:
+                self.sessions.delete_rows(cursor, sid, LOOP)  # grants go too
+                return True
             Grant.objects.using(self.using).filter(session_id=sid).delete()
             return False
 
-        if not self.write(write):
+        if not self.write(write, orm=True):
             raise NoSession(f"no such session: {sid}")
 
     # -- approvals ----------------------------------------------------------
@@ -379,7 +336,7 @@ class LoopStore(StoreBase):
         sid = _clean_session_id(session_id, "session_id")
         text = _clean_prompt(prompt)
         digest = prompt_digest(text)
-        # Taken before the transaction: atomic_write may re-run the body on SQLITE_BUSY.
+        # Taken before the transaction: the driver may re-run the body on SQLITE_BUSY.
         stamp = self.now()
         connection = connections[self.using]
         params = sql.row(
@@ -390,14 +347,14 @@ class LoopStore(StoreBase):
             granted_at=connection.ops.adapt_datetimefield_value(stamp),
         )
 
-        def write() -> bool:
-            with connection.cursor() as cursor:
-                cursor.execute(steps_sql.INSERT_GRANT, params)
-                created: bool = cursor.rowcount == 1
-            if not created:
-                rows = Grant.objects.using(self.using).filter(session_id=sid, prompt_digest=digest)
-                rows.update(granted_at=stamp)
-            return created
+        refresh = [params[-1], sid, digest]
+
+        def write(cursor: SqlCursor) -> bool:
+            cursor.execute(steps_sql.INSERT_GRANT, params)
+            if cursor.rowcount == 1:
+                return True
+            cursor.execute(steps_sql.REFRESH_GRANT, refresh)
+            return False
 
         created = self.write(write)
         return GrantInfo(session_id=sid, prompt=text, granted_at=stamp), created
@@ -427,11 +384,11 @@ class LoopStore(StoreBase):
         """Forget every approval of the session and return how many there were (0 is fine)."""
         sid = _clean_session_id(session_id, "session_id")
 
-        def write() -> int:
+        def write(cursor: SqlCursor) -> int:
             count, _ = Grant.objects.using(self.using).filter(session_id=sid).delete()
             return count
 
-        return self.write(write)
+        return self.write(write, orm=True)
 
     # -- async twins ----------------------------------------------------------
     # Django's database layer is thread-sensitive: sync_to_async's default

@@ -39,7 +39,7 @@ from typing import Any
 from django.db import connections
 from django.db.models import QuerySet
 
-from agentstore import exceptions, notify, sql
+from agentstore import db, exceptions, notify, sql
 from agentstore.models import Entry, Ref, RefLog
 from agentstore.models import Session as SessionRow
 from agentstore.selectors.refs import (
@@ -134,7 +134,7 @@ class RefStore(StoreBase):
             # creation conflict rules read names that may not exist yet (a
             # racing creator's), which row locks cannot protect
             # (docs/log-store.md, "Refs"). Readers are not blocked.
-            with connection.cursor() as cursor:
+            with db.cursor_on(connection) as cursor:
                 cursor.execute(f"LOCK TABLE {sql.REF} IN SHARE ROW EXCLUSIVE MODE")
 
     def _expect_ref(self, name: str, want: RefTarget) -> RefTarget:

@@ -32,16 +32,14 @@ they call the methods here.
 from __future__ import annotations
 
 import builtins
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connections
-from django.db.backends.utils import CursorWrapper
 
-from agentstore import exceptions, notify, sql
-from agentstore.db import is_unique_violation
+from agentstore import db, exceptions, notify, sql
+from agentstore.db import SqlCursor, is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Grant, Holder, Session, Task
 from agentstore.models.sessions import SessionKind
@@ -104,13 +102,6 @@ def _check_kind(kind: str) -> str:
     return str(kind)
 
 
-# The statements of touch_or_create_bare with ``?`` marks (the bare sqlite3 connection).
-_TOUCH_BARE = sql.qmark(session_sql.TOUCH)
-_KIND_OF_BARE = sql.qmark(session_sql.KIND_OF)
-# touch_forward_bare's (the tree store's per-append touch on the bare connection).
-_TOUCH_FORWARD_BARE = sql.qmark(session_sql.TOUCH_FORWARD)
-
-
 class PreparedUpsert(NamedTuple):
     """An upsert built by :meth:`SessionStore.prepare_upsert`, run by ``upsert``."""
 
@@ -159,11 +150,11 @@ class SessionStore(StoreBase):
             "system_prompt": system_prompt,
         }
 
-        def write() -> SessionRecord:
-            with connections[self.using].cursor() as cursor:
-                return self.insert(cursor, kind, sid, created_at=stamp, updated_at=stamp, **values)
-
-        return self.write(write)
+        return self.write(
+            lambda cursor: self.insert(
+                cursor, kind, sid, created_at=stamp, updated_at=stamp, **values
+            )
+        )
 
     def create_many(self, kind: str, rows: Iterable[Mapping[str, Any]]) -> builtins.list[str]:
         """Insert many sessions of ``kind`` in one write (set-based; seeding and imports).
@@ -180,31 +171,24 @@ class SessionStore(StoreBase):
                 values["owner_id"] = _owner_id(values.pop("owner"))
             prepared.append(values)
 
-        def write() -> builtins.list[str]:
-            with connections[self.using].cursor() as cursor:
-                ops = cursor.db.ops
-                params = []
-                for values in prepared:
-                    fields = dict(values)
-                    sid = fields.pop("id")
-                    _check_columns(fields)
-                    params.append(
-                        sql.row(
-                            Session,
-                            id=sid,
-                            kind=kind,
-                            **{
-                                k: ops.adapt_datetimefield_value(v) if k in _STAMPS else v
-                                for k, v in fields.items()
-                            },
-                        )
-                    )
-                try:
-                    cursor.executemany(session_sql.INSERT, params)
-                except IntegrityError as exc:
-                    if is_unique_violation(exc):
-                        raise exceptions.SessionExists("a session id is already taken") from exc
-                    raise
+        def write(cursor: SqlCursor) -> builtins.list[str]:
+            ops = cursor.db.ops
+            params = []
+            for values in prepared:
+                fields = dict(values)
+                sid = fields.pop("id")
+                _check_columns(fields)
+                columns: dict[str, Any] = {
+                    k: ops.adapt_datetimefield_value(v) if k in _STAMPS else v
+                    for k, v in fields.items()
+                }
+                params.append(sql.row(Session, id=sid, kind=kind, **columns))
+            try:
+                cursor.executemany(session_sql.INSERT, params)
+            except IntegrityError as exc:
+                if is_unique_violation(exc):
+                    raise exceptions.SessionExists("a session id is already taken") from exc
+                raise
             return [str(values["id"]) for values in prepared]
 
         return self.write(write)
@@ -259,7 +243,7 @@ class SessionStore(StoreBase):
         if only_unowned:
             rows = rows.filter(owner__isnull=True)
         owner_id = _owner_id(owner)
-        return bool(self.write(lambda: rows.update(owner_id=owner_id)))
+        return bool(self.write(lambda cursor: rows.update(owner_id=owner_id), orm=True))
 
     def delete(self, session_id: str, kind: str | None = None) -> bool:
         """Delete the session with everything that belongs to it; ``False`` when missing.
@@ -271,15 +255,14 @@ class SessionStore(StoreBase):
         a session of another kind is left alone (and ``False`` returned).
         """
 
-        def write() -> bool:
-            with connections[self.using].cursor() as cursor:
-                found = self.lock_kind(cursor, session_id)
-                if found is None or (kind is not None and found != kind):
-                    return False
-                self.delete_rows(cursor, session_id, found)
-                return True
+        def write(cursor: SqlCursor) -> bool:
+            found = self.lock_kind(cursor, session_id)
+            if found is None or (kind is not None and found != kind):
+                return False
+            self.delete_rows(cursor, session_id, found)
+            return True
 
-        return self.write(write)
+        return self.write(write, orm=True)
 
     # -- holds -----------------------------------------------------------------------
 
@@ -287,7 +270,7 @@ class SessionStore(StoreBase):
         """Which process holds the session for writing (any kind), or ``None``."""
 
         def read() -> LockInfo | None:
-            with connections[self.using].cursor() as cursor:
+            with db.cursor(self.using) as cursor:
                 found = log_holds.lock_info(cursor, session_id)
             return None if found is None else found[0]
 
@@ -301,11 +284,11 @@ class SessionStore(StoreBase):
         ``stores/log_holds.py``).
         """
 
-        def write() -> int:
+        def write(cursor: SqlCursor) -> int:
             deleted, _ = Holder.objects.using(self.using).filter(session_id=session_id).delete()
             return deleted
 
-        return bool(self.write(write))
+        return bool(self.write(write, orm=True))
 
     # -- inside a write transaction (the stores' internal API) -----------------------
     #
@@ -313,7 +296,7 @@ class SessionStore(StoreBase):
 
     def insert(
         self,
-        cursor: CursorWrapper,
+        cursor: SqlCursor,
         kind: str,
         session_id: str,
         *,
@@ -350,42 +333,35 @@ class SessionStore(StoreBase):
         )
 
     def touch(
-        self, cursor: CursorWrapper, session_id: str, kind: str, stamp: datetime | None
+        self,
+        cursor: SqlCursor,
+        session_id: str,
+        kind: str,
+        stamp: datetime | None,
+        *,
+        adapted: Any = None,
     ) -> None:
         """Move ``updated_at`` forward to ``stamp`` (``None``: only lock the row).
 
         Either way the UPDATE takes PostgreSQL's row lock on the session, which
         serialises writers of one session. Raises ``NoSession`` when it is
-        missing and ``ValidationError`` when it is another kind.
+        missing and ``ValidationError`` when it is another kind. ``adapted``:
+        ``stamp`` already adapted for the connection (before the write lock).
         """
         if stamp is None:
             cursor.execute(session_sql.LOCK_ROW, [session_id, kind])
         else:
-            value = cursor.db.ops.adapt_datetimefield_value(stamp)
+            value = sql.adapt_datetime(cursor.db, stamp) if adapted is None else adapted
             cursor.execute(session_sql.TOUCH_FORWARD, [value, value, session_id, kind])
         if cursor.rowcount == 1:
             if stamp is not None:
                 # A write to the session: its followers look (at commit).
-                notify.notify(self.using, notify.session_key(session_id))
+                notify.session_changed(self.using, session_id)
             return
         cursor.execute(session_sql.KIND_OF, [session_id])
         raise _not_touched(session_id, kind, cursor.fetchone())
 
-    def touch_forward_bare(
-        self, raw: sqlite3.Connection, session_id: str, kind: str, adapted: Any
-    ) -> None:
-        """:meth:`touch` with a stamp, on the bare ``sqlite3`` connection.
-
-        Inside :func:`agentstore.db.bare_or_lean_write`'s transaction; ``adapted``
-        is the stamp adapted for SQLite (before the write lock). The same
-        statement and the same errors as ``touch``; nothing to notify (SQLite has
-        no ``NOTIFY``). The tree store's per-append path (decision 360).
-        """
-        if raw.execute(_TOUCH_FORWARD_BARE, (adapted, adapted, session_id, kind)).rowcount == 1:
-            return
-        raise _not_touched(session_id, kind, raw.execute(_KIND_OF_BARE, (session_id,)).fetchone())
-
-    def update(self, cursor: CursorWrapper, session_id: str, **values: Any) -> int:
+    def update(self, cursor: SqlCursor, session_id: str, **values: Any) -> int:
         """Set session columns (attribute names; datetimes adapted here); the row count."""
         _check_columns(values)
         statement = session_sql.update(tuple(values))  # checked above: column names
@@ -397,12 +373,10 @@ class SessionStore(StoreBase):
         cursor.execute(statement, [*params, session_id])
         count = int(cursor.rowcount)
         if count:
-            notify.notify(self.using, notify.session_key(session_id))
+            notify.session_changed(self.using, session_id)
         return count
 
-    def update_held(
-        self, cursor: CursorWrapper, session_id: str, token: str, **values: Any
-    ) -> bool:
+    def update_held(self, cursor: SqlCursor, session_id: str, token: str, **values: Any) -> bool:
         """:meth:`update`, only while ``token`` holds the session; ``False``: it does not.
 
         One statement for an append's session touch and its fence (the hold
@@ -417,7 +391,7 @@ class SessionStore(StoreBase):
         cursor.execute(statement, [*params, session_id, session_id, token])
         if cursor.rowcount == 0:
             return False
-        notify.notify(self.using, notify.session_key(session_id))
+        notify.session_changed(self.using, session_id)
         return True
 
     def prepare_upsert(
@@ -440,7 +414,7 @@ class SessionStore(StoreBase):
         )
         return PreparedUpsert(statement, params, session_id, kind)
 
-    def upsert(self, cursor: CursorWrapper, prepared: PreparedUpsert) -> None:
+    def upsert(self, cursor: SqlCursor, prepared: PreparedUpsert) -> None:
         """Run a :meth:`prepare_upsert` (inside the caller's write transaction).
 
         ``INSERT … ON CONFLICT (id) DO UPDATE … WHERE kind = …`` (the same on
@@ -460,41 +434,35 @@ class SessionStore(StoreBase):
                 f"session {prepared.session_id!r} is a {other} session, "
                 f"not a {prepared.kind} session"
             )
-        notify.notify(self.using, notify.session_key(prepared.session_id))
+        notify.session_changed(self.using, prepared.session_id)
 
-    def touch_or_create_bare(
-        self, raw: sqlite3.Connection, kind: str, session_id: str, *, stamp: datetime, adapted: Any
+    def touch_or_create(
+        self, cursor: SqlCursor, kind: str, session_id: str, *, stamp: datetime, adapted: Any
     ) -> None:
-        """``upsert(prepare_upsert(kind, session_id, stamp=stamp))`` on the bare sqlite3 connection.
+        """:meth:`upsert` of a new session of ``kind``, cheaper once the session exists.
 
-        Inside :func:`agentstore.db.bare_or_lean_write`'s transaction. Once the
-        session exists — every step but the first — it is one narrow ``UPDATE``
-        of ``updated_at`` (``adapted``: ``stamp`` adapted for SQLite) on a
-        session of ``kind``, which SQLite runs cheaper than the upsert's
-        ``INSERT`` of every column; no row changed means a first write (or an id
-        of another kind), and the upsert decides, refusing another kind with
-        ``SessionExists``. ``BEGIN IMMEDIATE`` holds the write lock, so nothing
-        can come between the two. Nothing to notify: SQLite has no ``NOTIFY``.
-        The loop store's per-step path (decision 315).
+        Once the session exists — every step but the first — it is one narrow
+        ``UPDATE`` of ``updated_at`` (``adapted``: ``stamp`` adapted for the
+        connection) on a session of ``kind``, which SQLite runs cheaper than the
+        upsert's ``INSERT`` of every column; no row changed means a first write
+        (or an id of another kind), and the upsert decides, refusing another
+        kind with ``SessionExists``. The transaction's lock (SQLite's write
+        lock, PostgreSQL's row lock or the upsert's conflict check) keeps
+        anything from coming between the two. The loop store's per-step path.
         """
-        touched = raw.execute(_TOUCH_BARE, (adapted, session_id, kind)).rowcount
-        if touched:
+        cursor.execute(session_sql.TOUCH, [adapted, session_id, kind])
+        if cursor.rowcount:
+            notify.session_changed(self.using, session_id)
             return
-        prepared = self.prepare_upsert(kind, session_id, stamp=stamp)
-        if raw.execute(sql.qmark(prepared.statement), prepared.params).rowcount == 0:
-            row = raw.execute(_KIND_OF_BARE, (session_id,)).fetchone()
-            other = row[0] if row else "?"
-            raise exceptions.SessionExists(
-                f"session {session_id!r} is a {other} session, not a {kind} session"
-            )
+        self.upsert(cursor, self.prepare_upsert(kind, session_id, stamp=stamp))
 
-    def lock_kind(self, cursor: CursorWrapper, session_id: str) -> str | None:
+    def lock_kind(self, cursor: SqlCursor, session_id: str) -> str | None:
         """The session's kind, its row locked on PostgreSQL; ``None`` when missing."""
         cursor.execute(session_sql.lock_kind(cursor.db.vendor), [session_id])
         row = cursor.fetchone()
         return None if row is None else str(row[0])
 
-    def delete_rows(self, cursor: CursorWrapper, session_id: str, kind: str) -> None:
+    def delete_rows(self, cursor: SqlCursor, session_id: str, kind: str) -> None:
         """Delete a session of ``kind`` and what belongs to it (see :meth:`delete`)."""
         using = self.using
         # The agent task that ran *in* this session: its generic task row
@@ -511,11 +479,11 @@ class SessionStore(StoreBase):
         # What is left (owned tasks with their events and details, the hold)
         # cascades through the ORM.
         Session.objects.using(using).filter(pk=session_id).delete()
-        notify.notify(using, notify.session_key(session_id))
+        notify.session_changed(using, session_id)
 
     def create_or_touch(
         self,
-        cursor: CursorWrapper,
+        cursor: SqlCursor,
         kind: str,
         session_id: str,
         *,

@@ -20,19 +20,17 @@ entry when you need it).
 Reads run in one snapshot (``agentstore.db.read_snapshot``) and never take the
 write lock. "Append order" is ``(created_at, seq)``: entries sort by their
 timestamp (caller-supplied message timestamps are kept), ties by insertion.
-Hot paths use hand-written SQL through Django's connection; a plain append
-(any kind but a compaction) and the bounded ``branch(..., limit=)`` read send it
-on the lean cursor — and the append in the lean transaction, its statements on
-SQLite's own connection — while nothing watches the connection
-(docs/decisions.md, decisions 310, 312 and 360), and reads build their entities
-with positional builders (:mod:`agentstore.stores.frozen`, decisions 365–366).
+Hot paths send hand-written SQL (:mod:`agentstore.sql.tree`) on
+:mod:`agentstore.db`'s cursor: a plain append (any kind but a compaction) is one
+body of two statements for :func:`agentstore.db.write`, which on SQLite opens
+the transaction on the ``sqlite3`` connection itself, and reads build their
+entities with positional builders (:mod:`agentstore.stores.frozen`).
 See ``docs/tree-store.md`` for the measured figures.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -40,10 +38,9 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, connections, transaction
-from django.db.backends.utils import CursorWrapper
 
-from agentstore import exceptions, sql
-from agentstore.db import bare_or_lean_write, is_unique_violation
+from agentstore import db, exceptions, sql
+from agentstore.db import SqlCursor, is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Entry, MessagePart
 from agentstore.models.sessions import SessionKind
@@ -105,13 +102,6 @@ _C_FIRST_KEPT = tree_sql.C_FIRST_KEPT
 _C_PARTS = tree_sql.C_PARTS
 _C_SETTINGS = tree_sql.C_SETTINGS
 _CHUNK = tree_sql.CHUNK
-# The append's statements (root entry, child entry, parts) with ``?`` marks,
-# for a cursor of the bare sqlite3 connection.
-_BARE_STATEMENTS = (
-    sql.qmark(tree_sql.INSERT_ENTRY),
-    sql.qmark(tree_sql.INSERT_CHILD_ENTRY),
-    sql.qmark(tree_sql.INSERT_PART),
-)
 
 
 _to_datetime = sql.utc
@@ -483,25 +473,23 @@ class TreeStore(StoreBase):
             settings_after[entry_id] = apply_settings(draft.entity, before)
             drafts.append(draft)
         updated = max([created, *(d.entity.created_at for d in drafts)])
-        connection = connections[self.using]
 
-        def write() -> None:
-            with connection.cursor() as cursor:
-                # SessionExists for a taken id, on every backend and in a race.
-                self.sessions.insert(
-                    cursor,
-                    TREE,
-                    session_id,
-                    created_at=created,
-                    updated_at=updated,
-                    cwd=imported.cwd,
-                    name=imported.name,
-                    parent_session=imported.parent_session,
-                    header=imported.header,
-                    owner_id=getattr(owner, "pk", owner),
-                )
-                for draft in drafts:
-                    self._insert(cursor, draft)
+        def write(cursor: SqlCursor) -> None:
+            # SessionExists for a taken id, on every backend and in a race.
+            self.sessions.insert(
+                cursor,
+                TREE,
+                session_id,
+                created_at=created,
+                updated_at=updated,
+                cwd=imported.cwd,
+                name=imported.name,
+                parent_session=imported.parent_session,
+                header=imported.header,
+                owner_id=getattr(owner, "pk", owner),
+            )
+            for draft in drafts:
+                self._insert(cursor, draft)
 
         self.write(write)
         return SessionEntity(
@@ -623,75 +611,61 @@ class TreeStore(StoreBase):
 
         if not draft.operation_id:
             # The common append: two hand-written statements (touch, insert
-            # checking the parent), so the lean transaction and cursor apply —
-            # Django's cost more than SQLite's work here (docs/decisions.md,
-            # decisions 291 and 310) — and, on SQLite with nothing watching,
-            # the sqlite3 connection itself (decision 360). Anything watching
-            # still sees every statement.
+            # checking the parent), on the driver's cursor: on SQLite the
+            # transaction is the sqlite3 connection's own.
             stamp = sql.adapt_datetime(connection, entity.created_at)
             params = self._insert_params(draft, stamp)
             sessions = self.sessions
 
-            def append() -> tuple[int, int]:
-                with sql.cursor(self.using) as cursor:
-                    self._touch_session(cursor, session_id, entity.created_at)
-                    if rename is not None:
-                        self.sessions.update(cursor, session_id, name=rename)
-                    return self._insert_row(cursor, draft, params)
+            def append(cursor: SqlCursor) -> tuple[int, int]:
+                sessions.touch(cursor, session_id, TREE, entity.created_at, adapted=stamp)
+                if rename is not None:
+                    sessions.update(cursor, session_id, name=rename)
+                return self._insert_row(cursor, draft, params)
 
-            if rename is not None:
-                _, seq = self.write(append, lean=True)
-            else:
-
-                def bare(raw: sqlite3.Connection) -> tuple[int, int]:
-                    sessions.touch_forward_bare(raw, session_id, TREE, stamp)
-                    return self._insert_row(raw.cursor(), draft, params, _BARE_STATEMENTS)
-
-                _, seq = bare_or_lean_write(bare, append, using=self.using, connection=connection)
+            _, seq = db.write(append, using=self.using, connection=connection)
             # The entity is this call's own until it is returned: its seq is
             # set in place rather than by copying every field (``replace``).
             _set_seq(entity, seq)
             return entity
 
-        def write() -> EntryEntity:
-            with connection.cursor() as cursor:
-                # A compaction may turn out to be a replay, which must write
-                # nothing: lock the session first, touch it only on success.
-                self._touch_session(cursor, session_id, None)
-                if parent_id is not None:
-                    self._require_parent(cursor, session_id, parent_id)
-                if entity.type == "compaction":
-                    # What build_context would otherwise climb above the kept
-                    # context for (docs/decisions.md, "context: settings on the
-                    # compaction"); the parent's ancestry never changes.
-                    found = (
-                        NO_SETTINGS
-                        if parent_id is None
-                        else self._settings_at(cursor, session_id, parent_id)
-                    )
-                    draft.settings = _encode_settings(found)
-                try:
-                    # A savepoint, so a lost race leaves the transaction usable
-                    # (PostgreSQL aborts a transaction on any failed statement).
-                    with transaction.atomic(using=self.using):
-                        inserted = self._insert(cursor, draft)
-                except IntegrityError as exc:
-                    if not is_unique_violation(exc):
-                        raise
-                    return self._resolve_compaction_conflict(cursor, draft, exc)
-                self._touch_session(cursor, session_id, entity.created_at)
-                return inserted
+        def write(cursor: SqlCursor) -> EntryEntity:
+            # A compaction may turn out to be a replay, which must write
+            # nothing: lock the session first, touch it only on success.
+            self._touch_session(cursor, session_id, None)
+            if parent_id is not None:
+                self._require_parent(cursor, session_id, parent_id)
+            if entity.type == "compaction":
+                # What build_context would otherwise climb above the kept
+                # context for (docs/decisions.md, "context: settings on the
+                # compaction"); the parent's ancestry never changes.
+                found = (
+                    NO_SETTINGS
+                    if parent_id is None
+                    else self._settings_at(cursor, session_id, parent_id)
+                )
+                draft.settings = _encode_settings(found)
+            try:
+                # A savepoint, so a lost race leaves the transaction usable
+                # (PostgreSQL aborts a transaction on any failed statement).
+                with transaction.atomic(using=self.using):
+                    inserted = self._insert(cursor, draft)
+            except IntegrityError as exc:
+                if not is_unique_violation(exc):
+                    raise
+                return self._resolve_compaction_conflict(cursor, draft, exc)
+            self._touch_session(cursor, session_id, entity.created_at)
+            return inserted
 
-        return self.write(write)
+        # Django opens this one: the savepoint above needs it to know.
+        return self.write(write, orm=True)
 
-    def _touch_session(
-        self, cursor: CursorWrapper, session_id: str, stamp: datetime | None
-    ) -> None:
+    def _touch_session(self, cursor: SqlCursor, session_id: str, stamp: datetime | None) -> None:
         """Move the tree session's ``updated_at`` forward (``None``: lock only; see ``touch``)."""
         self.sessions.touch(cursor, session_id, TREE, stamp)
 
     @staticmethod
-    def _require_parent(cursor: CursorWrapper, session_id: str, parent_id: str) -> None:
+    def _require_parent(cursor: SqlCursor, session_id: str, parent_id: str) -> None:
         cursor.execute(tree_sql.ENTRY_EXISTS, [session_id, parent_id])
         if cursor.fetchone() is None:
             raise exceptions.ValidationError(
@@ -699,7 +673,7 @@ class TreeStore(StoreBase):
                 field="parent_id",
             )
 
-    def _insert(self, cursor: CursorWrapper, draft: _Draft) -> EntryEntity:
+    def _insert(self, cursor: SqlCursor, draft: _Draft) -> EntryEntity:
         """Insert the draft at the next seq; ``ValidationError`` when its parent is missing."""
         created_at = sql.adapt_datetime(connections[self.using], draft.entity.created_at)
         _, seq = self._insert_row(cursor, draft, self._insert_params(draft, created_at))
@@ -748,28 +722,17 @@ class TreeStore(StoreBase):
         return params
 
     @staticmethod
-    def _insert_row(
-        cursor: CursorWrapper | sqlite3.Cursor,
-        draft: _Draft,
-        params: list[Any],
-        statements: tuple[str, str, str] | None = None,
-    ) -> tuple[int, int]:
+    def _insert_row(cursor: SqlCursor, draft: _Draft, params: list[Any]) -> tuple[int, int]:
         """Run the INSERT (and the parts'); the new row's ``(pk, seq)``.
 
         ``ValidationError`` when the parent is missing: the INSERT checks it
-        itself (``WHERE EXISTS``) and then inserts nothing. ``statements``
-        (root insert, child insert, part insert): :data:`_BARE_STATEMENTS` for a
-        ``sqlite3`` cursor; by default :mod:`agentstore.sql.tree`'s ``%s``
-        statements for Django's cursor.
+        itself (``WHERE EXISTS``) and then inserts nothing.
         """
         e = draft.entity
         parent = e.parent_id
-        insert_root, insert_child, insert_part = statements or (
-            tree_sql.INSERT_ENTRY,
-            tree_sql.INSERT_CHILD_ENTRY,
-            tree_sql.INSERT_PART,
+        cursor.execute(
+            tree_sql.INSERT_ENTRY if parent is None else tree_sql.INSERT_CHILD_ENTRY, params
         )
-        cursor.execute(insert_root if parent is None else insert_child, params)
         inserted = cursor.fetchone()
         if inserted is None:
             raise exceptions.ValidationError(
@@ -778,11 +741,11 @@ class TreeStore(StoreBase):
             )
         pk, seq = inserted
         if draft.parts:
-            cursor.executemany(insert_part, _part_rows(pk, draft.parts))
+            cursor.executemany(tree_sql.INSERT_PART, _part_rows(pk, draft.parts))
         return int(pk), int(seq)
 
     def _resolve_compaction_conflict(
-        self, cursor: CursorWrapper, draft: _Draft, error: IntegrityError
+        self, cursor: SqlCursor, draft: _Draft, error: IntegrityError
     ) -> EntryEntity:
         e = draft.entity
         existing = self._select_entries(
@@ -821,7 +784,7 @@ class TreeStore(StoreBase):
 
     def _select_entries(
         self,
-        cursor: CursorWrapper,
+        cursor: SqlCursor,
         where: str,
         params: Sequence[Any],
         *,
@@ -833,7 +796,7 @@ class TreeStore(StoreBase):
         return self._build_entries(cursor, rows, hydrate)
 
     def _build_entries(
-        self, cursor: CursorWrapper, rows: Sequence[Sequence[Any]], hydrate: bool
+        self, cursor: SqlCursor, rows: Sequence[Sequence[Any]], hydrate: bool
     ) -> list[EntryEntity]:
         text_stamps = cursor.db.vendor == "sqlite"
         if not hydrate:
@@ -842,7 +805,7 @@ class TreeStore(StoreBase):
         return _entries_from_rows(rows, parts, text_stamps=text_stamps)
 
     @staticmethod
-    def _load_parts(cursor: CursorWrapper, pks: list[int]) -> dict[int, list[MessagePartEntity]]:
+    def _load_parts(cursor: SqlCursor, pks: list[int]) -> dict[int, list[MessagePartEntity]]:
         found: dict[int, list[MessagePartEntity]] = defaultdict(list)
         for start in range(0, len(pks), _CHUNK):
             chunk = pks[start : start + _CHUNK]
@@ -853,9 +816,9 @@ class TreeStore(StoreBase):
                 found[pk].append(_new_part(kind, text, mime, name, _as_bytes(data), width, height))
         return found
 
-    def _cursor_read(self, fn: Callable[[CursorWrapper], Any]) -> Any:
+    def _cursor_read(self, fn: Callable[[SqlCursor], Any]) -> Any:
         def run() -> Any:
-            with connections[self.using].cursor() as cursor:
+            with db.cursor(self.using) as cursor:
                 return fn(cursor)
 
         return self.read(run)
@@ -934,16 +897,15 @@ class TreeStore(StoreBase):
         """
         limit = _require_count(limit, "limit")
 
-        def query(cursor: CursorWrapper) -> list[EntryEntity]:
+        def query(cursor: SqlCursor) -> list[EntryEntity]:
             rows = self._branch_rows(
                 cursor, session_id, entry_id, tree_sql.select_list(cursor.db.vendor), limit
             )
             return self._build_entries(cursor, rows, True)
 
         if entry_id:
-            # The lean cursor (decision 312): Django's adds ~20 µs of bookkeeping
-            # to a read that SQLite answers in ~100 µs; a watcher still sees it.
-            with sql.cursor(self.using) as cursor:
+            # One statement: its own snapshot, no read transaction around it.
+            with db.cursor(self.using) as cursor:
                 rows = self._branch_rows(
                     cursor, session_id, entry_id, tree_sql.select_list(cursor.db.vendor), limit
                 )
@@ -960,14 +922,14 @@ class TreeStore(StoreBase):
         """
         at_most = _require_count(at_most, "at_most")
 
-        def query(cursor: CursorWrapper) -> int:
+        def query(cursor: SqlCursor) -> int:
             limit = at_most + 1 if at_most > 0 else 0
             return len(self._branch_rows(cursor, session_id, entry_id, "e.id", limit))
 
         return int(self._cursor_read(query))
 
     def _branch_rows(
-        self, cursor: CursorWrapper, session_id: str, entry_id: str, columns: str, limit: int = 0
+        self, cursor: SqlCursor, session_id: str, entry_id: str, columns: str, limit: int = 0
     ) -> list[Sequence[Any]]:
         """The selected rows of the path root → ``entry_id`` (``""``: the latest leaf).
 
@@ -1032,7 +994,7 @@ class TreeStore(StoreBase):
         if limit < 1:
             raise exceptions.ValidationError("limit must be positive", field="limit")
 
-        def query(cursor: CursorWrapper) -> list[TreeRowEntity]:
+        def query(cursor: SqlCursor) -> list[TreeRowEntity]:
             walk = _TreeWalk(cursor, session_id)
             if after_entry_id:
                 current = walk.key(after_entry_id)
@@ -1162,7 +1124,7 @@ class TreeStore(StoreBase):
             where += " AND e.display = %s"
             params.append(True)
 
-        def query(cursor: CursorWrapper) -> list[EntryEntity]:
+        def query(cursor: SqlCursor) -> list[EntryEntity]:
             sql_where, sql_params = where, list(params)
             if after_entry_id:
                 cursor.execute(tree_sql.sort_key(cursor.db.vendor), [session_id, after_entry_id])
@@ -1195,7 +1157,7 @@ class TreeStore(StoreBase):
     def context_has_image_parts(self, session_id: str, entry_id: str) -> bool:
         """Whether the entry or any ancestor carries an image part (unknown id: ``False``)."""
 
-        def query(cursor: CursorWrapper) -> bool:
+        def query(cursor: SqlCursor) -> bool:
             cursor.execute(
                 tree_sql.has_image_part(cursor.db.vendor),
                 [session_id, entry_id, session_id, session_id],
@@ -1215,7 +1177,7 @@ class TreeStore(StoreBase):
         if not leaf_id or not leaf_id.strip():
             raise exceptions.ValidationError("context entry id is required", field="leaf_id")
 
-        def query(cursor: CursorWrapper) -> SessionContextEntity:
+        def query(cursor: SqlCursor) -> SessionContextEntity:
             # Lean on purpose: the rows are read as light row views, and only
             # the entries the context will actually include get their parts
             # loaded and their messages built.
@@ -1245,7 +1207,7 @@ class TreeStore(StoreBase):
         """
         at_most = _require_count(at_most, "at_most")
 
-        def query(cursor: CursorWrapper) -> int:
+        def query(cursor: SqlCursor) -> int:
             limit = at_most + 1 if at_most > 0 else 0
             rows, _ = self._context_rows(cursor, session_id, leaf_id, limit, settings=False)
             return len(rows)
@@ -1254,7 +1216,7 @@ class TreeStore(StoreBase):
 
     def _context_rows(
         self,
-        cursor: CursorWrapper,
+        cursor: SqlCursor,
         session_id: str,
         leaf_id: str,
         limit: int,
@@ -1317,7 +1279,7 @@ class TreeStore(StoreBase):
             return rows, NO_SETTINGS
         return rows, self._settings_at(cursor, session_id, above_id)
 
-    def _settings_at(self, cursor: CursorWrapper, session_id: str, entry_id: str) -> Settings:
+    def _settings_at(self, cursor: SqlCursor, session_id: str, entry_id: str) -> Settings:
         """The provider, model and thinking level in force after ``entry_id`` (it included).
 
         One climb that stops at the nearest model change *and* thinking-level
@@ -1335,7 +1297,7 @@ class TreeStore(StoreBase):
 
     def _climb(
         self,
-        cursor: CursorWrapper,
+        cursor: SqlCursor,
         session_id: str,
         entry_id: str,
         columns: str,
@@ -1385,23 +1347,21 @@ class TreeStore(StoreBase):
     def delete_entry_branch(self, session_id: str, entry_id: str) -> None:
         """Delete an entry and all its descendants (with their parts); touch the session."""
         stamp = self.now()
-        connection = connections[self.using]
 
-        def write() -> None:
-            with connection.cursor() as cursor:
-                try:
-                    self._touch_session(cursor, session_id, stamp)
-                except exceptions.NoSession:
-                    return
-                cursor.execute(
-                    tree_sql.descendants(cursor.db.vendor),
-                    [session_id, entry_id, session_id, session_id],
-                )
-                pks = [row[0] for row in cursor.fetchall()]
-                for start in range(0, len(pks), _CHUNK):
-                    chunk = pks[start : start + _CHUNK]
-                    cursor.execute(tree_sql.delete_parts(len(chunk)), chunk)
-                    cursor.execute(tree_sql.delete_entries(len(chunk)), chunk)
+        def write(cursor: SqlCursor) -> None:
+            try:
+                self._touch_session(cursor, session_id, stamp)
+            except exceptions.NoSession:
+                return
+            cursor.execute(
+                tree_sql.descendants(cursor.db.vendor),
+                [session_id, entry_id, session_id, session_id],
+            )
+            pks = [row[0] for row in cursor.fetchall()]
+            for start in range(0, len(pks), _CHUNK):
+                chunk = pks[start : start + _CHUNK]
+                cursor.execute(tree_sql.delete_parts(len(chunk)), chunk)
+                cursor.execute(tree_sql.delete_entries(len(chunk)), chunk)
 
         self.write(write)
 
@@ -1425,7 +1385,7 @@ class _TreeWalk:
     with a later sibling.
     """
 
-    def __init__(self, cursor: CursorWrapper, session_id: str) -> None:
+    def __init__(self, cursor: SqlCursor, session_id: str) -> None:
         self.cursor = cursor
         self.session_id = session_id
         self.vendor = str(cursor.db.vendor)

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.db import connections
 from django.db.models import QuerySet
 
+from agentstore.db import SqlCursor
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import AgentTask, Session
@@ -142,6 +142,7 @@ class AgentTaskRepository(SharesTasks):
 
     def insert_rows(
         self,
+        cursor: SqlCursor,
         agent: AgentTaskEntity,
         task_id: str,
         event_id: str,
@@ -156,26 +157,25 @@ class AgentTaskRepository(SharesTasks):
         """
         if child is not None:
             sessions = SessionStore(using=self.using, clock=self.clock)
-            with connections[self.using].cursor() as cursor:
-                # The subagent's session belongs to whoever owns the parent
-                # session, so the API and admin show it to the same user.
-                parent = sessions.get(child.parent_session_id)
-                sessions.insert(
-                    cursor,
-                    SessionKind.TREE,
-                    agent.child_session_id,
-                    created_at=now,
-                    updated_at=now,
-                    cwd=child.cwd,
-                    name=child.name,
-                    parent_session=child.parent_session_id,
-                    owner_id=parent.owner_id if parent is not None else None,
-                )
+            # The subagent's session belongs to whoever owns the parent
+            # session, so the API and admin show it to the same user.
+            parent = sessions.get(child.parent_session_id)
+            sessions.insert(
+                cursor,
+                SessionKind.TREE,
+                agent.child_session_id,
+                created_at=now,
+                updated_at=now,
+                cwd=child.cwd,
+                name=child.name,
+                parent_session=child.parent_session_id,
+                owner_id=parent.owner_id if parent is not None else None,
+            )
         elif not Session.objects.using(self.using).filter(pk=agent.child_session_id).exists():
             raise NoSession(
                 f"insert agent task: child session {agent.child_session_id} does not exist"
             )
-        self.tasks.insert_task(agent.task, task_id, event_id, now)
+        self.tasks.insert_task(cursor, agent.task, task_id, event_id, now)
         AgentTask.objects.using(self.using).create(
             task_id=task_id,
             child_session_id=agent.child_session_id,
@@ -197,7 +197,9 @@ class AgentTaskRepository(SharesTasks):
         """
         agent = self.prepare(agent_task)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda: self.insert_rows(agent, task_id, event_id, now, None))
+        self.write(
+            lambda cursor: self.insert_rows(cursor, agent, task_id, event_id, now, None), orm=True
+        )
         return self.must_get(task_id)
 
     def create_with_child_session(
@@ -210,7 +212,9 @@ class AgentTaskRepository(SharesTasks):
         """
         agent, child = self.prepare_child(agent_task, child_request)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda: self.insert_rows(agent, task_id, event_id, now, child))
+        self.write(
+            lambda cursor: self.insert_rows(cursor, agent, task_id, event_id, now, child), orm=True
+        )
         return self.must_get(task_id)
 
     def finish(self, finish: TaskFinish | None, usage_json: str) -> bool:
@@ -222,15 +226,15 @@ class AgentTaskRepository(SharesTasks):
         require_json(usage_json, "agent_task.usage_json")
         event_id, now = new_id(), self.now()
 
-        def settle() -> bool:
-            if not self.tasks.finish_row(self.tasks.cursor(), clean, event_id, now):
+        def settle(cursor: SqlCursor) -> bool:
+            if not self.tasks.finish_row(cursor, clean, event_id, now):
                 return False
             AgentTask.objects.using(self.using).filter(pk=clean.task_id).update(
                 usage_json=usage_json
             )
             return True
 
-        return self.write(settle)
+        return self.write(settle, orm=True)
 
     def _rows(self) -> QuerySet[AgentTask]:
         return (

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from agentstore import sql
+from agentstore import db, sql
 from agentstore.exceptions import InvalidTaskArguments, TaskCrashed, ValidationError
 from agentstore.models import FunctionTask
 from agentstore.sql import tasks as task_sql
@@ -419,7 +419,7 @@ def run_function(job: Job) -> str:
     found: Any = job.call  # the worker's claim read it (decision 286)
     if found is None:
         # Hand-written: the ORM would cost more than the read.
-        with connections[job.tasks.using].cursor() as cursor:
+        with db.cursor(job.tasks.using) as cursor:
             cursor.execute(task_sql.SELECT_FUNCTION, [job.task.id])
             found = cursor.fetchone()
     if found is None:

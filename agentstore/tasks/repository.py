@@ -38,7 +38,7 @@ the last line of defence. ``FOR UPDATE`` never decides *who wins*; the
 conditional UPDATE and its row count do.
 
 The hot paths (claims, renewals, running events, finish, recovery) are
-hand-written SQL through Django's connection cursor: the ORM would cost several
+hand-written SQL on agentstore.db's cursor: the ORM would cost several
 times the transaction itself. Datetimes pass through the backend's own
 adapter, so rows written here read back through the ORM unchanged (SQLite
 stores fixed-width UTC text, which compares correctly as text). Ids and "now"
@@ -51,15 +51,15 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from functools import lru_cache, partial
-from typing import Any, NamedTuple, Protocol
+from functools import partial
+from typing import Any, NamedTuple
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
 
 from agentstore import db, notify, sql
 from agentstore.conf import agentstore_settings
+from agentstore.db import SqlCursor
 from agentstore.exceptions import NoSession, TaskCrashed, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import Session, Task, TaskEvent
@@ -115,81 +115,6 @@ def _finish_params(finish: TaskFinish, at: Any) -> list[Any]:
     if finish.lease_owner:
         params += [finish.lease_owner, at]
     return params
-
-
-class SqlCursor(Protocol):
-    """What the hand-written SQL needs from a cursor (Django's, or SQLite's own)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
-
-    def executemany(self, sql: str, params: Sequence[Sequence[Any]], /) -> Any: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
-@lru_cache(maxsize=256)
-def _qmark(sql: str) -> str:
-    # Our SQL uses %s placeholders and never a literal "%". Cached: the hot
-    # paths send the same few statements for every task.
-    return sql.replace("%s", "?")
-
-
-class _SQLiteCursor:
-    """The sqlite3 cursor of Django's own connection, taking ``%s`` SQL (opt-in).
-
-    Same connection, same transaction (the caller is inside ``atomic_write``);
-    it skips Django's cursor wrapper and placeholder rewriting, which cost
-    more than the statement itself on the hot paths — while the writer lock
-    is held. Errors are still translated to ``django.db`` exceptions. (These
-    statements do not appear in ``connection.queries``.)
-    """
-
-    __slots__ = ("_cursor", "_errors")
-
-    def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        if connection.connection is None:
-            connection.ensure_connection()
-        self._cursor = connection.connection.cursor()
-        self._errors = connection.wrap_database_errors
-
-    @property
-    def rowcount(self) -> int:
-        return int(self._cursor.rowcount)
-
-    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Any:
-        with self._errors:
-            return self._cursor.execute(_qmark(sql), params)
-
-    def executemany(self, sql: str, params: Sequence[Sequence[Any]], /) -> Any:
-        with self._errors:
-            return self._cursor.executemany(_qmark(sql), params)
-
-    def fetchone(self) -> Any:
-        return self._cursor.fetchone()
-
-    def fetchall(self) -> list[Any]:
-        return list(self._cursor.fetchall())
-
-
-def _raw_cursor_allowed(connection: BaseDatabaseWrapper) -> bool:
-    """Whether the task SQL may skip Django's cursor wrapper on this SQLite connection.
-
-    Django's wrapper costs about 10 µs a statement — more than most of these
-    statements — and a worker's settle-and-claim sends five per task while it
-    holds the writer lock. What the wrapper adds is observation (query logging,
-    ``execute_wrapper``, patched cursors), so by default it is skipped only
-    while nothing watches: the one predicate the lean paths share,
-    :func:`agentstore.db.watched`.
-    """
-    mode = agentstore_settings.SQLITE_RAW_TASK_CURSOR
-    if mode is None:
-        return not db.watched(connection)
-    return bool(mode)
 
 
 class Crash(NamedTuple):
@@ -344,27 +269,6 @@ class TaskRepository(StoreBase):
             vendor = self._vendors[self.using] = str(connections[self.using].vendor)
         return vendor
 
-    def cursor(self) -> SqlCursor:
-        """A cursor for hand-written ``%s`` SQL inside the current write transaction.
-
-        On SQLite, the sqlite3 cursor under Django's connection (see
-        :class:`_SQLiteCursor`) while nothing observes the connection: no
-        ``execute_wrapper`` installed, no query logging (``DEBUG``,
-        ``CaptureQueriesContext``). Observed, it is Django's cursor, so every
-        statement shows in ``connection.queries`` and passes the wrappers.
-        ``SQLITE_RAW_TASK_CURSOR`` ``True``/``False`` forces either (decision 285).
-        """
-        if agentstore_settings.SQLITE_RAW_TASK_CURSOR is None:
-            # Inside lean_write's own transaction: its connection object, and
-            # nothing watched it at BEGIN (decision 390) — no second look-up.
-            lean = db.in_lean_write(self.using)
-            if lean is not None:
-                return _SQLiteCursor(lean)
-        connection = connections[self.using]
-        if self.vendor == "sqlite" and _raw_cursor_allowed(connection):
-            return _SQLiteCursor(connection)
-        return connection.cursor()
-
     def _db_time(self, value: datetime | None) -> Any:
         """Adapt an aware datetime the way the ORM would, for hand-written SQL."""
         last, adapted = self._last_time
@@ -385,7 +289,9 @@ class TaskRepository(StoreBase):
     ) -> None:
         cursor.execute(task_sql.INSERT_NEXT_EVENT, [task_id, event_id, kind, payload, now, task_id])
 
-    def insert_task(self, task: TaskEntity, task_id: str, event_id: str, now: datetime) -> None:
+    def insert_task(
+        self, cursor: SqlCursor, task: TaskEntity, task_id: str, event_id: str, now: datetime
+    ) -> None:
         """Insert a queued task and its ``task_queued`` event (inside a write)."""
         if not Session.objects.using(self.using).filter(pk=task.owner_session_id).exists():
             raise NoSession(f"insert task: owner session {task.owner_session_id} does not exist")
@@ -541,7 +447,8 @@ class TaskRepository(StoreBase):
                     crashed,
                     event_ids,
                     self.now(),
-                )
+                ),
+                orm=True,
             )
             requeued += again
             settled += done
@@ -559,9 +466,9 @@ class TaskRepository(StoreBase):
         crashed: Callable[[Crash, TaskFinish], TaskFinish] | None,
         event_ids: list[str],
         now: datetime,
+        cursor: SqlCursor,
     ) -> tuple[int, list[str], list[str]]:
         """One batch of :meth:`rescue_kind` (one write transaction): selected, requeued, settled."""
-        cursor = self.cursor()
         before = self._db_time(expires_before)
         cursor.execute(select, [kind, before])
         candidates = cursor.fetchall()
@@ -679,7 +586,7 @@ class TaskRepository(StoreBase):
         """
         clean = self.validated_task(task)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda: self.insert_task(clean, task_id, event_id, now))
+        self.write(lambda cursor: self.insert_task(cursor, clean, task_id, event_id, now), orm=True)
         created = self.get(task_id)
         assert created is not None
         return created
@@ -766,8 +673,7 @@ class TaskRepository(StoreBase):
         expires = self._db_time(require_aware(claim.lease_expires_at, "claim.lease_expires_at"))
         event_id, at = new_id(), self._db_time(self.now())
 
-        def claim_it() -> bool:
-            cursor = self.cursor()
+        def claim_it(cursor: SqlCursor) -> bool:
             cursor.execute(
                 task_sql.CLAIM, [at, claim.lease_owner, expires, at, claim.task_id, source]
             )
@@ -776,7 +682,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, claim.task_id, event_id, claim.event_kind, "{}", at)
             return True
 
-        return self.write(claim_it, lean=True)
+        return self.write(claim_it)
 
     def claim_next_queued(
         self,
@@ -803,11 +709,8 @@ class TaskRepository(StoreBase):
         expires = self._db_time(require_aware(lease_expires_at, "lease_expires_at"))
         event_id, at = new_id(), self._db_time(self.now())
         claim = task_sql.claim_next(self.vendor)
-        # Made before the writer queue is taken, as everything but the
-        # statements themselves: other writers wait while it is held (decision 381).
-        cursor = self.cursor()
 
-        def claim_it() -> str | None:
+        def claim_it(cursor: SqlCursor) -> str | None:
             # Pick and claim in one statement; the guard in it still decides.
             cursor.execute(claim, [at, lease_owner, expires, at, kind])
             row = cursor.fetchone()
@@ -817,7 +720,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, task_id, event_id, event_kind, "{}", at)
             return task_id
 
-        return self.write(claim_it, lean=True)
+        return self.write(claim_it)
 
     def renew_lease(
         self, task_id: str, lease_owner: str, lease_expires_at: datetime | None
@@ -859,8 +762,8 @@ class TaskRepository(StoreBase):
         require_max_length(lease_owner, 255, "lease_owner")
         event_id, now = new_id(), self.now()
         return self.write(
-            lambda: self.transition_row(
-                self.cursor(),
+            lambda cursor: self.transition_row(
+                cursor,
                 task_id,
                 states,
                 target,
@@ -869,19 +772,17 @@ class TaskRepository(StoreBase):
                 event_id,
                 now,
                 lease_owner=lease_owner,
-            ),
-            lean=True,
+            )
         )
 
     def finish(self, finish: TaskFinish | None) -> bool:
         """Settle the task in a terminal state, fenced on its lease; ``False`` if unchanged."""
         clean = self.validated_finish(finish)
         event_id, now = new_id(), self.now()
-        # The cursor and "now" adapted outside the writer queue (decision 381):
-        # finish_row's own adaptation of the same "now" is then a cache hit.
+        # "Now" adapted outside the writer queue: finish_row's own adaptation
+        # of the same "now" is then a cache hit.
         self._db_time(now)
-        cursor = self.cursor()
-        return self.write(lambda: self.finish_row(cursor, clean, event_id, now), lean=True)
+        return self.write(lambda cursor: self.finish_row(cursor, clean, event_id, now))
 
     def finish_many(self, finishes: Sequence[TaskFinish]) -> list[bool]:
         """:meth:`finish` for several tasks in one write transaction; one flag per finish.
@@ -894,14 +795,13 @@ class TaskRepository(StoreBase):
             return []
         event_ids, now = [new_id() for _ in clean], self.now()
 
-        def finish_them() -> list[bool]:
-            cursor = self.cursor()
+        def finish_them(cursor: SqlCursor) -> list[bool]:
             return [
                 self.finish_row(cursor, finish, event_id, now)
                 for finish, event_id in zip(clean, event_ids, strict=True)
             ]
 
-        return self.write(finish_them, lean=True)
+        return self.write(finish_them)
 
     def recover_expired(self, recovery: TaskRecovery | None) -> list[str]:
         """Settle running/canceling tasks of one kind whose lease is absent or expired.
@@ -943,8 +843,7 @@ class TaskRepository(StoreBase):
         require_event(kind, payload_json)
         event_id, now = new_id(), self.now()
 
-        def append() -> int:
-            cursor = self.cursor()
+        def append(cursor: SqlCursor) -> int:
             if self.lock_task(cursor, task_id) is None:
                 raise ValidationError(f"task {task_id} does not exist", field="task_id")
             cursor.execute(task_sql.NEXT_SEQUENCE, [task_id])
@@ -955,7 +854,7 @@ class TaskRepository(StoreBase):
             )
             return sequence
 
-        sequence = self.write(append, lean=True)
+        sequence = self.write(append)
         return TaskEventEntity(
             event=EventEntity(id=event_id, kind=kind, payload_json=payload_json, created_at=now),
             task_id=task_id,
@@ -980,9 +879,9 @@ class TaskRepository(StoreBase):
         # The fence and the next sequence in one statement; on PostgreSQL the
         # row lock serialises us against finish/recovery/other appenders.
         fence = task_sql.running_fence(self.vendor)
-        at, cursor = self._db_time(now), self.cursor()  # outside the queue (decision 381)
+        at = self._db_time(now)  # outside the queue
 
-        def append() -> int | None:
+        def append(cursor: SqlCursor) -> int | None:
             cursor.execute(fence, [task_id, task_id, lease_owner, at])
             row = cursor.fetchone()
             if row is None:
@@ -997,7 +896,7 @@ class TaskRepository(StoreBase):
             )
             return base
 
-        base = self.write(append, lean=True)
+        base = self.write(append)
         if base is None:
             return [], False
         return [
@@ -1090,8 +989,7 @@ class TaskRepository(StoreBase):
             run_after = require_aware(task.run_after, "task.run_after")
         task_id, event_id, now = new_id(), new_id(), self.now()
 
-        def insert_it() -> None:
-            cursor = self.cursor()
+        def insert_it(cursor: SqlCursor) -> None:
             if owner:
                 cursor.execute(task_sql.SESSION_EXISTS, [owner])
                 if cursor.fetchone() is None:
@@ -1141,16 +1039,9 @@ class TaskRepository(StoreBase):
             if payload is not None:
                 params += [notify.CHANNEL, payload]
 
-            def insert_at_once() -> None:
-                with connections[self.using].cursor() as cursor:
-                    cursor.execute(statement, params)
-
-            if connections[self.using].in_atomic_block:
-                self.write(insert_at_once)  # a (test) transaction: joins it as everywhere
-            else:
-                insert_at_once()
+            self.write(lambda cursor: cursor.execute(statement, params), single=True)
         else:
-            self.write(insert_it, lean=True)
+            self.write(insert_it)
         return TaskEntity(
             id=task_id,
             kind=kind,
@@ -1233,8 +1124,7 @@ class TaskRepository(StoreBase):
             claim_params += [workers, workers, *queues, *kinds, at, limit * workers]
         owner_json = json.dumps(lease_owner)
 
-        def claim_them() -> tuple[list[bool], list[TaskEntity]]:
-            cursor = self.cursor()
+        def claim_them(cursor: SqlCursor) -> tuple[list[bool], list[TaskEntity]]:
             flags = [
                 self.finish_row(cursor, finish, finish_id, now)
                 for finish, finish_id in zip(clean, finish_ids, strict=True)
@@ -1291,11 +1181,12 @@ class TaskRepository(StoreBase):
         # like the claim: the ORM would cost more than the query). On PostgreSQL
         # the one-statement claim above is already that cheap when nothing is ready.
         if look_first and self.vendor != "postgresql":
-            cursor = self.cursor()
-            cursor.execute(task_sql.ready(len(queues), len(kinds)), [*queues, *kinds, at])
-            if cursor.fetchone() is None:
+            with db.cursor(self.using) as cursor:
+                cursor.execute(task_sql.ready(len(queues), len(kinds)), [*queues, *kinds, at])
+                ready = cursor.fetchone() is not None
+            if not ready:
                 return (self.finish_many(clean) if clean else []), []
-        return self.write(claim_them, lean=True)
+        return self.write(claim_them)
 
     def _finish_and_claim_pg(
         self,
@@ -1336,17 +1227,15 @@ class TaskRepository(StoreBase):
         params += claim_params
         params += [event_ids, event_kind, owner_json, at]
 
-        def run() -> list[Any]:
-            # Planned once per connection, unless something watches it (decision 301).
-            with sql.prepared_cursor(self.using) as cursor:
-                cursor.execute(statement, params)
-                return list(cursor.fetchall())
+        def run(cursor: SqlCursor) -> list[Any]:
+            cursor.execute(statement, params)
+            return list(cursor.fetchall())
 
-        connection = connections[self.using]
         try:
-            # In a caller's transaction, write() nests a savepoint: a refused
-            # statement rolls back to it and the fallback can still run.
-            rows = self.write(run) if connection.in_atomic_block else run()
+            # Planned once per connection. In a caller's transaction, write()
+            # nests a savepoint: a refused statement rolls back to it and the
+            # fallback can still run.
+            rows = self.write(run, single=True, prepare=True)
         except IntegrityError:
             return None
         flags = [bool(n) for n in rows[0][0]]
@@ -1388,13 +1277,12 @@ class TaskRepository(StoreBase):
         # One statement for every held lease (a worker holds at most a batch).
         statement = task_sql.renew_many(len(ids))
 
-        def renew() -> list[str]:
-            cursor = self.cursor()
+        def renew(cursor: SqlCursor) -> list[str]:
             cursor.execute(statement, [expires, at, *ids, lease_owner, at])
             kept = {str(row[0]) for row in cursor.fetchall()}
             return [task_id for task_id in ids if task_id in kept]
 
-        return self.write(renew, lean=True)
+        return self.write(renew)
 
     def retry(
         self,
@@ -1416,8 +1304,7 @@ class TaskRepository(StoreBase):
         when = self._db_time(require_aware(run_after, "run_after"))
         event_id, at = new_id(), self._db_time(self.now())
 
-        def retry_it() -> bool:
-            cursor = self.cursor()
+        def retry_it(cursor: SqlCursor) -> bool:
             cursor.execute(
                 task_sql.RETRY, [when, error_code, error_message, at, task_id, lease_owner, at]
             )
@@ -1426,7 +1313,7 @@ class TaskRepository(StoreBase):
             self._append_next_event(cursor, task_id, event_id, event_kind, payload_json, at)
             return True
 
-        return self.write(retry_it, lean=True)
+        return self.write(retry_it)
 
     def requeue_expired(
         self,
@@ -1465,7 +1352,6 @@ class TaskRepository(StoreBase):
                     event_ids,
                     at,
                 ),
-                lean=True,
             )
             requeued += changed
             if selected < RECOVERY_BATCH or not changed:
@@ -1479,9 +1365,9 @@ class TaskRepository(StoreBase):
         budget: int,
         event_ids: list[str],
         at: Any,
+        cursor: SqlCursor,
     ) -> tuple[int, list[str]]:
         """One batch of :meth:`requeue_expired` (one write transaction): selected count, ids."""
-        cursor = self.cursor()
         cursor.execute(select, params)
         candidates = cursor.fetchall()
         return len(candidates), [
@@ -1530,12 +1416,11 @@ class TaskRepository(StoreBase):
         event_id, at = new_id(), self._db_time(self.now())
         payload = json.dumps({"worker_id": lease_owner})
 
-        def release_it() -> bool:
-            cursor = self.cursor()
+        def release_it(cursor: SqlCursor) -> bool:
             cursor.execute(task_sql.RELEASE, [at, task_id, lease_owner, at])
             if cursor.rowcount != 1:
                 return False
             self._append_next_event(cursor, task_id, event_id, "task_released", payload, at)
             return True
 
-        return self.write(release_it, lean=True)
+        return self.write(release_it)

@@ -32,6 +32,7 @@ from datetime import datetime
 from django.db import IntegrityError
 from django.db.models import QuerySet
 
+from agentstore.db import SqlCursor
 from agentstore.exceptions import AgentStoreError, NoSession, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import Session, ToolTask
@@ -183,7 +184,7 @@ class ToolTaskRepository(SharesTasks):
             return existing
         task_id, event_id, now = new_id(), new_id(), self.now()
         try:
-            self.write(lambda: self._insert(tool, task_id, event_id, now))
+            self.write(lambda cursor: self._insert(cursor, tool, task_id, event_id, now), orm=True)
         except IntegrityError:
             # A concurrent duplicate won the unique (owner, invocation) index:
             # its task is the answer. Anything else was a real failure.
@@ -195,12 +196,14 @@ class ToolTaskRepository(SharesTasks):
         assert created is not None
         return created
 
-    def _insert(self, tool: ToolTaskEntity, task_id: str, event_id: str, now: datetime) -> None:
+    def _insert(
+        self, cursor: SqlCursor, tool: ToolTaskEntity, task_id: str, event_id: str, now: datetime
+    ) -> None:
         if not Session.objects.using(self.using).filter(pk=tool.owner_session_id).exists():
             raise NoSession(
                 f"create tool task: owner session {tool.owner_session_id} does not exist"
             )
-        self.tasks.insert_task(tool.task, task_id, event_id, now)
+        self.tasks.insert_task(cursor, tool.task, task_id, event_id, now)
         # The tool row repeats the task's owner from the same value: the
         # idempotency index (owner_session, invocation_id) lives on this table.
         ToolTask.objects.using(self.using).create(
@@ -227,8 +230,7 @@ class ToolTaskRepository(SharesTasks):
         require_json(outcome_json, "tool_task.outcome_json")
         event_id, now = new_id(), self.now()
 
-        def settle() -> bool:
-            cursor = self.tasks.cursor()
+        def settle(cursor: SqlCursor) -> bool:
             state = self.tasks.lock_task(cursor, clean.task_id)
             if state is None:
                 return False
@@ -252,7 +254,7 @@ class ToolTaskRepository(SharesTasks):
             self._store_outcome(clean.task_id, outcome)
             return True
 
-        return self.write(settle)
+        return self.write(settle, orm=True)
 
     def _store_outcome(self, task_id: str, outcome: str) -> None:
         updated = (
@@ -300,8 +302,7 @@ class ToolTaskRepository(SharesTasks):
         event_id, now = new_id(), self.now()
         tasks = self.tasks
 
-        def cancel_it() -> bool:
-            cursor = tasks.cursor()
+        def cancel_it(cursor: SqlCursor) -> bool:
             cursor.execute(task_sql.lock_tool_task(tasks.vendor), [task_id])
             row = cursor.fetchone()
             if row is None or row[1] != TOOL_KIND or row[2] != owner:
@@ -332,7 +333,7 @@ class ToolTaskRepository(SharesTasks):
                 )
             return True
 
-        if not self.write(cancel_it):
+        if not self.write(cancel_it, orm=True):
             return None
         return self.get_owned(owner, task_id)
 

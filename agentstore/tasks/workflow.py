@@ -27,6 +27,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from agentstore.db import SqlCursor
 from agentstore.exceptions import (
     RepositoryGraphMismatch,
     ValidationError,
@@ -160,8 +161,8 @@ class WorkflowRepository(SharesTasks):
         require_json_object(arguments, "workflow_run.arguments_json")
         task_id, event_id, now = new_id(), new_id(), self.now()
 
-        def insert() -> None:
-            self.tasks.insert_task(task, task_id, event_id, now)
+        def insert(cursor: SqlCursor) -> None:
+            self.tasks.insert_task(cursor, task, task_id, event_id, now)
             WorkflowRun.objects.using(self.using).create(
                 task_id=task_id,
                 name=run.name,
@@ -171,7 +172,7 @@ class WorkflowRepository(SharesTasks):
                 arguments_json=arguments,
             )
 
-        self.write(insert)
+        self.write(insert, orm=True)
         created = self.get(task_id)
         assert created is not None
         return created
@@ -280,8 +281,8 @@ class WorkflowRepository(SharesTasks):
         index = self._index(invocation_index)
         task_id, event_id, now = new_id(), new_id(), self.now()
 
-        def insert() -> None:
-            owner = self._lock_workflow(workflow_id)
+        def insert(cursor: SqlCursor) -> None:
+            owner = self._lock_workflow(cursor, workflow_id)
             if owner != agent.task.owner_session_id:
                 raise coded(
                     ValidationError(
@@ -301,10 +302,10 @@ class WorkflowRepository(SharesTasks):
                     f"workflow invocation {node!r}[{index}] is already linked to agent task "
                     f"{existing}"
                 )
-            self.agents.insert_rows(agent, task_id, event_id, now, request)
+            self.agents.insert_rows(cursor, agent, task_id, event_id, now, request)
             self._insert_link(workflow_id, task_id, node, index, now)
 
-        self.write(insert)
+        self.write(insert, orm=True)
         return self.agents.must_get(task_id)
 
     def link_agent_task(
@@ -324,8 +325,8 @@ class WorkflowRepository(SharesTasks):
         now = self.now()
         links = WorkflowAgentTask.objects.using(self.using)
 
-        def link() -> WorkflowAgentTaskEntity:
-            self._lock_workflow(workflow_id)
+        def link(cursor: SqlCursor) -> WorkflowAgentTaskEntity:
+            self._lock_workflow(cursor, workflow_id)
             # Django's foreign keys are checked at COMMIT; check here for a clear error.
             if not self.agents.exists(agent_id):
                 raise ValidationError(
@@ -352,11 +353,10 @@ class WorkflowRepository(SharesTasks):
                     ) from None
                 return link_from_model(existing)
 
-        return self.write(link)
+        return self.write(link, orm=True)
 
-    def _lock_workflow(self, workflow_id: str) -> str:
+    def _lock_workflow(self, cursor: SqlCursor, workflow_id: str) -> str:
         """Return the workflow's owner; lock its task row on PostgreSQL (serialises sequences)."""
-        cursor = self.tasks.cursor()
         cursor.execute(task_sql.lock_workflow_owner(self.tasks.vendor), [workflow_id])
         row = cursor.fetchone()
         if row is None:

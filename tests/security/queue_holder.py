@@ -2,7 +2,7 @@
 
     DATABASE_URL=sqlite:////tmp/x.sqlite3 python -m tests.security.queue_holder
 
-Sets Django up on ``DATABASE_URL``, enters ``agentstore.db.atomic_write`` (so it
+Sets Django up on ``DATABASE_URL``, enters ``agentstore.db.write`` (so it
 holds the writer lock file *and* SQLite's write lock, exactly like a store
 write), prints ``ready`` and sleeps. The test then freezes it with ``SIGSTOP``:
 a writer stopped inside its transaction (``tests/security/test_bounded_queue.py``).
@@ -21,13 +21,13 @@ def main() -> None:
     import django
 
     django.setup()
-    from agentstore.db import atomic_write
+    from agentstore import db
 
     def hold() -> None:
         print("ready", flush=True)
         time.sleep(3600)
 
-    atomic_write(hold)
+    db.write(lambda cursor: hold(), orm=True)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
-"""The loop store's per-step paths outside a test transaction: bare on SQLite, lean elsewhere.
+"""The loop store's per-step paths outside a test transaction, as a loop runs them.
 
-``LoopStore.append`` and ``last_n`` skip Django's cursor and transaction layer
-on SQLite only while nothing watches the connection (decisions 300, 315, 317):
-the session is touched by one narrow ``UPDATE`` once it exists, and the first
-step creates it through the upsert. These tests run outside a test
-transaction (``transaction=True``), where those paths are taken, and check
-that both sides of the switch store and read back the same things, that an id
-of another kind is refused with nothing written, that a watcher sees every
-statement, and that the steps read back are the dataclass's own values.
+``LoopStore.append`` is one body for ``agentstore.db.write``: the session is
+touched by one narrow ``UPDATE`` once it exists, and the first step creates it
+through the upsert; ``last_n`` is one statement on the door's cursor. These
+tests run outside a test transaction (``transaction=True``), where the driver
+opens the transaction itself, and check what is stored and read back (watched
+or not), that an id of another kind is refused with nothing written, that a
+watcher sees every statement, and that the steps read back are the
+dataclass's own values.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agentstore import exceptions
-from agentstore.db import bare_or_lean_write, watched
+from agentstore.db import watched
 from agentstore.models import Session, Step
 from agentstore.stores import LoopStore, TreeStore
 from agentstore.types import RunStep
@@ -70,7 +70,7 @@ def test_appends_create_then_touch_the_session_and_read_back() -> None:
     first = everything[0]
     assert first.tool_args == b'{"a":1}'
     assert (first.duration_ms, first.prompt_tokens, first.completion_tokens) == (5, 7, 0)
-    # What the ORM stored is what the bare read built.
+    # What the ORM stored is what the fast read built.
     rows = list(Step.objects.filter(session_id="s").order_by("id"))
     assert [s.created_at for s in everything] == [r.created_at for r in rows]
 
@@ -110,7 +110,7 @@ def test_a_stamp_in_another_text_form_reads_back_through_the_general_path() -> N
     assert all(s.created_at is not None and s.created_at.tzinfo is UTC for s in got)
 
 
-def test_both_paths_store_the_same_things() -> None:
+def test_watched_or_not_the_same_things_are_stored() -> None:
     clock = Clock()
     store = LoopStore(clock=clock)
     store.append(step("bare", 0, content="x"))
@@ -133,7 +133,9 @@ def test_a_watcher_sees_every_statement_of_an_append() -> None:
         store.append(step("w", 1))
         store.last_n("w", 1)
     sql = [q["sql"] for q in captured.captured_queries]
-    assert any("INSERT INTO agentstore_session" in s for s in sql)
+    # The session exists: touched by the narrow UPDATE, watched or not.
+    assert any(s.startswith("UPDATE agentstore_session SET updated_at") for s in sql)
+    assert not any("INSERT INTO agentstore_session" in s for s in sql)
     assert any("INSERT INTO agentstore_step" in s for s in sql)
     assert any("FROM agentstore_step" in s and "SELECT" in s for s in sql)
 
@@ -172,7 +174,9 @@ def test_a_failed_step_insert_rolls_the_session_back(monkeypatch: pytest.MonkeyP
 
     store = LoopStore()
     # A statement the database refuses after the session's upsert ran.
-    monkeypatch.setattr(loop, "_INSERT_BARE", f"INSERT INTO no_such_table VALUES ({'?, ' * 8}?)")
+    monkeypatch.setattr(
+        loop.steps_sql, "INSERT", f"INSERT INTO no_such_table VALUES ({'%s, ' * 8}%s)"
+    )
     with pytest.raises(OperationalError, match="no_such_table"):  # raised as Django's
         store.append(step("gone", 0))
     monkeypatch.undo()
@@ -180,16 +184,3 @@ def test_a_failed_step_insert_rolls_the_session_back(monkeypatch: pytest.MonkeyP
     assert not connection.connection.in_transaction
     store.append(step("gone", 0))
     assert [s.step_index for s in store.steps("gone")] == [0]
-
-
-def test_bare_or_lean_write_takes_the_lean_body_when_it_must() -> None:
-    def bare(raw: Any) -> str:
-        return "bare"
-
-    def lean() -> str:
-        return "lean"
-
-    expected = "bare" if connection.vendor == "sqlite" else "lean"
-    assert bare_or_lean_write(bare, lean) == expected
-    with CaptureQueriesContext(connection):
-        assert bare_or_lean_write(bare, lean) == "lean"

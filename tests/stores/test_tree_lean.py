@@ -1,15 +1,14 @@
-"""Tree appends on the lean path, and the plans of the lookups the entry-id index serves.
+"""Tree appends as the write driver runs them, and the plans of the entry-id index's lookups.
 
-A plain tree append (not a compaction) is two hand-written statements — the
-session touch and the INSERT that checks the parent — and takes the lean
-transaction and cursor while nothing watches the connection (docs/decisions.md,
-decision 310) — on SQLite the ``sqlite3`` connection itself (decision 360).
-These tests check both sides of that switch (the same rows either way), that a
-refused append (missing parent, missing or foreign session) writes nothing, and
-that the one ``(entry_id, session)`` unique index that replaced the two entry-id
-indexes (decision 311) still serves every lookup by entry id: with the session,
-alone, and in the INSERT's parent check. They run outside a test transaction
-(``transaction=True``), where the lean path is taken.
+A plain tree append (not a compaction) is one body of two hand-written
+statements — the session touch and the INSERT that checks the parent — for
+``agentstore.db.write``, which on SQLite opens the transaction on the
+``sqlite3`` connection itself. These tests check what is stored (the same rows
+watched or not), that a refused append (missing parent, missing or foreign
+session) writes nothing, and that the one ``(entry_id, session)`` unique index
+still serves every lookup by entry id: with the session, alone, and in the
+INSERT's parent check. They run outside a test transaction (``transaction=True``),
+where the driver opens the transaction itself.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ def test_a_watched_append_shows_its_two_statements(store: TreeStore) -> None:
     assert child.seq == 2 and store.entry(session.id, child.id) == child
 
 
-def test_a_lean_append_commits_and_moves_updated_at(store: TreeStore) -> None:
+def test_an_append_commits_and_moves_updated_at(store: TreeStore) -> None:
     session = store.create_session("/w")
     before = Session.objects.get(id=session.id).updated_at
     entry = store.append_message(session.id, None, user("hi"))
@@ -222,7 +221,7 @@ def test_every_lookup_of_parts_by_entry_uses_the_unique_entry_sequence_index() -
 
 
 @pytest.mark.sqlite_only
-def test_an_unwatched_append_is_the_touch_and_the_insert_on_sqlite3(store: TreeStore) -> None:
+def test_an_append_is_the_touch_and_the_insert_in_one_transaction(store: TreeStore) -> None:
     session = store.create_session("/b")
     root = store.append_message(session.id, None, user("one"))
     seen: list[str] = []
@@ -240,19 +239,18 @@ def test_an_unwatched_append_is_the_touch_and_the_insert_on_sqlite3(store: TreeS
 
 
 @pytest.mark.sqlite_only
-def test_a_failed_bare_insert_rolls_the_touch_back(
+def test_a_failed_insert_rolls_the_touch_back(
     store: TreeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from django.db import OperationalError
 
-    from agentstore.stores import tree
+    from agentstore.sql import tree as statements
 
     session = store.create_session("/f")
     root = store.append_message(session.id, None, user("one"))
     touched = Session.objects.get(id=session.id).updated_at
     broken = "INSERT INTO no_such_table VALUES (1)"
-    root_insert, _, part_insert = tree._BARE_STATEMENTS
-    monkeypatch.setattr(tree, "_BARE_STATEMENTS", (root_insert, broken, part_insert))
+    monkeypatch.setattr(statements, "INSERT_CHILD_ENTRY", broken)
     with pytest.raises(OperationalError, match="no_such_table"):  # raised as Django's
         store.append_message(session.id, root.id, user("lost"))
     monkeypatch.undo()

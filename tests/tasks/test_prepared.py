@@ -1,11 +1,10 @@
-"""The worker's settle-and-claim as a PostgreSQL prepared statement (decision 301).
+"""The worker's settle-and-claim as a PostgreSQL prepared statement.
 
-``agentstore.sql.prepared_cursor`` prepares its statements on the server only
-on PostgreSQL, while nothing watches the connection and
-``AGENTSTORE["POSTGRES_PREPARE"]`` is on; otherwise it is the ordinary
-``sql.cursor`` and every statement is seen. These tests check each side of that
-switch through ``pg_prepared_statements``, the server's own list of what the
-session has prepared, and that the connection's ``prepare_threshold`` (Django's
+``agentstore.db.cursor(..., prepare=True)`` prepares its statements on the
+server on PostgreSQL while ``AGENTSTORE["POSTGRES_PREPARE"]`` is on — watched
+or not: a watcher sees the same prepared statement. These tests check it
+through ``pg_prepared_statements``, the server's own list of what the session
+has prepared, and that the connection's ``prepare_threshold`` (Django's
 ``None``: nothing else prepared) is put back. Outside a test transaction
 (``transaction=True``), like a worker.
 """
@@ -18,7 +17,7 @@ import pytest
 from django.db import ProgrammingError, connection
 from django.test.utils import CaptureQueriesContext, override_settings
 
-from agentstore import sql
+from agentstore import db
 from agentstore.tasks import TaskRepository
 from agentstore.types import TaskEntity, TaskFinish
 
@@ -34,7 +33,7 @@ def prepared_statements() -> list[str]:
 
 
 def probe() -> object:
-    with sql.prepared_cursor("default") as cursor:
+    with db.cursor("default", prepare=True) as cursor:
         cursor.execute(PROBE, [41])
         return cursor.fetchone()
 
@@ -50,23 +49,26 @@ def test_unwatched_statements_are_prepared_once_per_connection() -> None:
 
 
 @pytest.mark.postgres_only
-def test_watched_statements_take_djangos_cursor_and_are_not_prepared() -> None:
+def test_watched_statements_are_seen_and_prepared_alike() -> None:
     connection.close()
-    with CaptureQueriesContext(connection) as captured, sql.prepared_cursor("default") as cursor:
-        assert not isinstance(cursor, sql.PreparedCursor)
+    with (
+        CaptureQueriesContext(connection) as captured,
+        db.cursor("default", prepare=True) as cursor,
+    ):
+        assert isinstance(cursor, db.cursors.PreparedCursor)
         cursor.execute(PROBE, [41])
         assert cursor.fetchone() == (42,)
     assert any("+ 1" in query["sql"] for query in captured.captured_queries)
-    assert prepared_statements() == []
+    assert prepared_statements() == ["SELECT $1::int + 1"]
 
 
 @pytest.mark.postgres_only
 def test_the_setting_turns_preparing_off() -> None:
     connection.close()
     with override_settings(AGENTSTORE={"POSTGRES_PREPARE": False}):
-        cursor = sql.prepared_cursor("default")
-        assert isinstance(cursor, sql.LeanCursor)
-        assert not isinstance(cursor, sql.PreparedCursor)
+        cursor = db.cursor("default", prepare=True)
+        assert isinstance(cursor, db.Cursor)
+        assert not isinstance(cursor, db.cursors.PreparedCursor)
         cursor.close()
         assert probe() == (42,)
     assert prepared_statements() == []
@@ -74,14 +76,14 @@ def test_the_setting_turns_preparing_off() -> None:
 
 @pytest.mark.postgres_only
 def test_errors_are_djangos_and_the_threshold_is_restored() -> None:
-    with pytest.raises(ProgrammingError), sql.prepared_cursor("default") as cursor:
+    with pytest.raises(ProgrammingError), db.cursor("default", prepare=True) as cursor:
         cursor.execute("SELECT no_such_column FROM (SELECT %s::int AS x) AS t", [1])
     assert connection.connection.prepare_threshold is None
     assert probe() == (42,)
 
 
 @pytest.mark.postgres_only
-def test_the_worker_settle_and_claim_is_prepared_unless_watched() -> None:
+def test_the_worker_settle_and_claim_is_prepared_watched_or_not() -> None:
     connection.close()
     tasks = TaskRepository()
     for _ in range(3):
@@ -110,16 +112,16 @@ def test_the_worker_settle_and_claim_is_prepared_unless_watched() -> None:
     assert len(claim_only) == 1 and claim_only[0].startswith("WITH ")
     with CaptureQueriesContext(connection) as captured:
         second = settle_and_claim(first)
-    assert len(captured.captured_queries) == 1  # seen, through Django's cursor
-    assert prepared_statements() == claim_only  # and not prepared
+    assert len(captured.captured_queries) == 1  # seen
+    assert len(prepared_statements()) == 2  # and prepared: the settle-and-claim shape
     settle_and_claim(second)
-    assert len(prepared_statements()) == 2  # the settle-and-claim shape, once
+    assert len(prepared_statements()) == 2  # once
 
 
 def test_other_databases_get_the_ordinary_cursor() -> None:
     if connection.vendor == "postgresql":
         pytest.skip("PostgreSQL prepares")
-    with sql.prepared_cursor("default") as cursor:
-        assert not isinstance(cursor, sql.PreparedCursor)
+    with db.cursor("default", prepare=True) as cursor:
+        assert not isinstance(cursor, db.cursors.PreparedCursor)
         cursor.execute(PROBE.replace("::int", ""), [41])
         assert cursor.fetchone() == (42,)

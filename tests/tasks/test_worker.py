@@ -429,13 +429,10 @@ def test_enqueue_on_postgresql_is_one_statement() -> None:
     assert [e.event.kind for e in TaskRepository().list_events(result.id)] == ["task_queued"]
 
 
-@pytest.mark.sqlite_only
-def test_task_sql_skips_djangos_cursor_only_while_unobserved() -> None:
+def test_an_execute_wrapper_sees_the_settle_and_claim() -> None:
     from django.db import connection
-    from django.db.backends.utils import CursorWrapper
 
     tasks = TaskRepository()
-    assert not isinstance(tasks.cursor(), CursorWrapper)
     seen: list[str] = []
 
     def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
@@ -444,11 +441,11 @@ def test_task_sql_skips_djangos_cursor_only_while_unobserved() -> None:
 
     jobs.add.enqueue(2, 3)
     with connection.execute_wrapper(record):
-        assert isinstance(tasks.cursor(), CursorWrapper)
-        tasks.claim_ready(["default"], ["function"], "w", timezone.now() + timedelta(seconds=30))
-    assert any(sql.startswith("UPDATE") and "RETURNING" in sql for sql in seen)
-    with override_settings(AGENTSTORE={"SQLITE_RAW_TASK_CURSOR": False}):
-        assert isinstance(tasks.cursor(), CursorWrapper)
+        claimed = tasks.claim_ready(
+            ["default"], ["function"], "w", timezone.now() + timedelta(seconds=30)
+        )
+    assert len(claimed) == 1
+    assert any(sql.lstrip().startswith(("UPDATE", "WITH")) and "RETURNING" in sql for sql in seen)
 
 
 def test_default_claim_is_a_fair_share_of_the_ready_tasks() -> None:

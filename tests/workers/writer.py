@@ -6,7 +6,7 @@ Used by the multi-process tests and by ``bench/write_contention.py``::
         --worker 3 --writes 500 --strategy helper --mode counter --start-file /tmp/go
 
 Prints one JSON line: ``{"worker", "written", "errors", "error_messages",
-"max_wait_ms", "seconds"}``. Strategies: ``helper`` (agentstore.db.atomic_write),
+"max_wait_ms", "seconds"}``. Strategies: ``helper`` (agentstore.db.write),
 ``naive`` (a plain ``transaction.atomic()``, the IMMEDIATE setting alone), ``raw``
 (the stdlib ``sqlite3`` module, BEGIN IMMEDIATE, no Django). Modes: ``counter``
 (read the row count, insert count+1 — needs serialised writers) and
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from django.db import connection, transaction
 
-    from agentstore.db import atomic_write
+    from agentstore import db
     from agentstore.models import Document
 
     if args.timeout is not None:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         try:
             if args.strategy == "helper":
-                atomic_write(lambda i=i: write_one(i))
+                db.write(lambda cursor, i=i: write_one(i), orm=True)
             elif args.strategy == "naive":
                 with transaction.atomic():
                     write_one(i)

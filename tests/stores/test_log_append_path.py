@@ -1,13 +1,11 @@
-"""The lean append path: the DB-API cursor, the lean transaction, the fence, the heartbeat.
+"""The log store's append path: the statements, the fence, the heartbeat.
 
-An append's statements skip Django's cursor and (on SQLite) its transaction
-layer only while nothing watches the connection (decision 291): these tests
-check both sides of that switch, that the lean transaction commits, rolls back
-and raises ``django.db``'s exceptions like ``atomic_write``, that the fence in
-the session touch refuses an append whose hold is gone, and that the heartbeat
-and the session's ``updated_at`` move at most once a second while the head
-moves with every append (decisions 290 and 355). They run outside a test
-transaction (``transaction=True``), where the lean path is taken.
+An append is one body of hand-written statements for ``agentstore.db.write``.
+These tests check that a watcher sees them, that the fence in the session touch
+refuses an append whose hold is gone, and that the heartbeat and the session's
+``updated_at`` move at most once a second while the head moves with every
+append. They run outside a test transaction (``transaction=True``), where the
+driver opens the transaction itself.
 """
 
 from __future__ import annotations
@@ -17,13 +15,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import IntegrityError, connection
-from django.db.backends.utils import CursorWrapper
-from django.test.utils import CaptureQueriesContext, override_settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from agentstore import exceptions, sql
-from agentstore.db import lean_write, watched
-from agentstore.models import Entry, Holder
+from agentstore import exceptions
+from agentstore.models import Entry
 from agentstore.models import Session as SessionRow
 from agentstore.stores import LogStore
 
@@ -43,38 +39,6 @@ def store() -> Iterator[LogStore]:
     made.close()
 
 
-def test_a_lean_cursor_only_while_nothing_watches() -> None:
-    assert not watched(connection)
-    with sql.cursor("default") as cursor:
-        assert isinstance(cursor, sql.LeanCursor)
-        cursor.execute("SELECT %s, %s", [1, "a"])
-        assert cursor.fetchone() == (1, "a")
-    with CaptureQueriesContext(connection):
-        assert watched(connection)
-        with sql.cursor("default") as cursor:
-            assert not isinstance(cursor, sql.LeanCursor)
-
-    def passthrough(execute: Any, *args: Any) -> Any:
-        return execute(*args)
-
-    with connection.execute_wrapper(passthrough):
-        assert watched(connection)
-        assert not isinstance(sql.cursor("default"), sql.LeanCursor)
-    with override_settings(AGENTSTORE={"LEAN_SQL": False}):
-        assert watched(connection)
-    assert not watched(connection)
-
-
-def test_a_patched_cursor_wrapper_counts_as_watching(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = CursorWrapper.execute
-
-    def traced(self: CursorWrapper, *args: Any, **kwargs: Any) -> Any:
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(CursorWrapper, "execute", traced)
-    assert watched(connection)
-
-
 def test_watched_appends_show_every_statement(store: LogStore) -> None:
     sid = store.create({"id": "seen"}).id
     store.append(sid, USER)
@@ -85,33 +49,6 @@ def test_watched_appends_show_every_statement(store: LogStore) -> None:
     assert any(s.startswith("UPDATE agentstore_session") for s in statements)
     if connection.vendor == "sqlite":
         assert any(s.startswith("BEGIN") for s in statements)
-
-
-def test_lean_write_commits_and_rolls_back() -> None:
-    store = LogStore()
-    sid = store.create({"id": "tx"}).id
-    store.close()
-    insert = "INSERT INTO agentstore_holder (session_id, pid, host, token, since, heartbeat) "
-    insert += "VALUES (%s, 1, 'h', %s, %s, %s)"
-    stamp = connection.ops.adapt_datetimefield_value(datetime(2026, 1, 1, tzinfo=UTC))
-
-    def write(token: str) -> None:
-        with sql.cursor("default") as cursor:
-            cursor.execute(insert, [sid, token, stamp, stamp])
-
-    def write_then_fail() -> None:
-        write("second")
-        raise RuntimeError("after the statement")
-
-    with pytest.raises(RuntimeError):
-        lean_write(write_then_fail)
-    assert not Holder.objects.filter(session_id=sid).exists()  # rolled back
-    lean_write(lambda: write("first"))
-    assert Holder.objects.get(session_id=sid).token == "first"  # committed
-    with pytest.raises(IntegrityError):  # django.db's, as atomic_write raises
-        lean_write(lambda: write("third"))
-    assert Holder.objects.get(session_id=sid).token == "first"
-    lean_write(lambda: None)  # the connection is usable after each failure
 
 
 def test_the_fence_refuses_an_append_whose_hold_is_gone(store: LogStore) -> None:
@@ -263,99 +200,3 @@ def test_a_repeated_fresh_stamp_is_refused_not_stored_twice(
         assert Entry.objects.filter(session_id=sid).count() == 1
     finally:
         made.close()
-
-
-def test_a_lean_body_reuses_its_transactions_connection() -> None:
-    """Decision 390: the body's cursors take the connection lean_write looked up."""
-    from django.db import connections
-
-    from agentstore.db import in_lean_write
-
-    seen: list[Any] = []
-
-    def body() -> None:
-        seen.append(in_lean_write("default"))
-        seen.append(in_lean_write("other"))
-        with sql.cursor("default") as cursor:
-            cursor.execute("SELECT %s", [1])
-            seen.append(cursor)
-
-    assert in_lean_write("default") is None
-    lean_write(body)
-    own = connections["default"]
-    if connection.vendor == "sqlite":
-        assert seen[:2] == [own, None]
-    else:  # PostgreSQL: lean_write is atomic_write, nothing is published
-        assert seen[:2] == [None, None]
-    assert isinstance(seen[2], sql.LeanCursor) and seen[2].db is own
-    assert in_lean_write("default") is None  # only while the body runs
-
-    def failing() -> None:
-        raise RuntimeError("inside")
-
-    with pytest.raises(RuntimeError):
-        lean_write(failing)
-    assert in_lean_write("default") is None  # not left behind by a failure
-    # Watched at BEGIN: Django's transaction and cursor, every statement seen.
-    with CaptureQueriesContext(connection) as captured:
-        seen.clear()
-        lean_write(body)
-    assert seen[:2] == [None, None]
-    assert not isinstance(seen[2], sql.LeanCursor)
-    assert any(q["sql"] == "SELECT 1" for q in captured.captured_queries)
-
-
-def test_a_lent_shared_connection_hides_the_lean_transaction() -> None:
-    """Inside ``SharedConnection.borrowed`` the alias is another object: its own cursor."""
-    from agentstore.db import SharedConnection, in_lean_write
-
-    shared = SharedConnection("default")
-    seen: list[Any] = []
-
-    def body() -> None:
-        outer = in_lean_write("default")
-        with shared.borrowed() as lent:
-            seen.append(in_lean_write("default"))
-            with sql.cursor("default") as cursor:
-                seen.append(cursor.db is lent)
-        seen.append(in_lean_write("default") is outer)
-
-    try:
-        lean_write(body)
-    finally:
-        shared.close()
-    assert seen == [None, True, True]
-
-
-def test_the_lean_cursor_refuses_a_running_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As Django's ``cursor()``: ``SynchronousOnlyOperation`` unless explicitly allowed."""
-    import asyncio
-
-    from django.core.exceptions import SynchronousOnlyOperation
-
-    async def open_cursor() -> None:
-        try:
-            sql.cursor("default").close()
-        finally:
-            # Django's connections live in a context-local store: one opened in
-            # this coroutine belongs to asyncio.run's context and would outlive
-            # it unclosed (PostgreSQL then cannot drop the test database).
-            from django.db import connections
-
-            connections["default"].close()
-
-    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
-    with pytest.raises(SynchronousOnlyOperation):
-        asyncio.run(open_cursor())
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    asyncio.run(open_cursor())
-
-
-def test_lean_cursor_errors_are_djangos_and_close_quietly() -> None:
-    from django.db import OperationalError, ProgrammingError
-
-    with sql.cursor("default") as cursor:
-        with pytest.raises((OperationalError, ProgrammingError)):
-            cursor.execute("SELECT * FROM no_such_table WHERE x = %s", [1])
-        with pytest.raises((OperationalError, ProgrammingError)):
-            cursor.executemany("INSERT INTO no_such_table VALUES (%s)", [[1]])
