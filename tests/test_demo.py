@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from io import StringIO
@@ -11,11 +16,13 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from agentstore.stores.checkpoints import TOUCH_EVERY
 from agentstore.stores.log import HEARTBEAT_EVERY
+from tests.conftest import REPO_ROOT, database_url_of_test_db
 
 pytestmark = pytest.mark.django_db
 
@@ -185,3 +192,86 @@ def test_an_integration_that_is_not_installed_is_skipped_with_how_to_install_it(
         'Skipped the Pydantic AI conversation: pip install "agentstore[pydantic-ai]" to seed it',
         'Skipped the LangGraph thread: pip install "agentstore[langgraph]" to seed it',
     ]
+
+
+# -- the demo's database: created when missing, or one line saying what to do ----------
+
+
+def _demo_database(database_url: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    return subprocess.run(
+        [sys.executable, "manage.py", "demo_database"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _server_url(name: str, user: str = "") -> str:
+    """A DATABASE_URL on the test database's PostgreSQL server, naming database ``name``."""
+    base, _, _ = database_url_of_test_db().rpartition("/")
+    if user:
+        base = "postgres://" + user + "@" + base.split("@", 1)[1]
+    return f"{base}/{name}"
+
+
+def _drop(name: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def test_scripts_demo_makes_sure_of_the_database_before_migrating() -> None:
+    script = (REPO_ROOT / "scripts" / "demo").read_text()
+    assert script.index("manage.py demo_database") < script.index("manage.py migrate")
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_missing_postgresql_database_is_created() -> None:
+    name = f"agentstore_demo_{uuid.uuid4().hex[:12]}"
+    try:
+        made = _demo_database(_server_url(name))
+        assert made.returncode == 0, made.stderr
+        assert (
+            made.stdout.strip()
+            == f"Created PostgreSQL database {name!r} on "
+            + (made.stdout.strip().rsplit(" on ", 1)[1])
+        )
+        again = _demo_database(_server_url(name))
+        assert again.returncode == 0 and again.stdout.strip().endswith(": exists")
+    finally:
+        _drop(name)
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_user_who_cannot_create_it_gets_one_line_saying_what_to_do() -> None:
+    role = f"agentstore_nocreate_{uuid.uuid4().hex[:8]}"
+    name = f"agentstore_demo_{uuid.uuid4().hex[:12]}"
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE ROLE "{role}" LOGIN NOCREATEDB')
+    try:
+        refused = _demo_database(_server_url(name, user=role))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f'DROP ROLE "{role}"')
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert f"PostgreSQL database {name!r} does not exist" in lines[0]
+    assert f"{role} cannot create it" in lines[0] and "createdb" in lines[0]
+
+
+def test_an_unreachable_postgresql_server_gets_one_line_saying_what_to_do() -> None:
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        failed = _demo_database(f"postgres://postgres@127.0.0.1:{port}/nonexistent")
+    assert failed.returncode == 1
+    lines = failed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in failed.stderr, failed.stderr
+    assert f"cannot connect to PostgreSQL on 127.0.0.1:{port} as postgres" in lines[0]
+    assert "Start the server or fix DATABASE_URL" in lines[0]
