@@ -19,6 +19,11 @@ class AgentStoreConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from agentstore import checks  # noqa: F401
+        from agentstore.serving import check_follow_cap
+
+        # A gunicorn worker loads the app after it set itself up: a follow cap
+        # its threads cannot carry stops it here, before it serves anything.
+        check_follow_cap()
 
         # Search matches the unindexed tail with a SQL function (agentstore.search).
         connection_created.connect(_register_functions, dispatch_uid="agentstore_search_functions")

@@ -42,7 +42,10 @@ DEFAULTS: dict[str, Any] = {
     # WSGI each follower holds a worker thread for as long as it follows
     # (docs/operations.md, "Following live: ASGI and caps"). 0: no cap.
     "FOLLOW_MAX_PER_USER": 4,
-    "FOLLOW_MAX_PER_PROCESS": 16,
+    # None: derived from the server (agentstore.serving): half the threads of
+    # a gunicorn sync/gthread worker, 16 elsewhere. A number above a thread-
+    # bounded worker's threads - 1 (or 0, no cap, there) refuses to start.
+    "FOLLOW_MAX_PER_PROCESS": None,
     # Seconds after which a follow stream ends with a "reconnect" event;
     # EventSource resumes with Last-Event-ID. 0: streams never end on their own.
     "FOLLOW_MAX_SECONDS": 300.0,

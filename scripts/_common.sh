@@ -10,15 +10,20 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 # postgres and tasks extras, the integration extras (openai-agents, pydantic-ai,
 # langgraph: their tests must run, never skip) and the test and lint groups, plus any
 # extra requirements.
-# AGENTSTORE_VENV_PROFILE=demo installs only what the demo needs (the app and
-# the demo group); a later full install adds the rest to the same venv.
-# Reinstalls only when pyproject.toml, the profile or the requirements changed.
+# AGENTSTORE_VENV_PROFILE=demo installs only what the demo needs (the app with
+# the postgres and tasks extras, the integration extras whose conversations the
+# demo seeds — agentstore/demo/integrations.py — and the demo group); a later
+# full install adds the rest to the same venv.
+# Reinstalls only when pyproject.toml, the profile, what it installs or the
+# requirements changed.
+DEMO_EXTRAS="postgres,tasks,openai-agents,pydantic-ai,langgraph"
 ensure_venv() {
   local dir=$1 python=$2
   shift 2
   local profile=${AGENTSTORE_VENV_PROFILE:-full}
   local stamp
-  stamp=$( (cat pyproject.toml; printf '%s\n' "$python" "$profile" "$@") | sha256sum | cut -c1-16)
+  stamp=$( (cat pyproject.toml; printf '%s\n' "$python" "$profile" "$DEMO_EXTRAS" "$@") \
+    | sha256sum | cut -c1-16)
   # A full venv already has everything the demo needs.
   if [[ "$profile" == demo && -f "$dir/.agentstore-full" && -x "$dir/bin/python" ]] \
     && [[ "$(cat "$dir/.agentstore-full")" == "$(sha256sum < pyproject.toml | cut -c1-16)" ]]; then
@@ -32,7 +37,7 @@ ensure_venv() {
   "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25.1"
   if [[ "$profile" == demo ]]; then
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
-      -e ".[postgres,tasks]" --group demo "$@"
+      -e ".[$DEMO_EXTRAS]" --group demo "$@"
   else
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
       -e ".[postgres,tasks,openai-agents,pydantic-ai,langgraph]" --group test --group lint --group demo "$@"

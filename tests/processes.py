@@ -290,13 +290,23 @@ def wait_serving(
 
 @contextmanager
 def serve(
-    database_url: str, kind: str = "uvicorn", *, settings: str = "project.settings"
+    database_url: str,
+    kind: str = "uvicorn",
+    *,
+    settings: str = "project.settings",
+    threads: int = 1,
+    extra: Sequence[str] = (),
 ) -> Iterator[int]:
-    """Serve the demo project on a free loopback port until the block ends; yields the port."""
+    """Serve the demo project on a free loopback port until the block ends; yields the port.
+
+    ``threads`` and ``extra`` as for :func:`server_command` (gunicorn's threads, more
+    arguments). A server that exits before it answers raises ``RuntimeError``
+    with the end of its stderr.
+    """
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": settings}
     proc = subprocess.Popen(
-        server_command(kind, port),
+        server_command(kind, port, threads=threads, extra=extra),
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

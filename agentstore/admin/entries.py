@@ -25,6 +25,7 @@ from agentstore.admin.mixins import ReadOnlyAdmin, choices_filter, clip
 from agentstore.formats.agentsession.describe import Described, describe
 from agentstore.models import Entry, MessagePart
 from agentstore.search import match_sql
+from agentstore.selectors.short_ids import mark_id_matches
 
 __all__ = ["EntryAdmin", "MessagePartAdmin"]
 
@@ -103,21 +104,19 @@ class EntryAdmin(ReadOnlyAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Entry], search_term: str
     ) -> tuple[QuerySet[Entry], bool]:
-        # Exact ids first, compared case-sensitively so the indexes answer (the
+        # Exact ids, compared case-sensitively so the indexes answer (the
         # stock "=field" search is a case-insensitive LIKE: a scan of a big
-        # table); then the entries' text through the search index
-        # (agentstore.search), newest 10,000 matches.
+        # table), listed first; and the entries' text through the search index
+        # (agentstore.search), newest 10,000 matches — both, never one instead
+        # of the other (a word can be an operation id and a word of a message).
         term = search_term.strip()
         if not term:
             return queryset, False
-        by_id = queryset.filter(
-            Q(entry_id=term) | Q(session_id=term) | (Q(operation_id=term) & ~Q(operation_id=""))
-        )
+        by_id = Q(entry_id=term) | Q(session_id=term) | (Q(operation_id=term) & ~Q(operation_id=""))
         session = request.GET.get("session__id__exact", "")
         match = match_sql(queryset.db, term, session_id=session, limit=SEARCH_LIMIT)
-        if match is None or by_id.exists():
-            return by_id, False
-        return queryset.filter(pk__in=RawSQL(*match)), False
+        found = by_id if match is None else by_id | Q(pk__in=RawSQL(*match))
+        return mark_id_matches(queryset.filter(found), by_id), False
 
     def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
         if "session__id__exact" in request.GET:

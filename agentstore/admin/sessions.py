@@ -24,7 +24,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -63,8 +63,12 @@ from agentstore.selectors.log_views import (
     response_checks,
 )
 from agentstore.selectors.pictures import day_chart, step_timeline
-from agentstore.selectors.sessions import search_sessions, with_opening_message
-from agentstore.selectors.short_ids import resolve
+from agentstore.selectors.sessions import (
+    resolve_session,
+    search_sessions,
+    with_opening_message,
+)
+from agentstore.selectors.short_ids import mark_id_matches, resolve
 from agentstore.selectors.usage import PERIODS, usage
 from agentstore.stores.base import utc_now
 from agentstore.stores.loop import LoopStore
@@ -218,20 +222,18 @@ class SessionAdmin(ReadOnlyAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Session], search_term: str
     ) -> tuple[QuerySet[Session], bool]:
-        # A short id copied from any page or command finds its session.
-        try:
-            found = resolve(Session.objects.all(), "id", search_term, what="session")
-        except exceptions.ValidationError:
-            found = None
-        if found is not None:
-            return queryset.filter(pk=found), False
         found_by_field, duplicates = super().get_search_results(request, queryset, search_term)
         if not search_term.strip():
             return found_by_field, duplicates
         # Names by substring, entry text (the opening message included) by the
-        # search index: agentstore.selectors.sessions.search_sessions.
-        by_text = search_sessions(queryset, search_term)  # type: ignore[arg-type]
-        return found_by_field | by_text, duplicates
+        # search index — what the API's ?search= finds (search_sessions) —
+        # whether or not the words also name a session: an id or a short id
+        # copied from any page or command adds its session, listed first.
+        found = found_by_field | search_sessions(queryset, search_term)  # type: ignore[arg-type]
+        named = resolve_session(queryset, search_term)  # type: ignore[arg-type]
+        if named is None:
+            return found, duplicates
+        return mark_id_matches(found | queryset.filter(pk=named), Q(pk=named)), duplicates
 
     @admin.display(description=_("id"), ordering="id")
     def short_id(self, obj: Session) -> str:

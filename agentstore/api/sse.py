@@ -23,8 +23,9 @@ refused before the stream starts (404, 400, 401/403, 429, 503) is an ordinary
 
 Bounded: a follower holds a server thread for as long as it follows under WSGI,
 so followers are capped per user (``FOLLOW_MAX_PER_USER``, past it ``429
-too_many_followers``) and per process (``FOLLOW_MAX_PER_PROCESS``, past it
-``503 follow_capacity``), and every stream ends after ``FOLLOW_MAX_SECONDS``
+too_many_followers``) and per process (past it ``503 follow_capacity``; the cap
+is :func:`agentstore.serving.follow_cap`, which never lets followers take every
+thread of a WSGI worker), and every stream ends after ``FOLLOW_MAX_SECONDS``
 with an ``event: reconnect`` carrying ``id: <last position>``; ``EventSource``
 reconnects on its own and resumes with ``Last-Event-ID``, so nothing is missed
 (docs/operations.md, "Following live: ASGI and caps").
@@ -68,6 +69,7 @@ from agentstore.selectors.follow import (
     subscribe,
     wait_for_change,
 )
+from agentstore.serving import DOCS, FollowCap, follow_cap
 
 __all__ = [
     "Cursor",
@@ -131,7 +133,9 @@ class _Followers:
 
     def take(self, user_key: str) -> FollowSlot:
         per_user = int(agentstore_settings.FOLLOW_MAX_PER_USER)
-        per_process = int(agentstore_settings.FOLLOW_MAX_PER_PROCESS)
+        # The process cap follows the server's capacity (agentstore.serving):
+        # under a thread-bounded WSGI server it always leaves threads free.
+        cap = follow_cap()
         with self._lock:
             if per_user > 0 and self.by_user[user_key] >= per_user:
                 raise FollowLimitReached(
@@ -141,14 +145,8 @@ class _Followers:
                     f"(FOLLOW_MAX_PER_USER); close one, or read /entries?after=<seq> pages",
                     per_user,
                 )
-            if per_process > 0 and self.total >= per_process:
-                raise FollowLimitReached(
-                    503,
-                    "follow_capacity",
-                    f"this server process already serves {per_process} follower(s) "
-                    f"(FOLLOW_MAX_PER_PROCESS); retry later",
-                    per_process,
-                )
+            if cap.limit is not None and self.total >= cap.limit:
+                raise FollowLimitReached(503, "follow_capacity", _capacity_message(cap), cap.limit)
             self.total += 1
             self.by_user[user_key] += 1
         return FollowSlot(self, user_key)
@@ -159,6 +157,15 @@ class _Followers:
             self.by_user[user_key] -= 1
             if self.by_user[user_key] <= 0:
                 del self.by_user[user_key]
+
+
+def _capacity_message(cap: FollowCap) -> str:
+    if cap.limit == 0:
+        return (
+            f"this server process serves no follow streams ({cap.why}): a stream would hold "
+            f"its only request thread; follow through an ASGI server ({DOCS})"
+        )
+    return f"this server process already serves {cap.limit} follower(s) ({cap.why}); retry later"
 
 
 #: This process's followers (a web process's threads or event loop share it).

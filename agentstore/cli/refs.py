@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from agentstore import exceptions
-from agentstore.cli import Context, Subcommand, fail, stamp, table, usage
+from agentstore.cli import Context, Subcommand, fail, short_id, stamp, table, usage
 
 __all__ = ["COMMANDS", "PAGE"]
 
@@ -116,7 +116,7 @@ def _refs(name: str, ctx: Context) -> None:
                 table(
                     ctx,
                     ["NAME", "SESSION", "ENTRY", "STATE"],
-                    [[r["name"], r["session"], r["entry"][:19] or "-", r["state"]] for r in rows],
+                    [[r["name"], r["session"], short_id(r["entry"]), r["state"]] for r in rows],
                 )
             if more is not None:
                 ctx.note(f"More refs: --after {more}")
@@ -215,7 +215,7 @@ def _log_row(item: Any) -> dict[str, Any]:
 def _arrow(target: dict[str, str] | None) -> str:
     if not target:
         return "-"
-    return target["session"] + (f"@{target['entry'][:19]}" if target["entry"] else "")
+    return target["session"] + (f"@{short_id(target['entry'])}" if target["entry"] else "")
 
 
 COMMANDS = [

@@ -124,7 +124,7 @@ def entry_summary(entry: Any) -> str:
         return truncate(entry.summary)
     data = entry.data
     if entry.type == "label":
-        return f"{data.get('target_id', '')[:8]} = {data.get('label')!r}"
+        return f"{short_id(str(data.get('target_id') or ''))} = {data.get('label')!r}"
     if entry.type == "thinking_level_change":
         return str(data.get("thinking_level", ""))
     if entry.type == "session_info":

@@ -16,7 +16,7 @@ from typing import Any
 __all__ = ["SEEDS", "seed_all"]
 
 #: The seed modules, in order.
-SEEDS = ("tree", "loop", "tasks", "log")
+SEEDS = ("tree", "loop", "tasks", "log", "integrations")
 
 
 def seed_all(owner: Any = None) -> list[str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentstore import exceptions
+from agentstore.ids import short_id
 from agentstore.models import Session as SessionRow
 from agentstore.stores.log import LogStore
 from agentstore.types import RefTarget
@@ -191,7 +192,7 @@ def seed(owner: Any) -> list[str]:
             store.update_ref(REF, dangling.target, RefTarget(session=SESSION_ID), reason="demo")
         session = store.read(SESSION_ID)
         lines.append(
-            f"  {len(session)} entries, name {session.name()!r}, leaf {session.leaf[:19]}…, "
+            f"  {len(session)} entries, name {session.name()!r}, leaf {short_id(session.leaf)}, "
             f"ref {REF} → {store.resolve_ref(REF).session}"
         )
     finally:

@@ -4,9 +4,13 @@
     for line in loop.seed(owner):
         print(line)
 
-Everything goes through :class:`agentstore.stores.LoopStore`. Safe to run again:
-the trace is written only when the session does not exist yet; the snapshot,
-the finalize summary and the grant are upserts.
+Everything goes through :class:`agentstore.stores.LoopStore` (the session row,
+with its name, model and system prompt, through its ``SessionStore``). The
+store's clock is scripted: the session starts at :data:`START` and every write
+is stamped with the time of the step it records, so the steps fall within the
+session's lifetime and the demo reads the same on every machine. Safe to run
+again: the trace is written only when the session does not exist yet; the
+snapshot, the finalize summary and the grant are upserts.
 """
 
 from __future__ import annotations
@@ -19,8 +23,22 @@ from agentstore.stores import LoopStore
 from agentstore.types import FinalizeSummary, RunStep
 
 SESSION_ID = "demo-loop-weather"
+NAME = "Demo: Lisbon weather (agent loop)"
+MODEL = "gpt-5-mini"
+SYSTEM_PROMPT = "You answer weather questions. Use execute_js to fetch forecasts."
 PROMPT = "Allow fetch from api.open-meteo.com?"
+#: When the demo loop session starts; its steps follow 5 seconds apart.
 START = datetime(2026, 5, 31, 9, 0, tzinfo=UTC)
+
+
+class _Clock:
+    """The store's clock, set to the moment being recorded (a scripted run)."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
 
 
 def _steps() -> list[RunStep]:
@@ -65,12 +83,24 @@ def _steps() -> list[RunStep]:
 
 def seed(owner: Any) -> list[str]:
     """Create the demo loop session (once) and return lines describing it."""
-    store = LoopStore()
+    clock = _Clock(START)
+    store = LoopStore(clock=clock)
     created = not store.exists(SESSION_ID)
     steps = _steps()
     if created:
+        store.sessions.create(
+            "loop",
+            session_id=SESSION_ID,
+            owner=owner,
+            name=NAME,
+            model=MODEL,
+            system_prompt=SYSTEM_PROMPT,
+        )
         for step in steps:
+            clock.at = step.created_at or START
             store.append(step)
+    # The run ends a second after its last step: snapshot, summary, approval.
+    clock.at = (steps[-1].created_at or START) + timedelta(seconds=1)
     store.update_data(SESSION_ID, b'{"city":"Lisbon","units":"metric"}')
     store.finalize(
         SESSION_ID,
@@ -90,6 +120,6 @@ def seed(owner: Any) -> list[str]:
         store.sessions.transfer(SESSION_ID, owner, only_unowned=True)
     verb = "Created" if created else "Kept"
     return [
-        f"{verb} loop session {SESSION_ID} ({len(store.steps(SESSION_ID))} steps, "
-        f"1 summary step, approved: {PROMPT!r})",
+        f"{verb} loop session {SESSION_ID} ({NAME!r}, {MODEL}: "
+        f"{len(store.steps(SESSION_ID))} steps, 1 summary step, approved: {PROMPT!r})",
     ]

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS
 
+from agentstore.ids import short_id
 from agentstore.models import Step, Task, TaskEvent, WorkflowAgentTask
 from agentstore.stores.base import utc_now
 
@@ -255,7 +256,7 @@ def workflow_graph(
                     y=y,
                     w=340,
                     h=box_h,
-                    label=agent or task_id[-12:],
+                    label=agent or short_id(task_id),
                     sub=f"invocation {invocation} · {agent_state}",
                     css=f"state-{agent_state}",
                     href_task=task_id,
@@ -282,7 +283,7 @@ def workflow_graph(
         y=height / 2 - box_h / 2,
         w=240,
         h=box_h,
-        label=name or workflow_id[-12:],
+        label=name or short_id(workflow_id),
         sub=f"workflow · {state}",
         css=f"state-{state}",
         href_task=workflow_id,

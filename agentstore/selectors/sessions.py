@@ -19,14 +19,16 @@ from typing import Any
 from django.db.models import OuterRef, Q, Subquery
 from django.db.models.expressions import RawSQL
 
-from agentstore import db
+from agentstore import db, exceptions
 from agentstore.models import Entry, Session
 from agentstore.models.sessions import SessionQuerySet
 from agentstore.search import match_sql
+from agentstore.selectors.short_ids import resolve
 from agentstore.sql import sessions as session_sql
 
 __all__ = [
     "is_staff",
+    "resolve_session",
     "search_sessions",
     "sessions_visible_to",
     "visible_session",
@@ -104,3 +106,17 @@ def search_sessions(sessions: SessionQuerySet, text: str) -> SessionQuerySet:
     sql, params = match
     in_entries = RawSQL(session_sql.sessions_of_entries(sql), params)
     return sessions.filter(Q(name__icontains=text) | Q(pk__in=in_entries))
+
+
+def resolve_session(sessions: SessionQuerySet, text: str) -> str | None:
+    """The id of the one session in ``sessions`` that ``text`` names: its id or a unique short id.
+
+    ``None`` when none does, or when the short id is ambiguous: a search box
+    treats the text as words then (:func:`search_sessions`), never as an error.
+    Only ``sessions`` is looked at, so a caller scoped to a user's sessions
+    learns nothing about anyone else's.
+    """
+    try:
+        return resolve(sessions, "id", text, what="session")
+    except exceptions.ValidationError:
+        return None

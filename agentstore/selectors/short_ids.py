@@ -14,20 +14,29 @@ text (a ``sha256:`` hash also without its prefix); ids ending with it. It reads
 at most two rows per try, so "ambiguous" is told apart from "unique" without
 counting. A suffix match cannot use an index: give it a queryset already
 narrowed (one session's entries) where the table is big.
+
+A search that takes ids *and* words (the admin's changelists) finds both: the
+rows an id names and the rows whose text matches, never one instead of the
+other. :func:`mark_id_matches` lists the rows found by id first (marked by
+the annotation :data:`ID_MATCH`), then the others, each group in the
+listing's own order.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 
 from agentstore import exceptions
 
-__all__ = ["MIN_SHORT", "resolve"]
+__all__ = ["ID_MATCH", "MIN_SHORT", "mark_id_matches", "resolve"]
 
 #: The shortest abbreviation accepted (git's default is 7; ours print 12).
 MIN_SHORT = 6
+
+#: The annotation :func:`mark_id_matches` adds: 1 on a row a search found by id, else 0.
+ID_MATCH = "search_id_match"
 
 
 def _first_two(queryset: QuerySet[Any], field: str, **lookup: str) -> list[str]:
@@ -64,3 +73,16 @@ def resolve(queryset: QuerySet[Any], field: str, text: str, *, what: str = "id")
                 f"{what} {text!r} is ambiguous: {', '.join(found)} …", field=what
             )
     return None
+
+
+def mark_id_matches(queryset: QuerySet[Any], by_id: Q) -> QuerySet[Any]:
+    """``queryset`` with the rows ``by_id`` matches first, then the rest, each in its order.
+
+    The rows are marked with :data:`ID_MATCH` (1 on an id match, else 0) and
+    ordered by it before ``queryset``'s own ordering (an admin changelist
+    orders its rows before it searches them).
+    """
+    marked = Case(When(by_id, then=Value(1)), default=Value(0), output_field=IntegerField())
+    ordering = [*queryset.query.order_by] or [*queryset.model._meta.ordering]
+    listed: QuerySet[Any] = queryset.annotate(**{ID_MATCH: marked})
+    return listed.order_by(f"-{ID_MATCH}", *ordering)

@@ -25,6 +25,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from agentstore.ids import short_id
+
 __all__ = ["Described", "describe", "item_text", "searchable"]
 
 #: Content part types whose ``text`` member is the readable text.
@@ -226,7 +228,7 @@ def describe(data: dict[str, Any]) -> Described:
         extra = ""
         if etype == "compaction":
             pinned = len(data.get("pinned") or ())
-            extra = f"keeps from {str(data.get('first_kept', ''))[:19]}" + (
+            extra = f"keeps from {short_id(str(data.get('first_kept') or ''))}" + (
                 f" · {pinned} pinned" if pinned else ""
             )
         return Described(
