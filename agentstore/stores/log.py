@@ -979,7 +979,7 @@ class LogStore(StoreBase):
             parent_session=parent,
             name=session.name()[:_MAX_NAME],
             superseded_by=session.superseded_by()[:_MAX_ID],
-            owner_id=getattr(owner, "pk", owner),
+            owner_id=owner,  # a user or its key: SessionStore.insert resolves it
             log_head=encode_head(len(session), session.resume_state()),
         )
         insert_entries(cursor, sid, 1, session.entries, now)

@@ -23,7 +23,6 @@ visibility rule as part of the query, never filtering a whole list in Python
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
@@ -34,11 +33,9 @@ from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from agentstore.api import log_serializers as g
 from agentstore.api import serializers as s
-from agentstore.api.exceptions import exception_handler
 from agentstore.api.pagination import (
     CollectionPagination,
     KeysetQuery,
@@ -46,8 +43,12 @@ from agentstore.api.pagination import (
     keyset_page,
     keyset_response,
 )
-from agentstore.api.parsers import PARSER_CLASSES
-from agentstore.api.views.base import AgentstoreViewSet, errors, session_of_kind
+from agentstore.api.views.base import (
+    AgentstoreAPIView,
+    AgentstoreViewSet,
+    errors,
+    session_of_kind,
+)
 from agentstore.exceptions import NoRef, NoSession, RefMoved, RefNameError
 from agentstore.models.sessions import SessionKind
 from agentstore.routers import read_alias
@@ -146,12 +147,8 @@ class LogSessionViewSet(AgentstoreViewSet):
         return response
 
 
-class _RefBase(APIView):
-    parser_classes = PARSER_CLASSES
+class _RefBase(AgentstoreAPIView):
     pagination_class = CollectionPagination
-
-    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
-        return exception_handler
 
     def visible_sessions(self) -> QuerySet[Any] | None:
         """The sessions the user may see, as a restriction for the store; ``None`` for staff.
@@ -270,14 +267,19 @@ class RefView(_RefBase):
             store.update_ref(name, expected, target, values["reason"])
         except RefMoved as exc:
             current = exc.current
-            if existing is None and expected is None:
+            hidden = current is not None and current.session not in self.visible_ids(
+                {current.session}
+            )
+            if existing is None and expected is None and (current is None or hidden):
                 # Creating a name someone else's ref holds: ref names are one
                 # namespace, so the name cannot be had, but nothing says whose
                 # it is or where it points — the same answer as a name that
                 # clashes with a hidden ref (docs/decisions.md "Isolation: a name held
-                # by a hidden ref").
+                # by a hidden ref"). Decided on the ref as it is *now*: a ref
+                # created by a racing call of the caller's own is the caller's
+                # to see, so that loser gets 409 ref_moved with it below.
                 raise _unavailable(name) from None
-            if current is not None and current.session not in self.visible_ids({current.session}):
+            if hidden:
                 # The ref moved to someone else's session in the meantime: say it
                 # moved, but not where.
                 raise RefMoved(f"ref {name} moved", name=name, current=None) from None
