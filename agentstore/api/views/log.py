@@ -2,7 +2,7 @@
 
     GET  /log-sessions                   your log sessions (session rows, paged like /sessions)
     POST /log-sessions                   create a session from a header (you own it)
-    GET  /log-sessions/{id}              header, leaf and entries
+    GET  /log-sessions/{id}              header, leaf, a page of entries (?after= ?cursor= ?limit=)
     POST /log-sessions/{id}/entries      append one entry (423 while another process holds it)
     GET  /log-sessions/{id}/export       the session as JSON Lines
     GET  /refs?prefix=&after=&limit=     refs whose session you can see (keyset pages by name)
@@ -23,6 +23,7 @@ visibility rule as part of the query, never filtering a whole list in Python
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from django.db.models import QuerySet
@@ -37,8 +38,10 @@ from rest_framework.response import Response
 from agentstore.api import log_serializers as g
 from agentstore.api import serializers as s
 from agentstore.api.pagination import (
+    MAX_LOG_PAGE,
     CollectionPagination,
     KeysetQuery,
+    SeqCursor,
     SessionPagination,
     keyset_page,
     keyset_response,
@@ -103,13 +106,42 @@ class LogSessionViewSet(AgentstoreViewSet):
         return Response(g.LogSessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        summary="Read a log session",
-        responses={200: g.LogSessionSerializer, **errors(404, 409)},
+        summary="Read a log session: its header, leaf and one page of entries",
+        description="Entries in append order, at most `limit` (default 100, at most 1000) "
+        "after `after`; follow `next` (a `cursor`) for the rest.",
+        parameters=[
+            OpenApiParameter(
+                "after", int, description="Entries after this position (tailing).", required=False
+            ),
+            OpenApiParameter(
+                "cursor", str, description="The opaque cursor of a `next` link.", required=False
+            ),
+            OpenApiParameter(
+                "limit",
+                int,
+                description=f"Page size (1–{MAX_LOG_PAGE}, default {SeqCursor.default_limit}).",
+                required=False,
+            ),
+        ],
+        responses={200: g.LogSessionPageSerializer, **errors(400, 404, 409)},
         tags=["log sessions"],
     )
     def retrieve(self, request: Request, pk: str) -> Response:
         session = self.session_or_404(None, SessionKind.LOG.value)
-        return Response(g.LogSessionSerializer(LogStore(read_only=True).read(session.id)).data)
+        cursor = SeqCursor(request)
+        page = LogStore(read_only=True).read_page(
+            session.id, after=cursor.after, limit=cursor.limit
+        )
+        last_seq = page.seqs[-1] if page.seqs else cursor.after
+        body = SimpleNamespace(
+            id=page.id,
+            header=page.header,
+            leaf=page.leaf,
+            entries=page.entries,
+            next=cursor.next_url(last_seq) if page.more else None,
+            last_seq=last_seq,
+        )
+        return Response(g.LogSessionPageSerializer(body).data)
 
     @extend_schema(
         summary="Append an entry line",
