@@ -14,7 +14,7 @@ class AgentStoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Registers the system checks (agentstore.W001, agentstore.W002).
+        # Registers the system checks (agentstore.W001-W003, agentstore.E001).
         from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate
 

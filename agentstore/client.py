@@ -421,9 +421,21 @@ class Client:
     def create_log_session(self, header: Mapping[str, Any]) -> Json:
         return cast(Json, self.post("log-sessions", {"header": dict(header)}))
 
-    def log_session(self, session_id: str) -> Json:
-        """Header, leaf and entries of a log session."""
-        return cast(Json, self.get(f"log-sessions/{_seg(session_id)}"))
+    def log_session(
+        self, session_id: str, *, after: int | None = None, limit: int | None = None
+    ) -> Json:
+        """Header, leaf and one page of entries of a log session (``next``, ``last_seq``)."""
+        query = {"after": after, "limit": limit}
+        return cast(Json, self.get(f"log-sessions/{_seg(session_id)}", query))
+
+    def log_entries(self, session_id: str, *, after: int = 0) -> Iterator[Json]:
+        """Every entry of a log session after position ``after``, page after page."""
+        found = self.log_session(session_id, after=after)
+        while True:
+            yield from found["entries"]
+            if not found.get("next"):
+                return
+            found = self.get(found["next"])
 
     def append_line(self, session_id: str, entry: Mapping[str, Any]) -> str:
         """Append one entry line; its content-addressed id (``sha256:…``)."""

@@ -439,6 +439,14 @@ class WorkflowInvocationConflict(AgentStoreError):
     status = 409
 
 
+class AgentTaskAlreadyLinked(AgentStoreError):
+    """The agent task is linked to a workflow invocation already (an agent task has one link)."""
+
+    code = "agent_task_already_linked"
+    default_message = "the agent task is already linked to a workflow invocation"
+    status = 409
+
+
 # -- the database ------------------------------------------------------------
 
 

@@ -132,9 +132,18 @@ def read_back(port: int, token: str, result: dict[str, Any], number: int) -> tup
             parts = urlsplit(page["next"])
             path = f"{parts.path}?{parts.query}"
     lost = len(set(result["acked"]["entry"]) - stored)
-    status, log = api.call("GET", f"{API}/log-sessions/{result['log']}")
-    assert status == 200, log
-    lost += len(set(result["acked"]["log"]) - {entry["id"] for entry in log["entries"]})
+    # A log session's read is paged too: walk its next links.
+    lines: set[str] = set()
+    path = f"{API}/log-sessions/{result['log']}?limit=1000"
+    while path:
+        status, log = api.call("GET", path)
+        assert status == 200, log
+        lines.update(entry["id"] for entry in log["entries"])
+        path = None
+        if log["next"]:
+            parts = urlsplit(log["next"])
+            path = f"{parts.path}?{parts.query}"
+    lost += len(set(result["acked"]["log"]) - lines)
     tasks = set(Task.objects.filter(pk__in=result["acked"]["task"]).values_list("pk", flat=True))
     lost += len(set(result["acked"]["task"]) - tasks)
     acked = sum(len(ids) for ids in result["acked"].values())

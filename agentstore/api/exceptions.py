@@ -37,6 +37,8 @@ from agentstore import exceptions as errors
 __all__ = [
     "ErrorBodySerializer",
     "ErrorSerializer",
+    "api_error",
+    "error_body",
     "error_response",
     "exception_handler",
 ]
@@ -58,6 +60,49 @@ class ErrorSerializer(serializers.Serializer[Any]):
     error = ErrorBodySerializer()
 
 
+def _encodable(value: Any) -> Any:
+    """``value`` with every string made UTF-8 encodable (a lone surrogate as ``\\udXXX``).
+
+    Error messages echo what the client sent (``"\\ud800" is not a valid
+    choice.``, a field name that is a key of the body); a lone surrogate in
+    them made the JSON renderer fail and the error an HTML 500. Iterative: the
+    details mirror the body, whose depth only ``JSON_MAX_DEPTH`` bounds.
+    """
+
+    def clean(text: str) -> str:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return text
+
+    if isinstance(value, str):
+        return clean(value)
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        holder, key = stack.pop()
+        item = holder[key]
+        if isinstance(item, str):
+            holder[key] = clean(item)
+        elif isinstance(item, dict):
+            copy = {clean(k) if isinstance(k, str) else k: v for k, v in item.items()}
+            holder[key] = copy
+            stack.extend((copy, k) for k in copy)
+        elif isinstance(item, list | tuple):
+            items = list(item)
+            holder[key] = items
+            stack.extend((items, index) for index in range(len(items)))
+    return root[0]
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The one error shape's body; every string in it can be encoded (see ``_encodable``)."""
+    body = {"error": {"code": code, "message": message, "details": details or {}}}
+    cleaned: dict[str, Any] = _encodable(body)
+    return cleaned
+
+
 def error_response(
     status_code: int,
     code: str,
@@ -66,8 +111,7 @@ def error_response(
     headers: dict[str, str] | None = None,
 ) -> Response:
     """Build a response in the one error shape."""
-    body = {"error": {"code": code, "message": message, "details": details or {}}}
-    return Response(body, status=status_code, headers=headers)
+    return Response(error_body(code, message, details), status=status_code, headers=headers)
 
 
 def _plain(value: Any) -> Any:
@@ -152,6 +196,18 @@ def _flat_messages(detail: Any, path: str = "") -> dict[str, list[str]]:
 
 
 def _drf_response(exc: drf.APIException) -> Response:
+    status_code, code, message, details, headers = api_error(exc)
+    return error_response(status_code, code, message, details, headers)
+
+
+def api_error(
+    exc: drf.APIException,
+) -> tuple[int, str, str, dict[str, Any], dict[str, str]]:
+    """``(status, code, message, details, headers)`` of a DRF exception in the one shape.
+
+    Also what :class:`agentstore.asgi.ASGIHandler` sends when it refuses a body
+    before Django reads it.
+    """
     headers: dict[str, str] = {}
     auth_header = getattr(exc, "auth_header", None)
     if auth_header:
@@ -170,11 +226,11 @@ def _drf_response(exc: drf.APIException) -> Response:
             for name, texts in fields.items()
         )
         text = text or "invalid input"
-        return error_response(exc.status_code, "validation_error", text, details, headers)
+        return exc.status_code, "validation_error", text, details, headers
     codes = exc.get_codes()
     code = codes if isinstance(codes, str) else exc.default_code
     details = {"wait": wait} if wait is not None else {}
-    return error_response(exc.status_code, str(code), str(exc.detail), details, headers)
+    return exc.status_code, str(code), str(exc.detail), details, headers
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:

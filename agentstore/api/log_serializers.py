@@ -49,6 +49,18 @@ class LogSessionSerializer(serializers.Serializer[Any]):
         return obj.header
 
 
+class LogSessionPageSerializer(LogSessionSerializer):
+    """A log session with one page of its entries (``GET /log-sessions/{id}``)."""
+
+    next = serializers.CharField(
+        allow_null=True, help_text="The next page (same query, a `cursor`); null on the last."
+    )
+    last_seq = serializers.IntegerField(
+        help_text="The position of the page's last entry (or the `after` asked for): "
+        "`?after=` it to tail."
+    )
+
+
 class LogAppendInput(StrictSerializer):
     entry = JSONObjectField(help_text="The entry body (parent defaults to the leaf).")
 

@@ -30,6 +30,7 @@ T = TypeVar("T")
 
 __all__ = [
     "MAX_ENTRY_PAGE",
+    "MAX_LOG_PAGE",
     "CollectionPagination",
     "EntryCursor",
     "KeysetQuery",
@@ -155,10 +156,14 @@ class TaskEventCursorPagination(CursorPagination):
     max_page_size = 1000
 
 
+#: Largest page of the seq-ordered logs: entries, task events, a log session's lines.
+MAX_LOG_PAGE = 1000
+
+
 class _CursorQuery(serializers.Serializer[Any]):
     after = serializers.IntegerField(required=False, min_value=0, max_value=MAX_POSITION)
     cursor = serializers.CharField(required=False, max_length=64)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LOG_PAGE)
 
 
 class SeqCursor:
@@ -203,10 +208,13 @@ class SeqCursor:
         rows = list(items[: self.limit])
         if len(items) <= self.limit or not rows:
             return rows, None
+        return rows, self.next_url(position_of(rows[-1]))
+
+    def next_url(self, position: int) -> str:
+        """The ``next`` link of a page whose last item is at ``position``."""
         url = self.request.build_absolute_uri()
         url = remove_query_param(url, "after")
-        url = replace_query_param(url, "cursor", self.encode(position_of(rows[-1])))
-        return rows, url
+        return replace_query_param(url, "cursor", self.encode(position))
 
 
 #: Largest page of the tree, branch and message listings: their rows are

@@ -86,19 +86,30 @@ def _type_error(field: serializers.Field[Any, Any, Any, Any], value: Any) -> str
     return None
 
 
+#: The message for a body key the input does not define.
+UNKNOWN_FIELD = "Unknown field."
+
+
 class StrictSerializer(serializers.Serializer[Any]):
     """The base of every request-body serializer: JSON types are checked, not coerced.
 
     One check for every field of every input (nested serializers inherit it):
     a string field takes only a string, an integer field only an integer (not
-    ``true``, not ``"5"``), a boolean only ``true``/``false``. Form and query
-    data (a ``QueryDict``, where everything is text) keep DRF's parsing. Every
-    bad field is reported, together with DRF's own errors for the others.
+    ``true``, not ``"5"``), a boolean only ``true``/``false``, and a key the
+    input does not define is refused by name (``message.colour: Unknown
+    field.``) rather than dropped — a misspelt ``usage`` or ``display`` used to
+    vanish silently. Free-form JSON members (``data``, ``details``, an
+    ``entry``) are values, not fields: their keys are kept as given. Query data
+    (a ``QueryDict``, where everything is text) keeps DRF's parsing. Every bad
+    field is reported, together with DRF's own errors for the others.
     """
 
     def to_internal_value(self, data: Any) -> Any:
         wrong: dict[str, list[str]] = {}
         if isinstance(data, Mapping) and not isinstance(data, QueryDict):
+            for key in data:
+                if key not in self.fields:
+                    wrong[str(key)] = [UNKNOWN_FIELD]
             for field in self._writable_fields:
                 name = str(field.field_name)
                 problem = _type_error(field, data.get(name, empty))

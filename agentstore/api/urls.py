@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import path, re_path
-from rest_framework.routers import DefaultRouter
+from rest_framework.routers import APIRootView, DefaultRouter
 
+from agentstore.api.defaults import AgentstoreViewDefaults
 from agentstore.api.views.base import not_found_view
 from agentstore.api.views.documents import DocumentListView, DocumentView
 from agentstore.api.views.log import LogSessionViewSet, RefListView, RefLogView, RefView
@@ -27,8 +28,14 @@ from agentstore.api.views.tasks import (
 app_name = "agentstore-api"
 
 
+class _APIRoot(AgentstoreViewDefaults, APIRootView):
+    """The API root, with the same permissions and error shape as every other view."""
+
+
 class _Router(DefaultRouter):
     """The router whose API root lists every collection, the plain views' too."""
+
+    APIRootView = _APIRoot
 
     #: Collections served by plain views (root name → URL name).
     extra_collections = {"refs": "refs", "documents": "documents"}

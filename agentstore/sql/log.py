@@ -41,6 +41,10 @@ INCARNATION = f"SELECT incarnation FROM {SESSION} WHERE id = %s"
 #: Every line of a session in order (``read_rows``); :data:`LINES_UP_TO` stops at a seq.
 LINES = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq"
 LINES_UP_TO = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND seq <= %s ORDER BY seq"
+#: A page of lines after a seq (``LogStore.read_page``); params: session, seq, limit.
+LINES_PAGE = (
+    f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+)
 #: Lines after a seq (a follower's catch-up); params: session, seq.
 LINES_AFTER = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND seq > %s ORDER BY seq"
 # One statement (autocommit): the cheap probe of every idle follow poll.

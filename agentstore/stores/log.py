@@ -78,7 +78,7 @@ from agentstore.models import Session as SessionRow
 from agentstore.sql import log as log_sql
 from agentstore.stores import log_follow, log_holds, log_refs
 from agentstore.stores.base import Clock, StoreBase
-from agentstore.stores.log_open import StoredSession, encode_head, open_stored
+from agentstore.stores.log_open import StoredSession, encode_head, open_stored, read_page
 from agentstore.stores.log_rows import (
     LOG,
     OctetLength,
@@ -94,6 +94,7 @@ from agentstore.types.log import (
     Change,
     ListFilter,
     LockInfo,
+    LogPage,
     NamedRef,
     RefLogEntry,
     RefTarget,
@@ -405,6 +406,23 @@ class LogStore(StoreBase):
         ``branch`` of a writer is not there (the resume rule applies).
         """
         return self._load(session_id)
+
+    def read_page(self, session_id: str, *, after: int = 0, limit: int = 100) -> LogPage:
+        """Header, leaf and at most ``limit`` entries after position ``after`` (a ``LogPage``).
+
+        The bounded :meth:`read`: one read snapshot, and only the page's lines
+        are read (the leaf comes from the session's persisted head). Positions
+        are the lines' ``seq`` (1-based, append order); page on with
+        ``after=page.seqs[-1]`` while ``page.more``.
+        """
+        if limit < 1:
+            raise exceptions.ValidationError("limit must be at least 1", field="limit")
+
+        def read() -> LogPage:
+            with db.cursor(self.using) as cursor:
+                return read_page(cursor, session_id, using=self.using, after=after, limit=limit)
+
+        return self._snapshot(read)
 
     def append(self, session_id: str, entry: dict[str, Any]) -> str:
         """Append ``entry`` to the session (opening and holding it); return the entry id.
@@ -967,7 +985,7 @@ class LogStore(StoreBase):
             parent_session=parent,
             name=session.name()[:_MAX_NAME],
             superseded_by=session.superseded_by()[:_MAX_ID],
-            owner_id=getattr(owner, "pk", owner),
+            owner_id=owner,  # a user or its key: SessionStore.insert resolves it
             log_head=encode_head(len(session), session.resume_state()),
         )
         insert_entries(cursor, sid, 1, session.entries, now)

@@ -62,8 +62,9 @@ from agentstore.formats.agentsession import (
 from agentstore.formats.agentsession.canonical import parse as parse_canonical
 from agentstore.sql import log as log_sql
 from agentstore.stores.log_rows import call_id_key, read_rows
+from agentstore.types.log import LogPage
 
-__all__ = ["KEEP", "StoredSession", "encode_head", "open_stored", "walk_path"]
+__all__ = ["KEEP", "StoredSession", "encode_head", "open_stored", "read_page", "walk_path"]
 
 #: How the canonical encoder writes a string (``json``'s C function).
 _encode_string = json.encoder.encode_basestring
@@ -491,4 +492,35 @@ def open_stored(
         return kind, None
     return kind, StoredSession(
         header, header_line=header_line, using=using, lines=lines, state=state
+    )
+
+
+def read_page(
+    cursor: SqlCursor, session_id: str, *, using: str, after: int, limit: int
+) -> LogPage:
+    """Header, leaf and at most ``limit`` lines after seq ``after`` (inside a read snapshot).
+
+    Bounded: a session whose persisted head is trusted (:func:`open_stored`)
+    gives its header and leaf from its session row, so only the page's lines
+    are read. One whose head is unknown or disagrees with its lines (rows
+    written around the store) is read whole for its leaf, as ``read`` would.
+    ``NoSession`` when missing or not a log session.
+    """
+    kind, stored = open_stored(cursor, session_id, using=using)
+    if stored is None:
+        header_line, _incarnation, rows = read_rows(using, session_id)
+        session = Session.from_lines(header_line, [line for _seq, line in rows])
+        header, leaf = session.header, session.leaf
+    else:
+        header, leaf = stored.header, stored.leaf
+    cursor.execute(log_sql.LINES_PAGE, [session_id, after, limit + 1])
+    page = [(int(seq), str(line)) for seq, line in cursor.fetchall()]
+    shown = page[:limit]
+    return LogPage(
+        id=session_id,
+        header=header,
+        leaf=leaf,
+        entries=tuple(_entry(line) for _seq, line in shown),
+        seqs=tuple(seq for seq, _line in shown),
+        more=len(page) > limit,
     )

@@ -80,10 +80,23 @@ def _record(values: Sequence[Any]) -> SessionRecord:
 
 
 def _owner_id(owner: Any) -> Any:
-    """A user (or its primary key, or ``None``) as the ``owner_id`` column value."""
+    """A user (or its primary key, or ``None``) as the ``owner_id`` column value.
+
+    ``None`` (no owner) is a choice a caller makes by passing it. A user object
+    that is not a stored user — Django's ``AnonymousUser``, an unsaved user —
+    is refused: its ``pk`` is ``None``, so it used to become an ownerless
+    session silently, which an API request by an anonymous client then could
+    not even read back (a 500 after the row was written).
+    """
     if owner is None:
         return None
-    return getattr(owner, "pk", owner)
+    if not hasattr(owner, "pk"):
+        return owner
+    if not getattr(owner, "is_authenticated", True) or owner.pk is None:
+        raise exceptions.ValidationError(
+            f"a session's owner must be a stored user, not {owner!r}", field="owner"
+        )
+    return owner.pk
 
 
 def _check_columns(values: dict[str, Any]) -> None:
@@ -310,6 +323,8 @@ class SessionStore(StoreBase):
         ``header``, …); the rest get the model's defaults.
         """
         _check_columns(values)
+        if "owner_id" in values:
+            values["owner_id"] = _owner_id(values["owner_id"])
         ops = cursor.db.ops
         values.setdefault("incarnation", Session._meta.get_field("incarnation").get_default())
         params = sql.row(

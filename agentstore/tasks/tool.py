@@ -178,10 +178,20 @@ class ToolTaskRepository(SharesTasks):
         other arguments returns the original unchanged. The caller's entity is
         not modified (an empty policy is stored as ``{}``).
         """
+        return self.create_created(candidate)[0]
+
+    def create_created(self, candidate: ToolTaskEntity | None) -> tuple[ToolTaskEntity, bool]:
+        """:meth:`create`, and whether this call admitted the task (``False``: a replay).
+
+        "Created" means this call's insert committed; a replay found before
+        writing, or a concurrent duplicate that won the unique (owner,
+        invocation) index, is ``False`` — so of racing identical calls exactly
+        one is told "created" (the API's 201 vs 200, docs/api.md "Replays").
+        """
         tool = self._prepare(candidate)
         existing = self.get_by_invocation(tool.owner_session_id, tool.invocation_id)
         if existing is not None:
-            return existing
+            return existing, False
         task_id, event_id, now = new_id(), new_id(), self.now()
         try:
             self.write(lambda cursor: self._insert(cursor, tool, task_id, event_id, now), orm=True)
@@ -190,11 +200,11 @@ class ToolTaskRepository(SharesTasks):
             # its task is the answer. Anything else was a real failure.
             existing = self.get_by_invocation(tool.owner_session_id, tool.invocation_id)
             if existing is not None:
-                return existing
+                return existing, False
             raise
         created = self.get(task_id)
         assert created is not None
-        return created
+        return created, True
 
     def _insert(
         self, cursor: SqlCursor, tool: ToolTaskEntity, task_id: str, event_id: str, now: datetime

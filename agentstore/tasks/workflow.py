@@ -29,6 +29,8 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from agentstore.db import SqlCursor
 from agentstore.exceptions import (
+    AgentStoreError,
+    AgentTaskAlreadyLinked,
     RepositoryGraphMismatch,
     ValidationError,
     WorkflowInvocationConflict,
@@ -316,7 +318,22 @@ class WorkflowRepository(SharesTasks):
         Inserts first; only the unique violation of (workflow, node key,
         invocation index) is resolved by looking the link up: the same agent
         returns the existing link, another agent raises
-        ``WorkflowInvocationConflict``. No owner or parent checks.
+        ``WorkflowInvocationConflict``, and an agent task linked elsewhere
+        already (another node key or invocation, another workflow) raises
+        ``AgentTaskAlreadyLinked``. No owner or parent checks.
+        """
+        return self.link_agent_task_created(
+            workflow_task_id, agent_task_id, node_key, invocation_index
+        )[0]
+
+    def link_agent_task_created(
+        self, workflow_task_id: str, agent_task_id: str, node_key: str, invocation_index: int
+    ) -> tuple[WorkflowAgentTaskEntity, bool]:
+        """:meth:`link_agent_task`, and whether this call wrote the link (``False``: a replay).
+
+        Decided inside the write (the insert succeeded, or met the identical
+        link), so of two racing identical calls exactly one is told "created"
+        (the API's 201 vs 200, docs/api.md "Replays").
         """
         workflow_id = require_uuid7(workflow_task_id, "workflow_agent_task.workflow_task_id")
         agent_id = require_uuid7(agent_task_id, "workflow_agent_task.agent_task_id")
@@ -325,7 +342,7 @@ class WorkflowRepository(SharesTasks):
         now = self.now()
         links = WorkflowAgentTask.objects.using(self.using)
 
-        def link(cursor: SqlCursor) -> WorkflowAgentTaskEntity:
+        def link(cursor: SqlCursor) -> tuple[WorkflowAgentTaskEntity, bool]:
             self._lock_workflow(cursor, workflow_id)
             # Django's foreign keys are checked at COMMIT; check here for a clear error.
             if not self.agents.exists(agent_id):
@@ -337,7 +354,7 @@ class WorkflowRepository(SharesTasks):
                 # A savepoint, so a unique violation leaves the transaction usable.
                 with transaction.atomic(using=self.using):
                     row = self._insert_link(workflow_id, agent_id, node, index, now)
-                return link_from_model(row)
+                return link_from_model(row), True
             except IntegrityError as exc:
                 if not _is_link_uniqueness(exc):
                     raise
@@ -345,15 +362,31 @@ class WorkflowRepository(SharesTasks):
                     workflow_id=workflow_id, node_key=node, invocation_index=index
                 ).first()
                 if existing is None:
-                    raise  # e.g. the agent task is linked under another invocation
+                    raise self._already_linked(agent_id, workflow_id) from None
                 if existing.agent_task_id != agent_id:
                     raise WorkflowInvocationConflict(
                         f"workflow invocation is already linked to agent task "
                         f"{existing.agent_task_id}"
                     ) from None
-                return link_from_model(existing)
+                return link_from_model(existing), False
 
         return self.write(link, orm=True)
+
+    def _already_linked(self, agent_id: str, workflow_id: str) -> AgentStoreError:
+        """The error for an agent task that has its one link elsewhere already.
+
+        Where it is linked is said only within this workflow: another
+        workflow's id is not the caller's to learn from a refusal.
+        """
+        other = WorkflowAgentTask.objects.using(self.using).filter(agent_task_id=agent_id).first()
+        if other is not None and other.workflow_id == workflow_id:
+            return AgentTaskAlreadyLinked(
+                f"agent task {agent_id} is already linked to this workflow as "
+                f"{other.node_key!r}[{other.invocation_index}]"
+            )
+        return AgentTaskAlreadyLinked(
+            f"agent task {agent_id} is already linked to another workflow"
+        )
 
     def _lock_workflow(self, cursor: SqlCursor, workflow_id: str) -> str:
         """Return the workflow's owner; lock its task row on PostgreSQL (serialises sequences)."""

@@ -26,6 +26,7 @@ __all__ = [
     "Change",
     "ListFilter",
     "LockInfo",
+    "LogPage",
     "NamedRef",
     "RefLogEntry",
     "RefTarget",
@@ -78,6 +79,24 @@ class LockInfo:
     since: datetime | None = None
     #: When the holder last appended (equal to ``since`` until it does).
     heartbeat: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogPage:
+    """One page of a log session (``LogStore.read_page``): its header, leaf and some entries.
+
+    ``entries`` are the lines stored at positions ``seqs`` (ascending, the
+    same length), after the ``after`` the page was asked for; ``more`` says
+    whether later lines exist. ``header`` and ``leaf`` are the whole session's,
+    read in the same snapshot as the entries.
+    """
+
+    id: str
+    header: dict[str, Any]
+    leaf: str
+    entries: tuple[Entry, ...] = ()
+    seqs: tuple[int, ...] = ()
+    more: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

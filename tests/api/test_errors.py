@@ -136,3 +136,80 @@ def test_bad_query_parameters_are_400(api: APIClient) -> None:
     loop = create_session(api, kind="loop")["id"]
     assert_error(api.get(f"{API}/sessions/{loop}/steps/last?n=x"), 400, "validation_error")
     assert_error(api.get(f"{API}/sessions?kind=bogus"), 400, "validation_error")
+
+
+# -- a lone surrogate echoed in an error message --------------------------------------------
+
+#: A lone surrogate as JSON text: valid JSON, but no UTF-8 can encode the string.
+LONE = "\\ud800"
+
+
+def _input_serializers() -> list[type[Any]]:
+    """Every request-body serializer of the API (StrictSerializer and its subclasses)."""
+    from agentstore.api import log_serializers, serializers, task_serializers  # noqa: F401
+
+    found, pending = [], [serializers.StrictSerializer]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def test_every_choice_field_renders_a_lone_surrogate_in_its_error() -> None:
+    from rest_framework import serializers as drf_serializers
+    from rest_framework.renderers import JSONRenderer
+
+    from agentstore.api.exceptions import exception_handler
+
+    checked = set()
+    for cls in _input_serializers():
+        for name, field in cls().fields.items():
+            if not isinstance(field, drf_serializers.ChoiceField):
+                continue
+            value = (
+                ["\ud800"] if isinstance(field, drf_serializers.MultipleChoiceField) else "\ud800"
+            )
+            form = cls(data={name: value})
+            assert not form.is_valid()
+            response = exception_handler(drf_serializers.ValidationError(form.errors), {})
+            text = JSONRenderer().render(response.data).decode()  # raised UnicodeEncodeError
+            assert "\\\\ud800" in text, (cls.__name__, name, text)
+            checked.add(f"{cls.__name__}.{name}")
+    assert {"SessionCreateInput.kind", "MessageSerializer.role", "FinishInput.target_state"} <= (
+        checked
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("sessions", f'{{"cwd": "/x", "kind": "{LONE}"}}', "kind"),
+        (
+            "append",
+            f'{{"parent_id": null, "message": {{"role": "{LONE}", "content": "hi"}}}}',
+            "message.role",
+        ),
+        (
+            "append",
+            '{"parent_id": null, "message": {"role": "user", "parts": [{"type": "' + LONE + '"}]}}',
+            "message.parts[0].type",
+        ),
+        ("finish", f'{{"lease_owner": "w", "target_state": "{LONE}"}}', "target_state"),
+    ],
+    ids=["session-kind", "message-role", "part-type", "target-state"],
+)
+def test_a_lone_surrogate_in_an_enum_is_a_json_400(
+    api: APIClient, path: str, body: str, field: str
+) -> None:
+    sid = create_session(api)["id"]
+    task = api.post(f"{API}/tasks", {"kind": "job", "owner_session_id": sid}, format="json")
+    url = {
+        "sessions": f"{API}/sessions",
+        "append": f"{API}/sessions/{sid}/append/message",
+        "finish": f"{API}/tasks/{task.json()['id']}/finish",
+    }[path]
+    response = api.post(url, body, content_type="application/json")
+    error = assert_error(response, 400, "validation_error")
+    assert error["details"]["field"] == field
+    assert "\\ud800" in error["message"]

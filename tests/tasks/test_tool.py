@@ -218,9 +218,12 @@ def test_list_cancel_and_finish_validation(graph: Graph, owner: str) -> None:
 def test_concurrent_duplicate_creates_return_one_task() -> None:
     owner = make_session()
     tools = ToolTaskRepository()
-    results, errors = run_together(*[lambda: tools.create(tool_entity(owner, "race"))] * 6)
+    results, errors = run_together(*[lambda: tools.create_created(tool_entity(owner, "race"))] * 6)
     assert errors == []
-    assert len({r.task.id for r in results}) == 1 and len(results) == 6  # type: ignore[attr-defined]
+    assert len({r.task.id for r, _ in results}) == 1 and len(results) == 6  # type: ignore[misc]
+    # Exactly one caller admitted it (the API's one 201); a later replay did not.
+    assert sorted(created for _, created in results) == [False] * 5 + [True]  # type: ignore[misc]
+    assert tools.create_created(tool_entity(owner, "race"))[1] is False
     assert ToolTask.objects.filter(invocation_id="race").count() == 1
 
 

@@ -8,7 +8,12 @@ from datetime import UTC, datetime
 import pytest
 from django.db import IntegrityError
 
-from agentstore.exceptions import NoSession, ValidationError, WorkflowInvocationConflict
+from agentstore.exceptions import (
+    AgentTaskAlreadyLinked,
+    NoSession,
+    ValidationError,
+    WorkflowInvocationConflict,
+)
 from agentstore.ids import new_id
 from agentstore.models import AgentTask, Session, Task, TaskEvent, WorkflowAgentTask, WorkflowRun
 from agentstore.tasks import AgentTaskRepository, TaskRepository, WorkflowRepository
@@ -228,8 +233,15 @@ def test_link_rejects_an_agent_already_linked_elsewhere(graph: Graph, owner: str
     run = workflows.create(run_entity(owner))
     agent = child_agent(graph, owner)
     workflows.link_agent_task(run.task.id, agent.task.id, "a", 0)
-    with pytest.raises(IntegrityError):
+    # A domain error (the API's 409), not the database's IntegrityError (a 500).
+    with pytest.raises(AgentTaskAlreadyLinked, match="already linked to this workflow as 'a'"):
         workflows.link_agent_task(run.task.id, agent.task.id, "b", 0)
+    with pytest.raises(AgentTaskAlreadyLinked, match="already linked to this workflow"):
+        workflows.link_agent_task(run.task.id, agent.task.id, "a", 1)
+    other = workflows.create(run_entity(owner))
+    with pytest.raises(AgentTaskAlreadyLinked, match="another workflow") as caught:
+        workflows.link_agent_task(other.task.id, agent.task.id, "a", 0)
+    assert run.task.id not in caught.value.message
     assert WorkflowAgentTask.objects.count() == 1
 
 
@@ -363,9 +375,11 @@ def test_concurrent_identical_link_is_idempotent() -> None:
     run = workflows.create(run_entity(owner))
     agent = workflows.agents.create(agent_entity(owner, make_session(parent=owner)))
     results, errors = run_together(
-        *[lambda: workflows.link_agent_task(run.task.id, agent.task.id, " same ", 3)] * 8
+        *[lambda: workflows.link_agent_task_created(run.task.id, agent.task.id, " same ", 3)] * 8
     )
     assert errors == []
-    assert len(results) == 8 and len(set(results)) == 1
+    assert len(results) == 8 and len({link for link, _ in results}) == 1  # type: ignore[misc]
+    # Exactly one caller wrote it (the API's one 201).
+    assert sorted(created for _, created in results) == [False] * 7 + [True]  # type: ignore[misc]
     [link] = workflows.list_agent_tasks(run.task.id)
     assert (link.sequence, link.node_key, link.invocation_index) == (1, "same", 3)

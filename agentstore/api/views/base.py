@@ -1,4 +1,7 @@
-"""What every agentstore viewset shares: the error handler, schema helpers, session lookup.
+"""What every agentstore viewset shares: the defaults, schema helpers, session lookup.
+
+The defaults every view sets itself (permissions, the body gate, the error
+shape) are :class:`agentstore.api.defaults.AgentstoreViewDefaults`.
 
 The session lookup is the one security gate of every session-bound endpoint:
 ``session_or_404`` answers ``no_session`` alike for a missing session and for
@@ -17,8 +20,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentstore.api.defaults import AgentstoreAPIView, AgentstoreViewDefaults
 from agentstore.api.exceptions import ErrorSerializer, error_response, exception_handler
-from agentstore.api.parsers import PARSER_CLASSES
 from agentstore.api.schema import AgentstoreAutoSchema
 from agentstore.exceptions import NoSession, WrongSessionKind
 from agentstore.models import Session
@@ -26,6 +29,8 @@ from agentstore.selectors.sessions import visible_session
 
 __all__ = [
     "ENTRY_ID",
+    "AgentstoreAPIView",
+    "AgentstoreViewDefaults",
     "AgentstoreViewSetMixin",
     "errors",
     "not_found_view",
@@ -65,16 +70,12 @@ else:
     _Base = object
 
 
-class AgentstoreViewSetMixin(_Base):
-    """Install agentstore's error shape even when the host keeps DRF's default handler."""
+class AgentstoreViewSetMixin(AgentstoreViewDefaults, _Base):
+    """The viewsets' base: the defaults above, path lookups and the schema with links."""
 
     lookup_value_regex = "[^/]+"
-    parser_classes = PARSER_CLASSES
     # Adds the OpenAPI links between operations (agentstore/api/schema.py).
     schema = AgentstoreAutoSchema()
-
-    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
-        return exception_handler
 
     def named_session_or_404(self, session_id: str, field: str) -> Session:
         """The session a request *names* in ``field`` (a body key or query parameter).

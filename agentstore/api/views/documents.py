@@ -7,21 +7,17 @@ which the session's visibility protects.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from agentstore.api import serializers as s
-from agentstore.api.exceptions import exception_handler
 from agentstore.api.pagination import CollectionPagination, page_response
-from agentstore.api.parsers import PARSER_CLASSES
-from agentstore.api.views.base import errors
+from agentstore.api.permissions import STAFF_PERMISSIONS
+from agentstore.api.views.base import AgentstoreAPIView, errors
 from agentstore.api.views.session_extras import document_response
 from agentstore.selectors.documents import documents_in
 
@@ -34,14 +30,11 @@ class _NamespaceQuery(serializers.Serializer[Any]):
     )
 
 
-class DocumentListView(APIView):
+class DocumentListView(AgentstoreAPIView):
     """Every document, by namespace then key (staff), paged like every collection."""
 
-    permission_classes = [IsAdminUser]
+    permission_classes = STAFF_PERMISSIONS
     pagination_class = CollectionPagination
-
-    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
-        return exception_handler
 
     @extend_schema(
         summary="Documents of every namespace, or of ?namespace= (staff)",
@@ -62,14 +55,10 @@ _PATH = [
 ]
 
 
-class DocumentView(APIView):
+class DocumentView(AgentstoreAPIView):
     """One document by (namespace, key)."""
 
-    permission_classes = [IsAdminUser]
-    parser_classes = PARSER_CLASSES
-
-    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
-        return exception_handler
+    permission_classes = STAFF_PERMISSIONS
 
     @extend_schema(
         summary="Read a document (staff)",

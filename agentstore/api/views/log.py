@@ -2,7 +2,7 @@
 
     GET  /log-sessions                   your log sessions (session rows, paged like /sessions)
     POST /log-sessions                   create a session from a header (you own it)
-    GET  /log-sessions/{id}              header, leaf and entries
+    GET  /log-sessions/{id}              header, leaf, a page of entries (?after= ?cursor= ?limit=)
     POST /log-sessions/{id}/entries      append one entry (423 while another process holds it)
     GET  /log-sessions/{id}/export       the session as JSON Lines
     GET  /refs?prefix=&after=&limit=     refs whose session you can see (keyset pages by name)
@@ -23,7 +23,7 @@ visibility rule as part of the query, never filtering a whole list in Python
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from django.db.models import QuerySet
@@ -34,20 +34,24 @@ from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from agentstore.api import log_serializers as g
 from agentstore.api import serializers as s
-from agentstore.api.exceptions import exception_handler
 from agentstore.api.pagination import (
+    MAX_LOG_PAGE,
     CollectionPagination,
     KeysetQuery,
+    SeqCursor,
     SessionPagination,
     keyset_page,
     keyset_response,
 )
-from agentstore.api.parsers import PARSER_CLASSES
-from agentstore.api.views.base import AgentstoreViewSet, errors, session_of_kind
+from agentstore.api.views.base import (
+    AgentstoreAPIView,
+    AgentstoreViewSet,
+    errors,
+    session_of_kind,
+)
 from agentstore.exceptions import NoRef, NoSession, RefMoved, RefNameError
 from agentstore.models.sessions import SessionKind
 from agentstore.routers import read_alias
@@ -102,13 +106,42 @@ class LogSessionViewSet(AgentstoreViewSet):
         return Response(g.LogSessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
-        summary="Read a log session",
-        responses={200: g.LogSessionSerializer, **errors(404, 409)},
+        summary="Read a log session: its header, leaf and one page of entries",
+        description="Entries in append order, at most `limit` (default 100, at most 1000) "
+        "after `after`; follow `next` (a `cursor`) for the rest.",
+        parameters=[
+            OpenApiParameter(
+                "after", int, description="Entries after this position (tailing).", required=False
+            ),
+            OpenApiParameter(
+                "cursor", str, description="The opaque cursor of a `next` link.", required=False
+            ),
+            OpenApiParameter(
+                "limit",
+                int,
+                description=f"Page size (1–{MAX_LOG_PAGE}, default {SeqCursor.default_limit}).",
+                required=False,
+            ),
+        ],
+        responses={200: g.LogSessionPageSerializer, **errors(400, 404, 409)},
         tags=["log sessions"],
     )
     def retrieve(self, request: Request, pk: str) -> Response:
         session = self.session_or_404(None, SessionKind.LOG.value)
-        return Response(g.LogSessionSerializer(LogStore(read_only=True).read(session.id)).data)
+        cursor = SeqCursor(request)
+        page = LogStore(read_only=True).read_page(
+            session.id, after=cursor.after, limit=cursor.limit
+        )
+        last_seq = page.seqs[-1] if page.seqs else cursor.after
+        body = SimpleNamespace(
+            id=page.id,
+            header=page.header,
+            leaf=page.leaf,
+            entries=page.entries,
+            next=cursor.next_url(last_seq) if page.more else None,
+            last_seq=last_seq,
+        )
+        return Response(g.LogSessionPageSerializer(body).data)
 
     @extend_schema(
         summary="Append an entry line",
@@ -146,12 +179,8 @@ class LogSessionViewSet(AgentstoreViewSet):
         return response
 
 
-class _RefBase(APIView):
-    parser_classes = PARSER_CLASSES
+class _RefBase(AgentstoreAPIView):
     pagination_class = CollectionPagination
-
-    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
-        return exception_handler
 
     def visible_sessions(self) -> QuerySet[Any] | None:
         """The sessions the user may see, as a restriction for the store; ``None`` for staff.
@@ -270,14 +299,19 @@ class RefView(_RefBase):
             store.update_ref(name, expected, target, values["reason"])
         except RefMoved as exc:
             current = exc.current
-            if existing is None and expected is None:
+            hidden = current is not None and current.session not in self.visible_ids(
+                {current.session}
+            )
+            if existing is None and expected is None and (current is None or hidden):
                 # Creating a name someone else's ref holds: ref names are one
                 # namespace, so the name cannot be had, but nothing says whose
                 # it is or where it points — the same answer as a name that
                 # clashes with a hidden ref (docs/decisions.md "Isolation: a name held
-                # by a hidden ref").
+                # by a hidden ref"). Decided on the ref as it is *now*: a ref
+                # created by a racing call of the caller's own is the caller's
+                # to see, so that loser gets 409 ref_moved with it below.
                 raise _unavailable(name) from None
-            if current is not None and current.session not in self.visible_ids({current.session}):
+            if hidden:
                 # The ref moved to someone else's session in the meantime: say it
                 # moved, but not where.
                 raise RefMoved(f"ref {name} moved", name=name, current=None) from None

@@ -37,7 +37,7 @@ from agentstore.api.views.base import ENTRY_ID, AgentstoreViewSet, errors
 from agentstore.api.views.loop import LoopActions
 from agentstore.api.views.session_extras import SessionExtrasActions
 from agentstore.conf import agentstore_settings
-from agentstore.exceptions import NoEntry, TooLarge
+from agentstore.exceptions import NoEntry, NoSession, TooLarge
 from agentstore.models.sessions import SessionKind, SessionQuerySet
 from agentstore.selectors.sessions import sessions_visible_to
 from agentstore.stores import SessionStore, TreeStore
@@ -191,7 +191,10 @@ class SessionViewSet(
                 )
                 .id
             )
-        session = self.get_queryset().get(pk=session_id)
+        # Committed already: a session deleted in between is gone (404), not a 500.
+        session = self.get_queryset().filter(pk=session_id).first()
+        if session is None:
+            raise NoSession(f"no such session: {session_id}")
         return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request: Request, pk: str) -> Response:

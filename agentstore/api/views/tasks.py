@@ -30,7 +30,6 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status
 from rest_framework.decorators import action
-from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -38,6 +37,7 @@ from agentstore.api import task_serializers as t
 from agentstore.api.exceptions import error_response
 from agentstore.api.filters import TaskFilter
 from agentstore.api.pagination import SeqCursor, TaskPagination, page_response
+from agentstore.api.permissions import STAFF_PERMISSIONS
 from agentstore.api.views.base import AgentstoreViewSet, errors
 from agentstore.exceptions import (
     NoAgentTask,
@@ -146,7 +146,7 @@ class TaskViewSet(mixins.ListModelMixin, _TaskBound):
 
     def get_permissions(self) -> Sequence[Any]:
         if self.action in ("claim_next", "recover_expired"):
-            return [IsAuthenticated(), IsAdminUser()]
+            return [permission() for permission in STAFF_PERMISSIONS]
         return super().get_permissions()
 
     @extend_schema(
@@ -446,8 +446,9 @@ class ToolTaskViewSet(_TaskBound):
         v = data.validated_data
         owner = self.owner_session_or_404(v["owner_session_id"])
         tools = ToolTaskRepository()
-        before = tools.get_by_invocation(owner, v["invocation_id"])
-        created = tools.create(
+        # The store says whether this call admitted it (of racing identical
+        # calls, exactly one): 201, else the replay's 200 (decision 134).
+        task, created = tools.create_created(
             ToolTaskEntity(
                 task=TaskEntity(
                     kind="tool",
@@ -469,8 +470,8 @@ class ToolTaskViewSet(_TaskBound):
                 arguments_json=t.compact(v["arguments"]),
             )
         )
-        code = status.HTTP_200_OK if before is not None else status.HTTP_201_CREATED
-        return Response(t.ToolTaskSerializer(created).data, status=code)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(t.ToolTaskSerializer(task).data, status=code)
 
     @extend_schema(
         summary="Read a tool task",
@@ -651,12 +652,12 @@ class WorkflowViewSet(_TaskBound):
             v = data.validated_data
             if visible_task(request.user, v["agent_task_id"]) is None:
                 raise NoAgentTask(f"no such agent task: {v['agent_task_id']} (agent_task_id)")
-            before = workflows.find_agent_task(task.id, v["node_key"], v["invocation_index"])
-            link = workflows.link_agent_task(
+            link, created = workflows.link_agent_task_created(
                 task.id, v["agent_task_id"], v["node_key"], v["invocation_index"]
             )
-            # A repeated link returns the stored one: 200, not 201 (decision 134).
-            code = status.HTTP_201_CREATED if before is None else status.HTTP_200_OK
+            # A repeated link returns the stored one: 200, not 201 (decision 134);
+            # the store decides inside its write, so a race has one 201.
+            code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
             return Response(t.WorkflowLinkSerializer(link).data, status=code)
         links = workflows.list_agent_tasks(task.id)
         return page_response(links, request, self, t.WorkflowLinkSerializer)
