@@ -60,8 +60,8 @@ from langgraph.checkpoint.serde.types import TASKS
 
 from agentstore.db import SharedConnection
 from agentstore.stores.checkpoints import CheckpointStore, pack_value
-from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
+from agentstore.types.frozen import positional_builder, require_fields
 
 __all__ = ["AgentstoreSaver", "close_connections"]
 
@@ -349,7 +349,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         # loop for both: a comprehension and all()'s generator are frames.
         special = True
         for idx, (channel, value) in enumerate(writes):
-            # Positional (stores/frozen.py): task_id, task_path, idx, channel, type, blob.
+            # Positional (types/frozen.py): task_id, task_path, idx, channel, type, blob.
             rows.append(_new_write(task_id, task_path, index(channel, idx), channel, *dumps(value)))
             special = special and channel in WRITES_IDX_MAP
         self.store.put_writes(

@@ -15,7 +15,7 @@ the log survives deletion of the ref::
 ``Ref.name`` is a :class:`ByteOrderCharField`: on PostgreSQL its column (and so
 the primary-key index) has the ``"C"`` collation, byte order, which is what
 SQLite's ``BINARY`` default already is. Listings page by name and filter
-prefixes as ranges (:mod:`agentstore.selectors.refs`); with a locale's collation
+prefixes as ranges (:mod:`agentstore.stores.ref_queries`); with a locale's collation
 that order would be neither SQLite's nor one the index could serve
 (decision 271).
 """

@@ -151,7 +151,7 @@ def require_columns(model: type[models.Model], attnames: tuple[str, ...]) -> Non
     For a hot path that builds an INSERT's parameters positionally, in
     :func:`columns` order, instead of through :func:`row`'s keyword mapping: a
     column added, removed or moved must fail loudly at import, not shift every
-    value by one (as :func:`agentstore.stores.frozen.require_fields` pins a
+    value by one (as :func:`agentstore.types.frozen.require_fields` pins a
     dataclass's field order).
     """
     found = tuple(str(f.attname) for f in _writable_fields(model))

@@ -57,9 +57,9 @@ from agentstore.exceptions import ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import checkpoints as checkpoint_sql
-from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.stores.sessions import SessionStore
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
+from agentstore.types.frozen import positional_builder, require_fields
 
 __all__ = [
     "PRUNE_STRATEGIES",
@@ -724,7 +724,7 @@ def _read(
 _WRITE_AT = len(checkpoint_sql.READ_FIELDS)
 
 # put and put_writes build their parameters positionally, get its value objects
-# positionally (stores/frozen.py): the orders are pinned here, at import.
+# positionally (types/frozen.py): the orders are pinned here, at import.
 sql.require_columns(
     Checkpoint,
     (

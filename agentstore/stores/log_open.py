@@ -495,9 +495,7 @@ def open_stored(
     )
 
 
-def read_page(
-    cursor: SqlCursor, session_id: str, *, using: str, after: int, limit: int
-) -> LogPage:
+def read_page(cursor: SqlCursor, session_id: str, *, using: str, after: int, limit: int) -> LogPage:
     """Header, leaf and at most ``limit`` lines after seq ``after`` (inside a read snapshot).
 
     Bounded: a session whose persisted head is trusted (:func:`open_stored`)

@@ -34,7 +34,7 @@ hand-written, parameterised SQL (:mod:`agentstore.sql.steps`) instead of the ORM
 which costs several times the work per row, on :mod:`agentstore.db`'s cursor: the
 append is one body for :func:`agentstore.db.write` (the session touched by one
 narrow ``UPDATE`` once it exists), and ``last_n`` builds its ``RunStep`` values
-with a positional builder (:mod:`agentstore.stores.frozen`). Datetimes are adapted
+with a positional builder (:mod:`agentstore.types.frozen`). Datetimes are adapted
 as Django adapts them, so rows written here and rows written by the ORM read back
 the same. Everything else uses the ORM.
 """
@@ -59,8 +59,8 @@ from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import steps as steps_sql
 from agentstore.stores.base import Clock, StoreBase
-from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.stores.sessions import SessionStore
+from agentstore.types.frozen import positional_builder, require_fields
 from agentstore.types.loop import (
     FinalizeSummary,
     GrantInfo,
@@ -472,7 +472,7 @@ class LoopStore(StoreBase):
 # RunStep is a frozen, slotted dataclass: its generated __init__ sets each field
 # through object.__setattr__ and costs about three times what the read's rows
 # cost to fetch. A step read back is built by a positional builder instead
-# (agentstore.stores.frozen, decision 365) — the same object, field for field
+# (agentstore.types.frozen, decision 365) — the same object, field for field
 # (tests/stores/test_loop_lean.py compares).
 _RUN_STEP_FIELDS = (*_STEP_ORDER, "created_at")
 require_fields(RunStep, _RUN_STEP_FIELDS)

@@ -22,7 +22,7 @@ Reads come in pages (decisions 270–271): ``list_refs(prefix, after=, limit=,
 sessions=)`` reads the names after ``after`` in byte order with ``LIMIT``, and
 ``ref_log(name, after=, limit=, sessions=)`` the rows older than position
 ``after``; ``sessions`` (a ``Session`` queryset) puts a caller's visibility into
-the query. The queries are :mod:`agentstore.selectors.refs`; surfaces always
+the query. The queries are :mod:`agentstore.stores.ref_queries`; surfaces always
 pass a ``limit``.
 
 ``update_ref`` is one write transaction (:func:`retrying_write`) split by
@@ -42,15 +42,15 @@ from django.db.models import QuerySet
 from agentstore import db, exceptions, notify, sql
 from agentstore.models import Entry, Ref, RefLog
 from agentstore.models import Session as SessionRow
-from agentstore.selectors.refs import (
+from agentstore.stores import log_refs
+from agentstore.stores.base import Clock, StoreBase, retrying_write
+from agentstore.stores.log_rows import LOG
+from agentstore.stores.ref_queries import (
     clash_candidates,
     count_refs_under,
     ref_log_rows,
     refs_under,
 )
-from agentstore.stores import log_refs
-from agentstore.stores.base import Clock, StoreBase, retrying_write
-from agentstore.stores.log_rows import LOG
 from agentstore.types.log import NamedRef, RefLogEntry, RefTarget
 
 __all__ = ["MAX_POSITION", "RefStore"]
@@ -262,7 +262,7 @@ class RefStore(StoreBase):
 
         One page: at most ``limit`` refs whose names are greater than
         ``after`` (the last name of the previous page; ``""`` from the start),
-        read with ``LIMIT`` (:func:`agentstore.selectors.refs.refs_under`).
+        read with ``LIMIT`` (:func:`agentstore.stores.ref_queries.refs_under`).
         ``limit=None`` reads them all — for Python callers; surfaces page.
         ``sessions`` (a ``Session`` queryset) keeps refs naming one of those
         sessions; without it dangling refs are listed too (no existence check).
@@ -296,7 +296,7 @@ class RefStore(StoreBase):
 
         One page: at most ``limit`` rows older than position ``after`` (the
         ``position`` of the previous page's last row; ``None`` from the newest),
-        read with ``LIMIT`` (:func:`agentstore.selectors.refs.ref_log_rows`).
+        read with ``LIMIT`` (:func:`agentstore.stores.ref_queries.ref_log_rows`).
         ``limit=None`` reads them all. ``sessions`` keeps the rows whose every
         named session is among those sessions.
         """

@@ -24,7 +24,7 @@ Hot paths send hand-written SQL (:mod:`agentstore.sql.tree`) on
 :mod:`agentstore.db`'s cursor: a plain append (any kind but a compaction) is one
 body of two statements for :func:`agentstore.db.write`, which on SQLite opens
 the transaction on the ``sqlite3`` connection itself, and reads build their
-entities with positional builders (:mod:`agentstore.stores.frozen`).
+entities with positional builders (:mod:`agentstore.types.frozen`).
 See ``docs/tree-store.md`` for the measured figures.
 """
 
@@ -46,7 +46,6 @@ from agentstore.models import Entry, MessagePart
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import tree as tree_sql
 from agentstore.stores.base import Clock, StoreBase
-from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.stores.sessions import SessionStore
 from agentstore.stores.tree_context import (
     NO_SETTINGS,
@@ -57,6 +56,7 @@ from agentstore.stores.tree_context import (
 )
 from agentstore.stores.tree_metadata import derive_metadata
 from agentstore.stores.tree_parts import message_sender, validate_message
+from agentstore.types.frozen import positional_builder, require_fields
 from agentstore.types.sessions import SessionRecord
 from agentstore.types.tree import (
     AppendCompactionInput,
@@ -1449,7 +1449,7 @@ def _require_count(value: Any, field: str) -> int:
 
 
 # The fields of the value objects a branch read builds, in the order their
-# positional builders take them (agentstore.stores.frozen: a read of 50 entries
+# positional builders take them (agentstore.types.frozen: a read of 50 entries
 # builds 150 objects, and a keyword call would cost more than their slots).
 require_fields(
     EntryEntity,

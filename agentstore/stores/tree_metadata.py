@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentstore.exceptions import ValidationError
-from agentstore.stores.frozen import positional_builder, require_fields
+from agentstore.types.frozen import positional_builder, require_fields
 
 __all__ = ["DerivedMetadata", "default_display", "default_model_facing", "derive_metadata"]
 

@@ -20,9 +20,9 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from agentstore.models import Ref, RefLog
-from agentstore.selectors.refs import prefix_upper, ref_log_rows, refs_under
 from agentstore.selectors.sessions import sessions_visible_to
 from agentstore.stores import LogStore
+from agentstore.stores.ref_queries import prefix_upper, ref_log_rows, refs_under
 from agentstore.types import RefTarget
 from tests.api.conftest import API, assert_error
 

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from agentstore import exceptions
 from agentstore.models import Ref, RefLog
 from agentstore.models import Session as SessionRow
-from agentstore.selectors.refs import clash_candidates
 from agentstore.stores import LogStore, RefStore, log_refs
+from agentstore.stores.ref_queries import clash_candidates
 from agentstore.types import RefTarget
 from tests.stores.test_log_support import Harness, user
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import canonical
-from agentstore.stores.frozen import positional_builder, require_fields
+from agentstore.types.frozen import positional_builder, require_fields
 
 __all__ = [
     "ENVELOPE",

@@ -57,7 +57,7 @@ from agentstore.formats.agentsession.header import (
     validate_header,
 )
 from agentstore.formats.agentsession.legacy import migrate_legacy
-from agentstore.stores.frozen import positional_builder, require_fields
+from agentstore.types.frozen import positional_builder, require_fields
 
 __all__ = ["AppendResult", "Outcome", "PendingAppend", "ResumeState", "Session"]
 
@@ -125,7 +125,7 @@ class AppendResult:
 
 # What every append builds (a pending append, its result, the resume state after
 # it): positional builders, the same objects as the classes' own constructors make
-# at a third of the cost (agentstore.stores.frozen, decision 365); field orders pinned.
+# at a third of the cost (agentstore.types.frozen, decision 365); field orders pinned.
 require_fields(PendingAppend, ("entry", "outcome", "leaf", "seq", "base_len"))
 require_fields(AppendResult, ("id", "line", "outcome", "entry", "leaf", "seq"))
 require_fields(ResumeState, ("leaf", "mark", "mark_at", "newest"))

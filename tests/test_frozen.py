@@ -1,6 +1,6 @@
 """The positional builders the hot reads use are the dataclasses' own objects, built faster.
 
-``agentstore.stores.frozen.positional_builder`` makes an instance of a same-layout
+``agentstore.types.frozen.positional_builder`` makes an instance of a same-layout
 twin class, stores its slots and switches its ``__class__`` (decision 365). What
 a caller gets must be indistinguishable from the class's own constructor:
 type, equality, hash, repr, frozenness, pickling and ``dataclasses.replace`` —
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from agentstore.stores.frozen import positional_builder, require_fields
 from agentstore.types import EntryEntity, MessageEntity, MessagePartEntity, RunStep
+from agentstore.types.frozen import positional_builder, require_fields
 
 STAMP = datetime(2026, 12, 1, 13, 0, 0, 123456, tzinfo=UTC)
 PART = MessagePartEntity(type="image", mime_type="image/png", data=b"\x89PNG", width=1, height=2)

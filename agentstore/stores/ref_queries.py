@@ -1,6 +1,6 @@
-"""Refs and a ref's log, one bounded page at a time (reads only).
+"""The ref store's queries: refs and a ref's log, one bounded page at a time (reads only).
 
-    from agentstore.selectors.refs import ref_log_rows, refs_under
+    from agentstore.stores.ref_queries import ref_log_rows, refs_under
 
     refs_under("team/", after="team/a")[:51]    # Ref rows, byte order, names > "team/a"
     ref_log_rows("team/main", after=812)[:51]   # RefLog rows, newest first, ids < 812
