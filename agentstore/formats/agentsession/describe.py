@@ -25,7 +25,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Described", "describe", "item_text", "searchable"]
+__all__ = ["PYDANTIC_AI_MESSAGE", "Described", "describe", "item_text", "searchable"]
+
+#: The entry type of one Pydantic AI message (``agentstore.integrations.pydantic_ai``):
+#: an extension entry whose ``message`` is a ``ModelRequest``/``ModelResponse`` as
+#: Pydantic AI's ``ModelMessagesTypeAdapter`` dumps it in JSON mode.
+PYDANTIC_AI_MESSAGE = "pydantic_ai:message"
 
 #: Content part types whose ``text`` member is the readable text.
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
