@@ -393,7 +393,13 @@ def _pydantic_detail(message: dict[str, Any]) -> str:
         if isinstance(message.get("finish_reason"), str) and message["finish_reason"]:
             facts.append(f"finish {message['finish_reason']}")
     instructions = message.get("instructions")
-    if isinstance(instructions, str) and instructions:
+    parts = message.get("parts")
+    # Pydantic AI records the instructions on every request; they are news on
+    # the one that carries the user's prompt (a tool's return repeats them).
+    prompted = isinstance(parts, list) and any(
+        isinstance(p, dict) and p.get("part_kind") == "user-prompt" for p in parts
+    )
+    if isinstance(instructions, str) and instructions and prompted:
         cut = " ".join(instructions.split())
         if len(cut) > _INSTRUCTIONS_SHOWN:
             cut = cut[: _INSTRUCTIONS_SHOWN - 1] + "…"
