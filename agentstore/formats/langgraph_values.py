@@ -31,8 +31,10 @@ every other conversation the admin shows.
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -286,16 +288,22 @@ def _show(value: Any, indent: int, room: list[int]) -> str:
         return f"{value.name} {body}" if value.style == "kwargs" else f"{value.name}({body})"
     if isinstance(value, dict):
         members = []
-        for k, v in _upto(list(value.items()), room):
-            members.append(f"{inner}{_key(k)}: {_show(v, indent + 1, room)}")
-            room[0] -= len(inner) + len(_key(k))
+        for pair in _upto(value.items(), room):
+            if pair is _MORE:
+                members.append(f"{inner}…")
+                break
+            key, member = pair
+            members.append(f"{inner}{_key(key)}: {_show(member, indent + 1, room)}")
+            room[0] -= len(inner) + len(_key(key))
         return "{" + _members(members, pad)[1:-1] + "}"
     if isinstance(value, list | tuple):
-        shown = _upto(list(value), room)
-        if all(v is None or v is _MORE or isinstance(v, bool | int | float) for v in shown):
+        # (Judged on the members that can be shown: a long list costs its preview.)
+        if all(
+            v is None or isinstance(v, bool | int | float) for v in itertools.islice(value, 2000)
+        ):
             # Numbers fill lines rather than taking one each.
             lines, line = [], ""
-            for v in shown:
+            for v in _upto(value, room):
                 piece = _inline(v) or ""
                 room[0] -= len(piece) + 2
                 if line and len(line) + len(piece) + 2 > _INLINE:
@@ -304,7 +312,7 @@ def _show(value: Any, indent: int, room: list[int]) -> str:
                 line = f"{line}, {piece}" if line else piece
             lines.append(inner + line)
             return "[" + _members(lines, pad)[1:-1] + "]"
-        members = [f"{inner}{_show(v, indent + 1, room)}" for v in shown]
+        members = [f"{inner}{_show(v, indent + 1, room)}" for v in _upto(value, room)]
         return "[" + _members(members, pad)[1:-1] + "]"
     # A scalar: a long string keeps its line of its own.
     text = one if one is not None else json.dumps(value, ensure_ascii=False)
@@ -312,15 +320,17 @@ def _show(value: Any, indent: int, room: list[int]) -> str:
     return text
 
 
-def _upto(members: list[Any], room: list[int]) -> list[Any]:
-    """``members`` while there is room; one ``…`` stands for the rest."""
-    out = []
+def _upto(members: Any, room: list[int]) -> Iterator[Any]:
+    """``members`` while there is room (checked before each); one ``…`` for the rest.
+
+    Lazy: the caller shows each member before asking for the next, so the room
+    it used is spent by then.
+    """
     for member in members:
         if room[0] <= 0:
-            out.append(_MORE)
-            break
-        out.append(member)
-    return out
+            yield _MORE
+            return
+        yield member
 
 
 #: Stands for the members :func:`show` had no room for.

@@ -61,6 +61,8 @@ def test_values_langgraph_writes_read_as_json_like_text() -> None:
     assert long.splitlines()[0] == "{" and '  "log": [' in long  # one member a line
     numbers = shown(list(range(1000)))
     assert len(numbers) < 4100 and numbers.endswith("…")  # bounded by what is shown
+    wide = show(decode(*SERDE.dumps_typed({f"key-{n}": "v" * 30 for n in range(100)})), 500)
+    assert wide.startswith('{\n  "key-0": "vvv') and len(wide) <= 500
 
 
 def test_langchain_messages_read_like_conversation_items() -> None:
