@@ -169,9 +169,11 @@ def _shared(using: str) -> SharedConnection:
 #: Column sizes of what the saver stores (agentstore/models/checkpoints.py).
 _CHECKPOINT_ID_CHARS = 64
 _ID_CHARS = 255
-# Thread ids and namespaces already checked: LangGraph passes the same few at
-# every call, and require_name walks the characters (bounded, cleared when full).
-_CHECKED: set[tuple[str, str]] = set()
+# Thread ids and namespaces already checked, apart (the root namespace "" is
+# valid, the thread id "" is not): LangGraph passes the same few at every call,
+# and require_name walks the characters. Bounded, cleared when full.
+_CHECKED_THREADS: set[str] = set()
+_CHECKED_NAMESPACES: set[str] = set()
 _CHECKED_KEPT = 4096
 
 
@@ -201,9 +203,9 @@ def _thread_id(thread_id: Any) -> str:
             f"thread_id must be a string, an integer or a UUID, not {type(thread_id).__name__}",
             field="thread_id",
         )
-    if (text, "") not in _CHECKED:
+    if text not in _CHECKED_THREADS:
         require_name(text, "thread_id")
-        _remember((text, ""))
+        _remember(_CHECKED_THREADS, text)
     return text
 
 
@@ -211,16 +213,16 @@ def _namespace(checkpoint_ns: Any) -> str:
     """A checkpoint namespace: text a column keeps (``require_storable_text``), ``""`` the root."""
     if checkpoint_ns is None:
         return ""
-    if type(checkpoint_ns) is not str or ("", checkpoint_ns) not in _CHECKED:
+    if type(checkpoint_ns) is not str or checkpoint_ns not in _CHECKED_NAMESPACES:
         require_storable_text(checkpoint_ns, "checkpoint_ns")
-        _remember(("", checkpoint_ns))
+        _remember(_CHECKED_NAMESPACES, checkpoint_ns)
     return checkpoint_ns  # type: ignore[no-any-return]
 
 
-def _remember(key: tuple[str, str]) -> None:
-    if len(_CHECKED) >= _CHECKED_KEPT:
-        _CHECKED.clear()
-    _CHECKED.add(key)
+def _remember(checked: set[str], value: str) -> None:
+    if len(checked) >= _CHECKED_KEPT:
+        checked.clear()
+    checked.add(value)
 
 
 def _checkpoint_id(value: Any, field: str) -> str:

@@ -188,6 +188,11 @@ async def aput(saver: AgentstoreSaver, cfg: Any, metadata: Any = None, **checkpo
 @pytest.mark.parametrize("thread_id", BAD_IDS)
 def test_saver_refuses_the_thread_ids_the_api_refuses(thread_id: str) -> None:
     saver = AgentstoreSaver()
+    # A valid thread in the root namespace first: what the saver remembers as
+    # checked (the namespace "") must not let the thread id "" through.
+    put(saver, config("ok-thread"))
+    Checkpoint.objects.all().delete()
+    Session.objects.all().delete()
     calls = [
         lambda: put(saver, config(thread_id)),
         lambda: saver.get_tuple(config(thread_id)),
