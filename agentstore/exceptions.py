@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from django.db.utils import OperationalError
+from django.db.utils import IntegrityError, OperationalError
 
 
 class AgentStoreError(Exception):
@@ -462,3 +462,37 @@ class DatabaseBusy(AgentStoreError, OperationalError):
     status = 503
     details = ("attempts",)
     attempts: int = 0
+
+
+class StorageConflict(AgentStoreError, IntegrityError):
+    """The database refused a write as conflicting with its rows (a constraint failed).
+
+    Raised where an integration's write meets a constraint the store did not
+    expect to fail — rows changed by another process in between, or written
+    around the stores. Still an :class:`django.db.utils.IntegrityError`, so code
+    that already handles one keeps working; the database's message is in
+    ``cause``.
+    """
+
+    code = "storage_conflict"
+    default_message = "the database refused the write: it conflicts with stored rows"
+    status = 409
+    details = ("cause",)
+    cause: str = ""
+
+
+class DatabaseUnavailable(AgentStoreError, OperationalError):
+    """The database failed a statement for a reason other than being busy.
+
+    Unreachable, not migrated (a missing table), out of space, a broken
+    connection: what retrying the same call may or may not cure, unlike bad
+    input. A busy SQLite database that outlasted the retries is
+    :class:`DatabaseBusy`. Still an :class:`django.db.utils.OperationalError`;
+    the database's message is in ``cause``.
+    """
+
+    code = "database_unavailable"
+    default_message = "the database failed the operation"
+    status = 503
+    details = ("cause",)
+    cause: str = ""

@@ -11,6 +11,13 @@ half-writes::
 ``require_name`` is the one rule for the names agentstore stores and a file
 system or URL may later see as a path segment — session ids, entry ids, the
 segments of ref names, document namespaces and keys (docs/api.md "Names").
+``require_storable_text`` is the rule for other text a column keeps (a LangGraph
+checkpoint namespace, a task id), and ``require_json_value`` the rule for a
+Python value stored as JSON — the checks the API's parser and serializers apply
+to a request body, so the Python doors refuse what the HTTP door refuses::
+
+    ns = require_storable_text(ns, "checkpoint_ns")         # no NUL, no lone surrogate
+    item = require_json_value(item, "items[0]")             # depth, types, finite, text
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from agentstore.conf import agentstore_settings
 from agentstore.exceptions import ValidationError
 
 __all__ = [
@@ -29,16 +37,20 @@ __all__ = [
     "json_depth",
     "json_problem",
     "json_text_problem",
+    "json_value_problem",
     "name_problem",
     "parse_json",
     "python_json_problem",
     "require_aware",
     "require_json",
     "require_json_object",
+    "require_json_value",
     "require_max_length",
     "require_name",
+    "require_storable_text",
     "require_text",
     "require_uuid7",
+    "storable_text_problem",
 ]
 
 
@@ -194,8 +206,6 @@ def json_problem(value: Any) -> str:
     The depth limit is the ``JSON_MAX_DEPTH`` setting (docs/operations.md); the
     API's parser and the importers apply the same rule.
     """
-    from agentstore.conf import agentstore_settings
-
     limit = int(agentstore_settings.JSON_MAX_DEPTH)
     if json_depth(value) > limit:
         return f"nests deeper than {limit} levels (JSON_MAX_DEPTH)"
@@ -282,6 +292,125 @@ def require_json_object(text: str | bytes | None, field: str) -> dict[str, Any]:
         raise ValidationError(f"{field} must be a JSON object", field=field) from None
     if not isinstance(value, dict):
         raise ValidationError(f"{field} must be a JSON object", field=field)
+    return value
+
+
+def storable_text_problem(value: object, limit: int | None = None, *, blank: bool = True) -> str:
+    """Why ``value`` is not text a column can keep, or ``""`` when it is.
+
+    Text (``str``), at most ``limit`` characters when given, non-blank unless
+    ``blank``, without NUL (PostgreSQL text cannot hold it; SQLite would keep
+    what PostgreSQL refuses) or a lone surrogate (not encodable as UTF-8). Less
+    than :func:`name_problem`: for values that are never a path segment — a
+    LangGraph checkpoint namespace is ``""`` at the root and holds node names
+    that may contain ``/``.
+    """
+    if not isinstance(value, str):
+        return "must be a string"
+    if not blank and not value.strip():
+        return "is required"
+    if limit is not None and len(value) > limit:
+        return f"is longer than {limit} characters"
+    if "\x00" in value:
+        return "must not contain a NUL character"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "must not contain lone surrogates"
+    return ""
+
+
+def require_storable_text(
+    value: object, field: str, limit: int | None = None, *, blank: bool = True
+) -> str:
+    """Return ``value`` if :func:`storable_text_problem` finds nothing, else raise."""
+    problem = storable_text_problem(value, limit, blank=blank)
+    if problem:
+        raise ValidationError(f"{field} {problem}", field=field)
+    assert isinstance(value, str)
+    return value
+
+
+def json_value_problem(value: Any) -> str:
+    """Why a Python value may not be stored as JSON, or ``""``: the API's body rules.
+
+    One iterative walk (a deep value cannot exhaust the stack) refuses what a
+    request body could not carry past ``api.parsers.StrictJSONParser`` and the
+    serializers: nesting deeper than ``JSON_MAX_DEPTH``, a value that is not
+    JSON (``None``, booleans, numbers, strings, lists or tuples, objects with
+    string keys), a non-finite number (``inf``, ``nan``: JSON has none), and a
+    string or key with a NUL or a lone surrogate. Byte size is the HTTP
+    door's own bound (``DATA_UPLOAD_MAX_MEMORY_SIZE`` protects a server from its
+    clients) and is not applied here.
+    """
+    limit = int(agentstore_settings.JSON_MAX_DEPTH)
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    push, pop = stack.append, stack.pop
+    # The integrations check every item and checkpoint this way: exact types
+    # are tested first and a container's scalar members in place, without a
+    # trip through the stack (a checkpoint's metadata costs ~2 µs, not ~10).
+    while stack:
+        item, depth = pop()
+        kind = type(item)
+        if kind is dict or kind is list or kind is tuple:
+            if depth >= limit:
+                return f"nests deeper than {limit} levels (JSON_MAX_DEPTH)"
+            depth += 1
+            if kind is dict:
+                for key, child in item.items():
+                    if type(key) is not str and not isinstance(key, str):
+                        return f"has an object key that is not a string ({type(key).__name__})"
+                    if "\x00" in key or (not key.isascii() and _string_problem(key)):
+                        return _string_problem(key)
+                    step = type(child)
+                    if step is str:
+                        if "\x00" in child or (not child.isascii() and _string_problem(child)):
+                            return _string_problem(child)
+                    elif not (child is None or step is int or step is bool):
+                        push((child, depth))
+            else:
+                for child in item:
+                    step = type(child)
+                    if step is str:
+                        if "\x00" in child or (not child.isascii() and _string_problem(child)):
+                            return _string_problem(child)
+                    elif not (child is None or step is int or step is bool):
+                        push((child, depth))
+        elif kind is str or isinstance(item, str):
+            problem = _string_problem(item)
+            if problem:
+                return problem
+        elif item is None or isinstance(item, int):  # booleans included
+            continue
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"holds a number that is not finite ({item})"
+        elif isinstance(item, dict):
+            push((dict(item), depth))  # a dict subclass: checked as the dict it encodes
+        elif isinstance(item, list | tuple):
+            push((list(item), depth))
+        else:
+            return f"holds a value that is not JSON ({kind.__name__})"
+    return ""
+
+
+def _string_problem(text: str) -> str:
+    if "\x00" in text:
+        return "contains a NUL character"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains a lone surrogate"
+    return ""
+
+
+def require_json_value(value: Any, field: str) -> Any:
+    """Return ``value`` if :func:`json_value_problem` finds nothing, else raise "<field> …"."""
+    problem = json_value_problem(value)
+    if problem:
+        raise ValidationError(f"{field} {problem}", field=field)
     return value
 
 

@@ -11,10 +11,13 @@ from agentstore.exceptions import ValidationError
 from agentstore.ids import new_id
 from agentstore.stores.base import StoreBase
 from agentstore.validation import (
+    json_value_problem,
     require_aware,
     require_json,
     require_json_object,
+    require_json_value,
     require_max_length,
+    require_storable_text,
     require_text,
     require_uuid7,
 )
@@ -93,3 +96,53 @@ def test_store_base_uses_the_injected_clock() -> None:
     with pytest.raises(ValidationError, match="clock"):
         StoreBase(clock=lambda: datetime(2026, 1, 1)).now()
     assert StoreBase().now().tzinfo is UTC
+
+
+def nested(levels: int) -> object:
+    value: object = 1
+    for _ in range(levels):
+        value = {"k": [value]} if levels % 2 else [value]
+    return value
+
+
+def test_json_values_follow_the_api_body_rules() -> None:
+    import enum
+    import json
+
+    class Colour(enum.StrEnum):
+        RED = "red"
+
+    ok = {"a": [1, 2.5, True, None, "é ☀", ("tuple", "is an array")], "c": Colour.RED}
+    assert require_json_value(ok, "body") is ok
+    assert json_value_problem(json.loads("[" * 100 + "]" * 100)) == ""  # exactly the limit
+    assert "JSON_MAX_DEPTH" in json_value_problem(json.loads("[" * 101 + "]" * 101))
+    assert "JSON_MAX_DEPTH" in json_value_problem(nested(5000))  # no RecursionError
+    for bad, words in [
+        ({"x": float("inf")}, "not finite"),
+        ([float("nan")], "not finite"),
+        ({"x": "a\x00"}, "NUL"),
+        ({"a\x00": 1}, "NUL"),
+        (["\ud800"], "lone surrogate"),
+        ({1: "int key"}, "key that is not a string"),
+        ({"x": b"bytes"}, r"not JSON \(bytes\)"),
+        ({"x": {1, 2}}, r"not JSON \(set\)"),
+    ]:
+        with pytest.raises(ValidationError, match=words) as info:
+            require_json_value(bad, "items[2]")
+        assert info.value.field == "items[2]"
+
+
+def test_storable_text() -> None:
+    assert require_storable_text("", "checkpoint_ns") == ""
+    assert require_storable_text("graph:1|sub/node:2", "checkpoint_ns") == "graph:1|sub/node:2"
+    for bad, words in [
+        ("a\x00", "NUL"),
+        ("\udfff", "lone surrogates"),
+        (3, "must be a string"),
+        ("x" * 65, "longer than 64"),
+    ]:
+        with pytest.raises(ValidationError, match=words) as info:
+            require_storable_text(bad, "checkpoint.id", 64)
+        assert info.value.field == "checkpoint.id"
+    with pytest.raises(ValidationError, match="is required"):
+        require_storable_text("  ", "task_id", blank=False)

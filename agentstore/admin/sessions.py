@@ -594,7 +594,7 @@ class SessionAdmin(ReadOnlyAdmin):
             obj=session,
             view=view,
             detail=detail,
-            metadata_json=json.dumps(detail.metadata, sort_keys=True, default=str)[:2000]
+            metadata_json=json.dumps(detail.metadata, sort_keys=True, indent=1, default=str)[:2000]
             if detail
             else "",
         )

@@ -274,7 +274,13 @@ def _show(name: str, ctx: Context) -> None:
 
 
 def log_entry_summary(view: Described) -> str:
-    """A one-line description of an agentsession entry (``describe``) for tables."""
+    """A one-line description of an agentsession entry (``describe``) for tables.
+
+    An entry of several items (a Pydantic AI message of several parts) is its
+    items' descriptions, one after the other.
+    """
+    if view.parts:
+        return " | ".join(log_entry_summary(part) for part in view.parts)
     if view.kind == "message":
         return f"{view.role}: {truncate(view.text, 60)}"
     if view.kind == "tool call":
@@ -283,6 +289,10 @@ def log_entry_summary(view: Described) -> str:
         return f"[{view.call_id}] → {truncate(view.text, 50)}"
     if view.kind == "reasoning":
         return f"(thinking) {truncate(view.text, 56)}"
+    if view.kind == "retry prompt":
+        return (
+            f"(retry{' [' + view.call_id + ']' if view.call_id else ''}) {truncate(view.text, 50)}"
+        )
     if view.text:
         return truncate(f"{view.detail} {view.text}".strip(), 64)
     return truncate(view.detail, 64)

@@ -24,9 +24,14 @@ A framework's memory object (``openai_agents.AgentStoreSession``,
   scope it), and a session the owner may not see is ``NoSession`` — the
   API's rule (docs/decisions.md 56).
 
-The session id is the framework's conversation id (at most 255 characters),
-so the admin, ``manage.py agentstore export`` and the API find it under the
-name the application already uses.
+The session id is the framework's conversation id, so the admin, ``manage.py
+agentstore export`` and the API find it under the name the application already
+uses. It follows the rule of every session id (``validation.require_name``: at
+most 255 characters, no ``/``, ``\\``, control character or lone surrogate, not
+``.`` or ``..``), checked when the object is made, as the API checks the ids it
+is sent; entries are checked by the API's body rules before anything is written
+(:func:`checked`), and the database's own errors reach the caller as agentstore's
+(:mod:`agentstore.integrations.errors`).
 """
 
 from __future__ import annotations
@@ -38,12 +43,32 @@ from typing import Any
 
 from agentstore import exceptions
 from agentstore.formats.agentsession import Entry, entry_id, format_ts
+from agentstore.integrations.errors import mapped
 from agentstore.models.sessions import SessionKind
 from agentstore.selectors.sessions import visible_session
 from agentstore.stores.log import LogStore
 from agentstore.stores.sessions import SessionStore
+from agentstore.validation import require_json_value, require_name
 
-__all__ = ["ConversationLog"]
+__all__ = ["ConversationLog", "checked", "checked_limit"]
+
+
+def checked(entry: dict[str, Any], field: str) -> dict[str, Any]:
+    """``entry`` if the API would take it as a body, else ``ValidationError`` naming ``field``.
+
+    The rules of ``validation.require_json_value``: nesting within
+    ``JSON_MAX_DEPTH``, JSON values only, finite numbers, no NUL or lone
+    surrogate in a string or key — what the HTTP door refuses before a store
+    sees it, refused here before anything is written.
+    """
+    return require_json_value(entry, field)  # type: ignore[no-any-return]
+
+
+def checked_limit(limit: object, field: str = "limit") -> int | None:
+    """``limit`` if it is ``None`` or an integer (not a boolean), else ``ValidationError``."""
+    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool)):
+        return limit
+    raise exceptions.ValidationError(f"{field} must be an integer or None", field=field)
 
 
 class ConversationLog:
@@ -65,8 +90,11 @@ class ConversationLog:
         using: str = "default",
         header: dict[str, Any] | None = None,
     ) -> None:
-        if not isinstance(session_id, str) or not session_id.strip():
-            raise exceptions.ValidationError("session_id must be a non-blank string", field="id")
+        require_name(session_id, "session_id")
+        if header is not None:
+            if not isinstance(header, dict):
+                raise exceptions.ValidationError("header must be a JSON object", field="header")
+            require_json_value(header, "header")
         self.session_id = session_id
         self.owner = owner
         self.store = store if store is not None else LogStore(using=using)
@@ -121,6 +149,7 @@ class ConversationLog:
             raise exceptions.NoSession(f"no such session: {sid}")
         self._owner_checked = True
 
+    @mapped
     def hold(self) -> bool:
         """Open the session for writing (holding it); ``False`` when there is none."""
         try:
@@ -133,6 +162,7 @@ class ConversationLog:
 
     # -- reading and writing --------------------------------------------------
 
+    @mapped
     def read(self, limit: int | None, *, types: Collection[str]) -> list[Entry]:
         """The newest ``limit`` entries of ``types`` on the branch, oldest first (no hold).
 
@@ -158,6 +188,7 @@ class ConversationLog:
         self.seen_leaf = leaf
         return entries
 
+    @mapped
     def write(self, entries: Sequence[dict[str, Any]], *, create: bool = True) -> list[str]:
         """Append ``entries`` in one transaction, holding (and if new creating) the session.
 
@@ -183,6 +214,7 @@ class ConversationLog:
         root = {"type": "info", "parent": None, "ts": format_ts(now), mark: reason}
         return [root, {"type": "label", "target": entry_id(root), "label": "leaf"}]
 
+    @mapped
     def close(self) -> None:
         """Release this object's hold (its own store: every hold, and forget the cache)."""
         self._owner_checked = False

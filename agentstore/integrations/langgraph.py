@@ -27,6 +27,18 @@ body once on a thread of the event loop's executor. The saver's writes never
 join a transaction the caller has open. It passes LangGraph's conformance suite
 (base and extended capabilities) on SQLite and PostgreSQL —
 docs/integrations/langgraph.md has the details.
+
+Every method checks its input by the rules the API applies (``agentstore.validation``)
+before anything is read or written, and raises agentstore's ``ValidationError`` (a
+``ValueError``; LangGraph defines no error type for a checkpointer's bad input):
+a ``thread_id`` is a session id and follows the rule of every session id
+(``require_name``: it is the session's id in the admin's and the API's URLs and
+in export file names); a ``checkpoint_ns`` is text a column keeps
+(``require_storable_text``: ``""`` is the root graph, and node names may hold
+``/``); checkpoint, task and run ids are text within their columns' sizes;
+metadata and channel versions are JSON values (``require_json_value``: depth,
+finite numbers, no NUL or lone surrogate). What the database still refuses
+reaches the caller as agentstore's errors, never raw (:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ import itertools
 import os
 import random
 import threading
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from datetime import datetime
 from functools import partial
@@ -58,10 +71,13 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import TASKS
 
+from agentstore import exceptions
 from agentstore.db import SharedConnection
+from agentstore.integrations.errors import database_errors, mapped
 from agentstore.stores.checkpoints import CheckpointStore, pack_value
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 from agentstore.types.frozen import positional_builder, require_fields
+from agentstore.validation import require_json_value, require_name, require_storable_text
 
 __all__ = ["AgentstoreSaver", "close_connections"]
 
@@ -150,6 +166,73 @@ def _shared(using: str) -> SharedConnection:
     return shared
 
 
+#: Column sizes of what the saver stores (agentstore/models/checkpoints.py).
+_CHECKPOINT_ID_CHARS = 64
+_ID_CHARS = 255
+# Thread ids and namespaces already checked, apart (the root namespace "" is
+# valid, the thread id "" is not): LangGraph passes the same few at every call,
+# and require_name walks the characters. Bounded, cleared when full.
+_CHECKED_THREADS: set[str] = set()
+_CHECKED_NAMESPACES: set[str] = set()
+_CHECKED_KEPT = 4096
+
+
+def _place(config: Any) -> tuple[str, str]:
+    """``(thread_id, checkpoint_ns)`` of a config, checked (``ValidationError`` otherwise)."""
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if not isinstance(configurable, dict):
+        raise exceptions.ValidationError(
+            "config must be a dict with a 'configurable' dict", field="config"
+        )
+    thread_id = configurable.get("thread_id")
+    if thread_id is None:
+        raise exceptions.ValidationError(
+            "config['configurable']['thread_id'] is required", field="thread_id"
+        )
+    return _thread_id(thread_id), _namespace(configurable.get("checkpoint_ns", ""))
+
+
+def _thread_id(thread_id: Any) -> str:
+    """A thread id as the session id it is (``require_name``); ints and UUIDs as text."""
+    if type(thread_id) is str:
+        text = thread_id
+    elif isinstance(thread_id, int | uuid.UUID) and not isinstance(thread_id, bool):
+        text = str(thread_id)
+    else:
+        raise exceptions.ValidationError(
+            f"thread_id must be a string, an integer or a UUID, not {type(thread_id).__name__}",
+            field="thread_id",
+        )
+    if text not in _CHECKED_THREADS:
+        require_name(text, "thread_id")
+        _remember(_CHECKED_THREADS, text)
+    return text
+
+
+def _namespace(checkpoint_ns: Any) -> str:
+    """A checkpoint namespace: text a column keeps (``require_storable_text``), ``""`` the root."""
+    if checkpoint_ns is None:
+        return ""
+    if type(checkpoint_ns) is not str or checkpoint_ns not in _CHECKED_NAMESPACES:
+        require_storable_text(checkpoint_ns, "checkpoint_ns")
+        _remember(_CHECKED_NAMESPACES, checkpoint_ns)
+    return checkpoint_ns  # type: ignore[no-any-return]
+
+
+def _remember(checked: set[str], value: str) -> None:
+    if len(checked) >= _CHECKED_KEPT:
+        checked.clear()
+    checked.add(value)
+
+
+def _checkpoint_id(value: Any, field: str) -> str:
+    return require_storable_text(value, field, _CHECKPOINT_ID_CHARS, blank=False)
+
+
+def _optional_checkpoint_id(value: Any, field: str) -> str | None:
+    return None if value is None or value == "" else _checkpoint_id(value, field)
+
+
 class AgentstoreSaver(BaseCheckpointSaver[str]):
     """LangGraph ``BaseCheckpointSaver`` on agentstore's tables, sync and async.
 
@@ -180,12 +263,13 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
 
     # -- reads ------------------------------------------------------------------------
 
+    @mapped
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        configurable = config["configurable"]
+        thread_id, checkpoint_ns = _place(config)
         record = self.store.get(
-            str(configurable["thread_id"]),
-            configurable.get("checkpoint_ns", ""),
-            get_checkpoint_id(config),
+            thread_id,
+            checkpoint_ns,
+            _optional_checkpoint_id(get_checkpoint_id(config), "checkpoint_id"),
         )
         return None if record is None else self._tuple(record)
 
@@ -227,17 +311,29 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         connection (``alist`` hops once a page).
         """
         configurable = (config or {}).get("configurable", {})
+        if not isinstance(configurable, dict):
+            raise exceptions.ValidationError(
+                "config['configurable'] must be a dict", field="config"
+            )
         thread_id = configurable.get("thread_id")
+        namespace = configurable.get("checkpoint_ns")
+        if filter is not None and not isinstance(filter, dict):
+            raise exceptions.ValidationError("filter must be a dict", field="filter")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise exceptions.ValidationError("limit must be an integer or None", field="limit")
+        # (A generator function: its own body sends nothing until iterated.)
         records = self.store.list(
-            None if thread_id is None else str(thread_id),
-            configurable.get("checkpoint_ns"),
-            checkpoint_id=configurable.get("checkpoint_id"),
-            before=get_checkpoint_id(before) if before else None,
+            None if thread_id is None else _thread_id(thread_id),
+            None if namespace is None else _namespace(namespace),
+            checkpoint_id=_optional_checkpoint_id(
+                configurable.get("checkpoint_id"), "checkpoint_id"
+            ),
+            before=_optional_checkpoint_id(get_checkpoint_id(before), "before") if before else None,
             limit=limit,
-            metadata=filter,
+            metadata=None if filter is None else require_json_value(filter, "filter"),
         )
         while True:
-            with _shared(self.using).borrowed():
+            with database_errors(), _shared(self.using).borrowed():
                 page = [self._tuple(record) for record in itertools.islice(records, PAGE)]
             if page:
                 yield page
@@ -246,6 +342,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
 
     # -- writes -----------------------------------------------------------------------
 
+    @mapped
     def put(
         self,
         config: RunnableConfig,
@@ -253,9 +350,10 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        thread_id, checkpoint_ns = _place(config)
         configurable = config["configurable"]
-        thread_id = str(configurable["thread_id"])
-        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        checkpoint_id = _checkpoint_id(checkpoint.get("id"), "checkpoint.id")
+        parent_id = _optional_checkpoint_id(configurable.get("checkpoint_id"), "checkpoint_id")
         # Serialized before the connection is taken: the lock covers SQL only.
         # Small values ride in the checkpoint's row, every one the checkpoint
         # reads, and so does an "empty" mark for every channel it has a
@@ -299,6 +397,11 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             elif channel in new_versions:
                 type_, blob = dumps(value)
                 version = str(new_versions[channel])
+                if len(version) > _ID_CHARS:
+                    raise exceptions.ValidationError(
+                        f"the version of channel {channel!r} is longer than {_ID_CHARS} characters",
+                        field="new_versions",
+                    )
                 blobs.append(ChannelBlob(channel=channel, version=version, type=type_, blob=blob))
         for channel in versions:
             if channel not in values:
@@ -312,11 +415,17 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         # (Checkpoint.channel_versions) and put back from there on reading.
         type_, data = dumps({**checkpoint, "channel_values": {}, "channel_versions": {}})
         metadata = get_serializable_checkpoint_metadata(config, metadata)
+        # The API's rules for the two JSON columns, and the run id's column size.
+        require_json_value(metadata, "metadata")
+        require_json_value(versions, "checkpoint.channel_versions")
+        run_id = metadata.get("run_id")
+        if isinstance(run_id, str):
+            require_storable_text(run_id, "metadata.run_id", _ID_CHARS)
         self.store.put(
             thread_id,
             checkpoint_ns,
-            checkpoint["id"],
-            configurable.get("checkpoint_id"),
+            checkpoint_id,
+            parent_id,
             type_,
             data,
             metadata,
@@ -329,10 +438,11 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
             "configurable": {
                 "thread_id": thread_id,
                 "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint["id"],
+                "checkpoint_id": checkpoint_id,
             }
         }
 
+    @mapped
     def put_writes(
         self,
         config: RunnableConfig,
@@ -340,7 +450,10 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        configurable = config["configurable"]
+        thread_id, checkpoint_ns = _place(config)
+        checkpoint_id = _checkpoint_id(config["configurable"].get("checkpoint_id"), "checkpoint_id")
+        require_storable_text(task_id, "task_id", _ID_CHARS, blank=False)
+        require_storable_text(task_path, "task_path")
         dumps = self.serde.dumps_typed
         index = WRITES_IDX_MAP.get
         rows: builtins.list[PendingWriteRow] = []
@@ -349,33 +462,45 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         # loop for both: a comprehension and all()'s generator are frames.
         special = True
         for idx, (channel, value) in enumerate(writes):
+            require_storable_text(channel, "writes[].channel")
             # Positional (types/frozen.py): task_id, task_path, idx, channel, type, blob.
             rows.append(_new_write(task_id, task_path, index(channel, idx), channel, *dumps(value)))
             special = special and channel in WRITES_IDX_MAP
         self.store.put_writes(
-            str(configurable["thread_id"]),
-            configurable.get("checkpoint_ns", ""),
-            configurable["checkpoint_id"],
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
             rows,
             replace=special,
             owner_id=self.owner_id,
         )
 
+    @mapped
     def delete_thread(self, thread_id: str) -> None:
+        thread_id = _thread_id(thread_id)
         with _shared(self.using).borrowed():
-            self.store.delete_thread(str(thread_id))
+            self.store.delete_thread(thread_id)
 
+    @mapped
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        ids = [
+            require_storable_text(str(r), f"run_ids[{n}]", _ID_CHARS)
+            for n, r in enumerate(_listed(run_ids, "run_ids"))
+        ]
         with _shared(self.using).borrowed():
-            self.store.delete_for_runs([str(r) for r in run_ids])
+            self.store.delete_for_runs(ids)
 
+    @mapped
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source, target = _thread_id(source_thread_id), _thread_id(target_thread_id)
         with _shared(self.using).borrowed():
-            self.store.copy_thread(str(source_thread_id), str(target_thread_id))
+            self.store.copy_thread(source, target)
 
+    @mapped
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        ids = [_thread_id(t) for t in _listed(thread_ids, "thread_ids")]
         with _shared(self.using).borrowed():
-            self.store.prune([str(t) for t in thread_ids], strategy=strategy)
+            self.store.prune(ids, strategy=strategy)
 
     def get_next_version(self, current: str | int | None, channel: None) -> str:
         """A version that sorts after ``current`` and is unique to this write.
@@ -456,6 +581,13 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         ]
         versions = checkpoint["channel_versions"]
         versions[TASKS] = max(versions.values()) if versions else self.get_next_version(None, None)
+
+
+def _listed(values: Any, field: str) -> builtins.list[Any]:
+    """``values`` as a list; a string (one id, not a list of characters) is refused."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence | set | frozenset):
+        raise exceptions.ValidationError(f"{field} must be a list of ids", field=field)
+    return builtins.list(values)
 
 
 #: Checkpoints ``list``/``alist`` read per page (per hop, for ``alist``).

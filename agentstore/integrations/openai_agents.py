@@ -57,7 +57,7 @@ from agents.memory.session_settings import coerce_session_settings, resolve_sess
 from agentstore import exceptions
 from agentstore.formats.agentsession import Entry
 from agentstore.integrations import db_thread
-from agentstore.integrations.conversation import ConversationLog
+from agentstore.integrations.conversation import ConversationLog, checked, checked_limit
 from agentstore.stores.log import LogStore
 
 __all__ = ["HARNESS", "MARK", "AgentStoreSession", "entry_item", "item_entry"]
@@ -91,15 +91,20 @@ def item_entry(item: Any, *, index: int = 0) -> dict[str, Any]:
 
     An item without ``type`` is stored as a ``message`` and marked so that
     :func:`entry_item` gives it back without. ``index`` names the item in errors.
+    The entry must pass the API's body rules (:func:`.conversation.checked`:
+    depth, JSON values, finite numbers, no NUL or lone surrogate), else
+    ``ValidationError`` — before anything is written.
     """
+    field = f"items[{index}]"
     if not isinstance(item, dict):
         raise exceptions.ValidationError(
-            f"items[{index}] must be a JSON object (a Responses input item)",
-            field=f"items[{index}]",
+            f"{field} must be a JSON object (a Responses input item)", field=field
         )
     if "type" in item:
-        return {"type": "item", "item": item}
-    return {"type": "item", "item": {"type": "message", **item}, MARK: {"typeless": True}}
+        return checked({"type": "item", "item": item}, field)
+    return checked(
+        {"type": "item", "item": {"type": "message", **item}, MARK: {"typeless": True}}, field
+    )
 
 
 def entry_item(entry: Entry) -> TResponseInputItem:
@@ -158,7 +163,7 @@ class AgentStoreSession(SessionABC):
         limit all (the SDK's SQLite semantics). An unknown session has no items
         (nothing is created). Takes no hold.
         """
-        wanted = resolve_session_limit(limit, self.session_settings)
+        wanted = resolve_session_limit(checked_limit(limit), self.session_settings)
         if wanted is not None and wanted < 0:
             wanted = None
         if wanted == 0:

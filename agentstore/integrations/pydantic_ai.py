@@ -34,21 +34,26 @@ conversation on meanwhile, the optional owner) are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
+from pydantic_core import PydanticSerializationError
 
-from agentstore.integrations.conversation import ConversationLog
+from agentstore import exceptions
+from agentstore.formats.agentsession.describe import PYDANTIC_AI_MESSAGE
+from agentstore.integrations.conversation import ConversationLog, checked, checked_limit
 from agentstore.stores.log import LogStore
 
 __all__ = ["ENTRY_TYPE", "HARNESS", "MessageHistory"]
 
 #: ``harness.name`` of the sessions this module creates.
 HARNESS = "pydantic-ai"
-#: The entry type of one stored message (an agentsession extension entry).
-ENTRY_TYPE = "pydantic_ai:message"
+#: The entry type of one stored message (an agentsession extension entry; the
+#: admin and ``manage.py agentstore show`` put it into words part by part).
+ENTRY_TYPE = PYDANTIC_AI_MESSAGE
 _TYPES = frozenset({ENTRY_TYPE})
 
 
@@ -84,7 +89,7 @@ class MessageHistory:
         prefer no limit or trim with a history processor.
         """
         with self.log.lock:
-            entries = self.log.read(limit, types=_TYPES)
+            entries = self.log.read(checked_limit(limit), types=_TYPES)
         return ModelMessagesTypeAdapter.validate_python([e.data["message"] for e in entries])
 
     def save(self, messages: Any) -> int:
@@ -94,13 +99,14 @@ class MessageHistory:
         of ``ModelMessage``. Creates the session on first save. Raises
         ``ConcurrentWriter`` (nothing written) if the conversation moved on
         since this object's last :meth:`load` or save, ``SessionLocked`` if
-        another process holds it.
+        another process holds it. Anything that is not a ``ModelRequest`` or
+        ``ModelResponse``, or that the API would refuse in a body (too deep, a
+        NUL or lone surrogate, a number that is not finite — which Pydantic AI
+        would silently store as ``null``), raises ``ValidationError`` naming the
+        message, and nothing is written.
         """
-        new: Sequence[ModelMessage] = (
-            messages.new_messages() if hasattr(messages, "new_messages") else messages
-        )
-        dumped = ModelMessagesTypeAdapter.dump_python(list(new), mode="json")
-        entries = [{"type": ENTRY_TYPE, "message": message} for message in dumped]
+        new = messages.new_messages() if hasattr(messages, "new_messages") else messages
+        entries = _entries(new)
         with self.log.lock:
             self.log.write(entries)
         return len(entries)
@@ -136,3 +142,53 @@ class MessageHistory:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _entries(messages: Iterable[Any]) -> list[dict[str, Any]]:
+    """The entries that store ``messages``, checked by the API's body rules."""
+    if isinstance(messages, str | bytes | dict) or not isinstance(messages, Iterable):
+        raise exceptions.ValidationError(
+            "messages must be a run result or a list of ModelMessage", field="messages"
+        )
+    listed = list(messages)
+    for index, message in enumerate(listed):
+        if not isinstance(message, ModelRequest | ModelResponse):
+            raise exceptions.ValidationError(
+                f"messages[{index}] must be a ModelRequest or ModelResponse, "
+                f"not {type(message).__name__}",
+                field=f"messages[{index}]",
+            )
+    try:
+        # warnings="error": a value the adapter cannot serialize is refused,
+        # never written as something load() would not give back.
+        dumped = ModelMessagesTypeAdapter.dump_python(listed, mode="json", warnings="error")
+        # The Python dump keeps floats as they are: JSON mode writes inf/nan as null.
+        plain = ModelMessagesTypeAdapter.dump_python(listed, warnings="error")
+    except (PydanticSerializationError, ValueError, TypeError) as exc:
+        raise exceptions.ValidationError(
+            f"messages cannot be stored: {exc}", field="messages"
+        ) from exc
+    entries = []
+    for index, (message, raw) in enumerate(zip(dumped, plain, strict=True)):
+        field = f"messages[{index}]"
+        if _has_non_finite(raw):
+            raise exceptions.ValidationError(
+                f"{field} holds a number that is not finite (JSON has none)", field=field
+            )
+        entries.append(checked({"type": ENTRY_TYPE, "message": message}, field))
+    return entries
+
+
+def _has_non_finite(value: Any) -> bool:
+    """Whether a Python dump holds ``inf`` or ``nan`` (walked iteratively)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False

@@ -7,9 +7,12 @@
 
 Every read is bounded: the tree shows the newest ``limit`` checkpoints of one
 namespace (older ones are one "older" link away, paged by the insertion id), and
-values are cut to :data:`PREVIEW_CHARS`. Values are decoded with LangGraph's
-``JsonPlusSerializer`` when LangGraph is installed — which never unpickles (its
-pickle fallback is off) — and shown as "type, N bytes" otherwise.
+values are cut to :data:`PREVIEW_CHARS`. Values are decoded by
+``agentstore.formats.langgraph_values`` — LangGraph's MessagePack and JSON read
+as data, whether LangGraph is installed or not, never constructing the classes a
+value names and never unpickling — and shown as indented JSON-like text; a list
+of LangChain messages (a ``MessagesState``'s ``messages``) is also put into words
+by the format's describer, like every conversation the admin shows.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Count
 
+from agentstore.formats.agentsession.describe import Described, describe
+from agentstore.formats.langgraph_values import NotDecoded, decode, message_items, show
 from agentstore.models import Checkpoint, CheckpointWrite
 from agentstore.stores.checkpoints import CheckpointStore
 
@@ -36,7 +41,9 @@ __all__ = [
 ]
 
 #: Characters of a decoded value shown on the thread page.
-PREVIEW_CHARS = 400
+PREVIEW_CHARS = 4000
+#: Messages of one value put into words (the newest; the preview has the rest).
+MESSAGES_SHOWN = 200
 #: Checkpoints drawn per tree page.
 TREE_PAGE = 300
 
@@ -83,11 +90,15 @@ class ValueView:
     name: str
     type: str
     size: int
-    preview: str
+    preview: str  # the value as indented JSON-like text (or why it is not decoded)
     version: str = ""
     task_id: str = ""
     node: str = ""
     idx: int = 0
+    #: A value made of LangChain messages, item by item in words (else empty).
+    messages: tuple[Described, ...] = ()
+    #: Messages of the value not put into words (beyond MESSAGES_SHOWN).
+    messages_left_out: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +113,6 @@ class CheckpointDetail:
     writes: tuple[ValueView, ...]
     interrupts: tuple[ValueView, ...]
     open_interrupts: bool  # interrupts on the namespace's latest checkpoint: still waiting
-    decoded: bool
 
 
 def thread_view(
@@ -209,24 +219,25 @@ def checkpoint_detail(
     if record is None:
         return None
     latest = store.get(thread_id, checkpoint_ns) if checkpoint_id else record
-    decode = _decoder()
     channels = tuple(
-        ValueView(
+        _value_view(
+            blob.type,
+            blob.blob,
             name=blob.channel,
             version=blob.version,
             type=blob.type,
             size=len(blob.blob or b""),
-            preview=_preview(decode, blob.type, blob.blob),
         )
         for blob in sorted(record.blobs, key=lambda b: b.channel)
         if blob.type != "empty"
     )
     writes = tuple(
-        ValueView(
+        _value_view(
+            w.type,
+            w.blob,
             name=w.channel,
             type=w.type,
             size=len(w.blob),
-            preview=_preview(decode, w.type, w.blob),
             task_id=w.task_id,
             node=_node_of(w.task_path),
             idx=w.idx,
@@ -244,7 +255,6 @@ def checkpoint_detail(
         writes=writes,
         interrupts=tuple(w for w in writes if w.name == INTERRUPT),
         open_interrupts=latest is not None and latest.checkpoint_id == record.checkpoint_id,
-        decoded=decode is not None,
     )
 
 
@@ -255,22 +265,19 @@ def _node_of(task_path: str) -> str:
     return named[0] if named else ""
 
 
-def _decoder() -> Any:
-    try:
-        from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-    except ImportError:  # the langgraph extra is not installed: show types and sizes
-        return None
-    return JsonPlusSerializer()
-
-
-def _preview(decode: Any, type_: str, blob: bytes | None) -> str:
+def _value_view(type_: str, blob: bytes | None, **facts: Any) -> ValueView:
+    """One stored value, decoded as data (never constructed) and put into words."""
     if blob is None:
-        return ""
-    if decode is None:
-        return f"<{type_}, {len(blob)} bytes>"
+        return ValueView(preview="", **facts)
     try:
-        value = decode.loads_typed((type_, blob))
-    except Exception as exc:  # a value this process cannot decode is shown, not fatal
-        return f"<{type_}, {len(blob)} bytes: not decoded ({type(exc).__name__})>"
-    text = repr(value)
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+        value = decode(type_, blob)
+    except NotDecoded as exc:  # shown, not fatal: pickle, another serializer, damage
+        return ValueView(preview=f"<{type_}, {len(blob)} bytes: not decoded ({exc})>", **facts)
+    items = message_items(value)
+    views = tuple(describe({"type": "item", "item": item}) for item in items or ())
+    return ValueView(
+        preview=show(value, PREVIEW_CHARS),
+        messages=views[-MESSAGES_SHOWN:],
+        messages_left_out=max(0, len(views) - MESSAGES_SHOWN),
+        **facts,
+    )

@@ -12,7 +12,13 @@ that line. The *context* is the format's own (``Session.context_at``: the
 normative algorithm of docs/agentsession-format.md "Context and the request
 hash"), never a re-implementation, so the page shows exactly what a harness
 would send — and each recorded ``request_hash`` is checked against it
-(:func:`response_checks`).
+(:func:`response_checks`). A framework that keeps its own message history in
+extension entries (``describe.HISTORY_TYPES``: Pydantic AI's messages) sends the
+history its memory object loads — those entries on the path, oldest first — so
+the context lists their items too, part by part. Every entry is put into words
+by the format's describer; an entry that carries several items (a Pydantic AI
+message of several parts) is one line per item in the transcript and the
+context, as the OpenAI Agents SDK's items are.
 
 Everything here reads. The tree drawing itself (which rows, folding, paging) is
 ``selectors.admin_views``'s; these helpers only fill in the words of the rows
@@ -35,7 +41,13 @@ from agentstore import exceptions
 from agentstore.conf import agentstore_settings
 from agentstore.formats.agentsession import Session as LogSession
 from agentstore.formats.agentsession.context import request_context
-from agentstore.formats.agentsession.describe import Described, describe
+from agentstore.formats.agentsession.describe import (
+    HISTORY_TYPES,
+    PYDANTIC_AI_MESSAGE,
+    Described,
+    describe,
+    items_of,
+)
 from agentstore.models import Entry
 
 __all__ = [
@@ -185,6 +197,12 @@ class LogContextLine:
     reason: str
 
 
+#: Why a history entry's items are in the context, by entry type.
+_HISTORY_REASON = {
+    PYDANTIC_AI_MESSAGE: "Pydantic AI message history (what MessageHistory.load() returns)",
+}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LogContextView:
     """The format's context at one entry, explained against its path."""
@@ -260,6 +278,26 @@ def log_context_view(
             )
         )
     sent = set(context.item_entries)
+    # A framework's own history (Pydantic AI's messages): what its memory
+    # object's load() returns at this entry — its entries on the path, in order.
+    for entry in path:
+        if entry.type not in HISTORY_TYPES:
+            continue
+        sent.add(entry.id)
+        message = entry.data.get("message")
+        parts = message.get("parts") if isinstance(message, dict) else None
+        raw = parts if isinstance(parts, list) else []
+        for number, view in enumerate(items_of(describe(entry.data))):
+            lines.append(
+                LogContextLine(
+                    index=len(lines),
+                    view=view,
+                    item=raw[number] if number < len(raw) else None,
+                    entry_id=entry.id,
+                    entry_seq=session.seq_of(entry.id),
+                    reason=_HISTORY_REASON.get(entry.type, "message history"),
+                )
+            )
     omitted = {o["entry"]: o["reason"] for o in context.omitted}
     left_out: list[tuple[int, str, Described, str]] = []
     for position, entry in enumerate(path):
@@ -307,6 +345,10 @@ def log_context_view(
     )
 
 
+#: The entry types the transcript shows.
+_TRANSCRIBED = ("item", "compaction", "branch_summary", *sorted(HISTORY_TYPES))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TranscriptLine:
     """One item entry of a log session, in append order."""
@@ -322,19 +364,23 @@ def log_transcript(
 ) -> Page:  # type: ignore[type-arg]
     """One page of a log session's items (messages, calls, outputs, reasoning), by ``seq``.
 
-    Items of every branch, in append order, like the tree store's transcript;
-    the page's object list holds :class:`TranscriptLine` s.
+    Items of every branch, in append order, like the tree store's transcript —
+    the format's ``item`` entries, summaries, and a framework's history entries
+    (Pydantic AI's messages, a line per part); the page's object list holds
+    :class:`TranscriptLine` s (the page counts entries).
     """
     rows = (
         Entry.objects.using(using)
-        .filter(session_id=session_id, type__in=("item", "compaction", "branch_summary"))
+        .filter(session_id=session_id, type__in=_TRANSCRIBED)
         .order_by("seq")
         .values_list("seq", "entry_id", "created_at", "line")
     )
     result = Paginator(rows, per_page).get_page(page)
+    # One line per item: an entry of several (a Pydantic AI message) is several lines.
     lines: list[Any] = [
-        TranscriptLine(seq=seq, entry_id=eid, created_at=at, view=describe(_decode(line)))
+        TranscriptLine(seq=seq, entry_id=eid, created_at=at, view=view)
         for seq, eid, at, line in result.object_list
+        for view in items_of(describe(_decode(line)))
     ]
     result.object_list = lines
     return result

@@ -1,17 +1,23 @@
 """A LangGraph graph that stops for a human, stored in agentstore, resumed from another process.
 
-Run from a checkout (the demo project's settings; DATABASE_URL picks the database):
+Needs only the documented install — no Django project, no demo extras:
 
-    python manage.py migrate
-    python docs/examples/langgraph_interrupt.py start refund-7 "refund order 7"
+    pip install "agentstore[langgraph]"
+    python langgraph_interrupt.py start refund-7 "refund order 7"
     # … the process exits; later, in any other process:
-    python docs/examples/langgraph_interrupt.py resume refund-7 yes
-    python docs/examples/langgraph_interrupt.py show refund-7
+    python langgraph_interrupt.py resume refund-7 yes
+    python langgraph_interrupt.py show refund-7
+
+Without ``DJANGO_SETTINGS_MODULE`` it configures just enough Django itself and
+keeps the threads in ``langgraph_refunds.sqlite3`` (migrated on first use);
+with it (``DJANGO_SETTINGS_MODULE=mysite.settings``, a project that has
+``agentstore`` installed and migrated) it uses that project's database.
 
 ``start`` runs the graph until ``interrupt()`` asks for approval and exits;
 the checkpoint and the open interrupt are in the database. ``resume`` answers
 with ``Command(resume=…)`` and the graph carries on from where it stopped.
-docs/integrations/langgraph.md walks through it; tests/integrations runs it.
+docs/integrations/langgraph.md walks through it; tests/integrations runs it both
+ways (standalone, and with a project's settings on SQLite and PostgreSQL).
 """
 
 from __future__ import annotations
@@ -52,12 +58,51 @@ def build_graph() -> Any:
     return builder.compile(checkpointer=AgentstoreSaver())
 
 
-def main(argv: list[str]) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+def setup_django() -> None:
+    """A project's settings when ``DJANGO_SETTINGS_MODULE`` names them, else a SQLite file."""
     import django
+    from django.conf import settings
 
+    if os.environ.get("DJANGO_SETTINGS_MODULE"):
+        django.setup()
+        return
+    settings.configure(
+        INSTALLED_APPS=[
+            "django.contrib.admin",
+            "django.contrib.auth",
+            "django.contrib.contenttypes",
+            "django.contrib.sessions",
+            "django.contrib.messages",
+            "rest_framework",
+            "django_filters",
+            "drf_spectacular",
+            "agentstore",
+        ],
+        DATABASES={
+            "default": {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": "langgraph_refunds.sqlite3",
+                "OPTIONS": {
+                    "transaction_mode": "IMMEDIATE",
+                    "timeout": 20,
+                    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+                },
+                "CONN_MAX_AGE": None,
+            }
+        },
+        USE_TZ=True,
+    )
     django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def main(argv: list[str]) -> int:
+    if os.environ.get("DJANGO_SETTINGS_MODULE"):
+        # A checkout's own project (the tests run it so): importable from here.
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    setup_django()
     from langgraph.types import Command
 
     command, thread_id, *rest = argv

@@ -16,6 +16,7 @@ package is missing.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,11 @@ WIDTHS = (1366, 1920)
 
 # Horizontal overflow of the page, of every changelist table inside the scroll
 # box the admin gives it (which hides an overflow from the page check), and of
-# the content of agentstore's own views.
+# the content of agentstore's own views — and overlap inside a page of columns
+# (the LangGraph thread page's tree beside its checkpoint): a column whose
+# content is wider than the column spills over its neighbour without making
+# anything scroll, so each column's content must fit it and nothing drawn in
+# one column may reach into the next.
 _OVERFLOW = """() => {
   const doc = document.documentElement;
   const out = [];
@@ -147,8 +152,52 @@ _OVERFLOW = """() => {
     if (box.scrollWidth > box.clientWidth + 1)
       out.push(`${box.className || box.id} ${box.scrollWidth} > ${box.clientWidth}`);
   }
+  for (const grid of document.querySelectorAll('.agentstore-thread')) {
+    const cells = [...grid.children];
+    for (const cell of cells) {
+      if (cell.scrollWidth > cell.clientWidth + 1)
+        out.push(`column #${cell.id} ${cell.scrollWidth} > ${cell.clientWidth}`);
+    }
+    for (let i = 0; i + 1 < cells.length; i++) {
+      const next = cells[i + 1].getBoundingClientRect();
+      for (const el of cells[i].querySelectorAll('*')) {
+        const r = el.getBoundingClientRect();
+        if (r.width && r.right > next.left + 1 && r.top < next.bottom && r.bottom > next.top) {
+          out.push(`#${cells[i].id} overlaps #${cells[i + 1].id}: ${el.tagName} ends at ` +
+                   `${Math.round(r.right)} > ${Math.round(next.left)}`);
+          break;
+        }
+      }
+    }
+  }
   return out;
 }"""
+
+
+def fits(page: Any, pages: list[tuple[str, str]]) -> list[str]:
+    """Open each ``(name, url)`` at every width of :data:`WIDTHS`; what overflows or overlaps.
+
+    Every fold is opened first, so what hides inside a ``<details>`` is measured
+    too; a screenshot of each goes to ``var/screenshots/fit-<width>-<name>.png``.
+    """
+    problems: list[str] = []
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        for name, url in pages:
+            response = page.goto(url)
+            assert response is not None and response.status == 200, (name, url)
+            page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+            problems += [f"{width}px {name}: {p}" for p in page.evaluate(_OVERFLOW)]
+            page.screenshot(path=str(SHOTS / f"fit-{width}-{name}.png"), full_page=True)
+    return problems
+
+
+def log_in(page: Any, base: str) -> None:
+    page.goto(f"{base}/admin/login/?next=/admin/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", "tour-password")
+    page.click("input[type=submit]")
+    page.wait_for_selector("#agentstore-dashboard")
 
 
 def _pages(world: World, log_id: str, base: str) -> list[tuple[str, str]]:
@@ -173,6 +222,65 @@ def _pages(world: World, log_id: str, base: str) -> list[tuple[str, str]]:
     return pages
 
 
+def seed_integrations() -> dict[str, str]:
+    """A Pydantic AI conversation and a LangGraph thread with a fork and an open interrupt.
+
+    What the integrations store, as their own code stores it (offline models and
+    graphs): ``{"pydantic": session id, "graph": thread id}``. Long texts and
+    deep forks are what make a page overflow if anything does.
+    """
+    from langgraph.types import Command
+
+    from agentstore.integrations.langgraph import AgentstoreSaver
+    from agentstore.integrations.pydantic_ai import MessageHistory
+    from tests.integrations.graphs import approval_graph, chat_graph
+    from tests.integrations.pydantic_fakes import thoughtful_weather_agent
+
+    with MessageHistory("weather-pydantic") as history:
+        for city in ("Paris", "Oslo"):
+            result = thoughtful_weather_agent().run_sync(
+                f"Weather in {city}?", message_history=history.load()
+            )
+            history.save(result)
+    graph = approval_graph(AgentstoreSaver())
+    config = {"configurable": {"thread_id": "refunds-42"}}
+    graph.invoke({"request": "refund order 41 " + "with-a-long-unbroken-reason-" * 6}, config)
+    first_wait = graph.get_state(config)
+    graph.invoke(Command(resume="yes"), config)
+    graph.invoke(Command(resume="no"), first_wait.config)  # a fork from the first wait
+    graph.invoke({"request": "refund order 42"}, config)  # waits again
+    chat = chat_graph()
+    chat_config = {"configurable": {"thread_id": "chat-7"}}
+    for text in ("hello", "x" * 300, "the weather in Paris?"):
+        chat.invoke({"messages": [("human", text)]}, chat_config)
+    return {"pydantic": "weather-pydantic", "graph": "refunds-42", "chat": "chat-7"}
+
+
+def seeded_integrations() -> dict[str, str]:
+    """:func:`seed_integrations` on a thread of its own.
+
+    Playwright's sync API runs an event loop in the test's thread, and the
+    agents and graphs run their own.
+    """
+    out: dict[str, str] = {}
+    errors: list[BaseException] = []
+
+    def seed() -> None:
+        try:
+            out.update(seed_integrations())
+        except BaseException as exc:  # re-raised in the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=seed)
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
+    return out
+
+
 @pytest.mark.django_db(transaction=True)
 def test_every_page_fits(page: Any, live_server: Any) -> None:
     from agentstore.demo import log as demo_log
@@ -182,30 +290,28 @@ def test_every_page_fits(page: Any, live_server: Any) -> None:
     User.objects.create_superuser("admin", "admin@example.com", "tour-password")
     world: World = seed_world()
     demo_log.seed(None)
+    integrations = seeded_integrations()
     # Long names, paths and unbroken text: what makes a page overflow if anything does.
     tree = TreeStore()
     long = tree.create_session("/srv/" + "very-long-directory-name/" * 8, "a long name " * 12)
     tree.append_message(long.id, None, MessageEntity(role="user", content="x" * 400))
     base = live_server.url
-    page.goto(f"{base}/admin/login/?next=/admin/")
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", "tour-password")
-    page.click("input[type=submit]")
-    page.wait_for_selector("#agentstore-dashboard")
-    problems: list[str] = []
+    log_in(page, base)
+    session = f"{base}/admin/agentstore/session"
+    pages = [
+        *_pages(world, demo_log.SESSION_ID, base),
+        ("long-tree", f"{session}/{long.id}/tree/"),
+        ("long-change", f"{session}/{long.id}/change/"),
+        *[
+            (f"pydantic-{view}", f"{session}/{integrations['pydantic']}/{view}/")
+            for view in ("change", "tree", "context", "transcript")
+        ],
+        ("graph-thread", f"{session}/{integrations['graph']}/checkpoints/"),
+        ("graph-chat", f"{session}/{integrations['chat']}/checkpoints/"),
+    ]
+    problems = fits(page, pages)
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
-        for name, url in [
-            *_pages(world, demo_log.SESSION_ID, base),
-            ("long-tree", f"{base}/admin/agentstore/session/{long.id}/tree/"),
-            ("long-change", f"{base}/admin/agentstore/session/{long.id}/change/"),
-        ]:
-            response = page.goto(url)
-            assert response is not None and response.status == 200, (name, url)
-            # Open every fold, so what hides inside a <details> is measured too.
-            page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
-            problems += [f"{width}px {name}: {p}" for p in page.evaluate(_OVERFLOW)]
-            page.screenshot(path=str(SHOTS / f"fit-{width}-{name}.png"), full_page=True)
         # The confirmation page of an operation fits too.
         page.goto(f"{base}/admin/agentstore/session/{world.tree_id}/change/")
         page.click("#break-lock")

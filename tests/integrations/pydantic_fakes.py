@@ -11,7 +11,9 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
+    RetryPromptPart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -39,6 +41,53 @@ def weather_agent(seen: list[int]) -> Agent[None, str]:
 
     agent: Agent[None, str] = Agent(
         FunctionModel(respond), instructions="Answer about the weather."
+    )
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return WEATHER.get(city, "fog, 9°C")
+
+    return agent
+
+
+def thoughtful_weather_agent() -> Agent[None, str]:
+    """A weather agent whose conversation has every part the admin must show.
+
+    System prompt and instructions, the user prompt, the model's thinking and
+    text beside its tool call, a call with wrong arguments (Pydantic AI answers
+    with a retry prompt naming the validation error), the corrected call, the
+    tool's return and the final answer.
+    """
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        part = messages[-1].parts[-1]
+        refused = isinstance(part, RetryPromptPart) or (
+            isinstance(part, ToolReturnPart) and part.outcome != "success"
+        )
+        if refused:  # the arguments were wrong (Pydantic AI 2 returns the errors)
+            city = part.tool_call_id[5:]
+            return ModelResponse(
+                parts=[ToolCallPart("get_weather", {"city": city}, tool_call_id=f"good_{city}")]
+            )
+        if isinstance(part, ToolReturnPart):
+            return ModelResponse(
+                parts=[TextPart(f"In {part.tool_call_id[5:]} it is {part.content}.")]
+            )
+        assert isinstance(part, UserPromptPart) and isinstance(part.content, str)
+        city = part.content.rsplit(" ", 1)[-1].strip("?")
+        return ModelResponse(
+            parts=[
+                ThinkingPart("The user wants the weather; the tool knows it."),
+                TextPart("Let me look that up."),
+                ToolCallPart("get_weather", {"town": city}, tool_call_id=f"bad__{city}"),
+            ]
+        )
+
+    agent: Agent[None, str] = Agent(
+        FunctionModel(respond),
+        system_prompt="You are a weather bot.",
+        instructions="Answer about the weather.",
     )
 
     @agent.tool_plain

@@ -75,6 +75,43 @@ def test_docs_example_interrupts_and_resumes_in_another_process(test_database_ur
     assert resumed["next"] == [] and resumed["waiting_for"] == []
 
 
+#: The example as ``pip install "agentstore[langgraph]"`` leaves it: no Django project,
+#: and the demo's extras (drf-spectacular-sidecar) cannot be imported.
+STANDALONE = """
+import runpy, sys
+sys.modules["drf_spectacular_sidecar"] = None  # import raises ImportError
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_docs_example_runs_in_the_documented_install(tmp_path: Any) -> None:
+    example = str(REPO_ROOT / "docs/examples/langgraph_interrupt.py")
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL")
+    }
+    env["PYTHONPATH"] = str(REPO_ROOT)  # this checkout's agentstore, as if installed
+
+    def run(*args: str) -> Any:
+        done = subprocess.run(
+            [sys.executable, "-c", STANDALONE, example, *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert run("start", "refund-8", "refund order 8")["next"] == ["review"]
+    # A new process: the thread comes from the example's own SQLite file.
+    resumed = run("resume", "refund-8", "no")
+    assert resumed["values"]["outcome"] == "declined" and resumed["next"] == []
+    assert (tmp_path / "langgraph_refunds.sqlite3").exists()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_interrupt_then_resume_with_command() -> None:
     graph = approval_graph(AgentstoreSaver())
