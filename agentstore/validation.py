@@ -40,7 +40,6 @@ __all__ = [
     "json_value_problem",
     "name_problem",
     "parse_json",
-    "python_json_problem",
     "require_aware",
     "require_json",
     "require_json_object",
@@ -122,6 +121,22 @@ def require_name(value: str | None, field: str, limit: int = MAX_NAME_LENGTH) ->
     return value
 
 
+def _string_problem(text: str) -> str:
+    """What a string holds that the databases cannot store, or ``""``: the one text rule.
+
+    A NUL character (PostgreSQL text refuses it; SQLite would keep a value the
+    other backend cannot) or a lone surrogate (not encodable as UTF-8).
+    """
+    if "\x00" in text:
+        return "contains a NUL character"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains a lone surrogate"
+    return ""
+
+
 def json_text_problem(value: Any) -> str:
     """What a parsed JSON value holds that the databases cannot store, or ``""``.
 
@@ -133,13 +148,9 @@ def json_text_problem(value: Any) -> str:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
-                return "contains a NUL character"
-            if not item.isascii():
-                try:
-                    item.encode("utf-8")
-                except UnicodeEncodeError:
-                    return "contains a lone surrogate"
+            problem = _string_problem(item)
+            if problem:
+                return problem
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -212,68 +223,6 @@ def json_problem(value: Any) -> str:
     return json_text_problem(value)
 
 
-def _json_type_problem(value: Any) -> str:
-    """What keeps one Python value (not its children) from being a JSON value, or ``""``."""
-    if value is None or isinstance(value, (bool, str, list, dict)):
-        return ""
-    if isinstance(value, int):
-        return ""
-    if isinstance(value, float):
-        return "" if math.isfinite(value) else f"is {value!r}, which JSON has no number for"
-    if isinstance(value, tuple):
-        return "is a tuple: JSON would read it back as a list (pass a list)"
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return "is bytes, which JSON has no type for (pass text, e.g. base64)"
-    return f"is a {type(value).__name__}, which is not JSON"
-
-
-def python_json_problem(value: Any, where: str = "value") -> str:
-    """Why a Python value would not be stored as JSON that reads back unchanged, or ``""``.
-
-    The rule for values handed to agentstore from Python rather than parsed
-    from JSON text (a ``django.tasks`` call's arguments), matching what the
-    API's strict parser lets through (docs/operations.md, "Request limits"):
-    only ``None``, ``bool``, ``int``, finite ``float``, ``str``, ``list`` and
-    ``dict`` with string keys — a tuple, bytes, a set or a non-string key is
-    refused rather than silently converted — nested at most ``JSON_MAX_DEPTH``
-    deep (which also stops a value that contains itself), and no NUL or lone
-    surrogate in any text (:func:`json_text_problem`). The answer names the
-    place, from ``where`` (``args[0]['when']``). The walk is iterative.
-    """
-    from agentstore.conf import agentstore_settings
-
-    limit = int(agentstore_settings.JSON_MAX_DEPTH)
-    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
-    while stack:
-        item, path, depth = stack.pop()
-        problem = _json_type_problem(item)
-        if problem:
-            return f"{path} {problem}"
-        if isinstance(item, str):
-            problem = json_text_problem(item)
-            if problem:
-                return f"{path} {problem}"
-            continue
-        if not isinstance(item, (list, dict)):
-            continue
-        if depth >= limit:
-            return f"{path} nests deeper than {limit} levels (JSON_MAX_DEPTH)"
-        if isinstance(item, list):
-            stack.extend((child, f"{path}[{n}]", depth + 1) for n, child in enumerate(item))
-            continue
-        for key, child in item.items():
-            if not isinstance(key, str):
-                return (
-                    f"{path} has the key {key!r}: JSON object keys are text "
-                    "(it would read back as a string)"
-                )
-            problem = json_text_problem(key)
-            if problem:
-                return f"{path} has a key that {problem}"
-            stack.append((child, f"{path}[{key!r}]", depth + 1))
-    return ""
-
-
 def require_json(text: str | bytes | None, field: str) -> Any:
     """Parse ``text`` as JSON of any shape, or raise "<field> must be valid JSON"."""
     if text is None:
@@ -311,14 +260,7 @@ def storable_text_problem(value: object, limit: int | None = None, *, blank: boo
         return "is required"
     if limit is not None and len(value) > limit:
         return f"is longer than {limit} characters"
-    if "\x00" in value:
-        return "must not contain a NUL character"
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "must not contain lone surrogates"
-    return ""
+    return _string_problem(value)
 
 
 def require_storable_text(
@@ -332,85 +274,91 @@ def require_storable_text(
     return value
 
 
-def json_value_problem(value: Any) -> str:
+def json_value_problem(value: Any, where: str = "value", *, strict: bool = False) -> str:
     """Why a Python value may not be stored as JSON, or ``""``: the API's body rules.
 
-    One iterative walk (a deep value cannot exhaust the stack) refuses what a
-    request body could not carry past ``api.parsers.StrictJSONParser`` and the
-    serializers: nesting deeper than ``JSON_MAX_DEPTH``, a value that is not
-    JSON (``None``, booleans, numbers, strings, lists or tuples, objects with
-    string keys), a non-finite number (``inf``, ``nan``: JSON has none), and a
-    string or key with a NUL or a lone surrogate. Byte size is the HTTP
-    door's own bound (``DATA_UPLOAD_MAX_MEMORY_SIZE`` protects a server from its
-    clients) and is not applied here.
+    The one rule for values handed to agentstore from Python rather than parsed
+    from a request body (an integration's items and checkpoint metadata, a
+    ``django.tasks`` call's arguments), matching what the API's strict parser
+    and serializers let through (docs/operations.md, "Request limits"):
+    ``None``, booleans, integers, finite floats, strings, lists and objects with
+    string keys, nested at most ``JSON_MAX_DEPTH`` deep (which also stops a
+    value that contains itself), with no NUL or lone surrogate in any string or
+    key. ``strict``: the value must also read back *unchanged* — a tuple (JSON
+    gives a list back) is refused rather than converted (``django.tasks``
+    arguments); otherwise a tuple is an array. Sets, bytes and other objects
+    are never JSON. The answer names the place, from ``where``
+    (``args[0]['when'] is a datetime: not JSON (datetime)``).
+
+    One iterative walk (a deep value cannot exhaust the stack), exact types
+    first and a container's scalar members checked in place: the LangGraph
+    saver checks every checkpoint's metadata this way (~2 µs, not ~10). Byte
+    size is the HTTP door's own bound (``DATA_UPLOAD_MAX_MEMORY_SIZE`` protects
+    a server from its clients) and is not applied here.
     """
     limit = int(agentstore_settings.JSON_MAX_DEPTH)
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
     push, pop = stack.append, stack.pop
-    # The integrations check every item and checkpoint this way: exact types
-    # are tested first and a container's scalar members in place, without a
-    # trip through the stack (a checkpoint's metadata costs ~2 µs, not ~10).
     while stack:
-        item, depth = pop()
+        item, depth, path = pop()
         kind = type(item)
-        if kind is dict or kind is list or kind is tuple:
+        if kind is dict or kind is list or (kind is tuple and not strict):
             if depth >= limit:
-                return f"nests deeper than {limit} levels (JSON_MAX_DEPTH)"
+                return f"{path} nests deeper than {limit} levels (JSON_MAX_DEPTH)"
             depth += 1
             if kind is dict:
                 for key, child in item.items():
                     if type(key) is not str and not isinstance(key, str):
-                        return f"has an object key that is not a string ({type(key).__name__})"
+                        return (
+                            f"{path} has the key {key!r}: a key that is not a string "
+                            "(JSON object keys are text)"
+                        )
                     if "\x00" in key or (not key.isascii() and _string_problem(key)):
-                        return _string_problem(key)
+                        return f"{path} has a key that {_string_problem(key)}"
                     step = type(child)
                     if step is str:
                         if "\x00" in child or (not child.isascii() and _string_problem(child)):
-                            return _string_problem(child)
+                            return f"{path}[{key!r}] {_string_problem(child)}"
                     elif not (child is None or step is int or step is bool):
-                        push((child, depth))
+                        push((child, depth, f"{path}[{key!r}]"))
             else:
-                for child in item:
+                for n, child in enumerate(item):
                     step = type(child)
                     if step is str:
                         if "\x00" in child or (not child.isascii() and _string_problem(child)):
-                            return _string_problem(child)
+                            return f"{path}[{n}] {_string_problem(child)}"
                     elif not (child is None or step is int or step is bool):
-                        push((child, depth))
+                        push((child, depth, f"{path}[{n}]"))
         elif kind is str or isinstance(item, str):
             problem = _string_problem(item)
             if problem:
-                return problem
+                return f"{path} {problem}"
         elif item is None or isinstance(item, int):  # booleans included
             continue
         elif isinstance(item, float):
             if not math.isfinite(item):
-                return f"holds a number that is not finite ({item})"
+                return f"{path} is {item!r}: a number that is not finite (JSON has none)"
         elif isinstance(item, dict):
-            push((dict(item), depth))  # a dict subclass: checked as the dict it encodes
-        elif isinstance(item, list | tuple):
-            push((list(item), depth))
+            push((dict(item), depth, path))  # a dict subclass: checked as the dict it encodes
+        elif isinstance(item, list):
+            push((list(item), depth, path))
+        elif isinstance(item, tuple):
+            if strict:
+                return f"{path} is a tuple: JSON would read it back as a list (pass a list)"
+            push((list(item), depth, path))
+        elif isinstance(item, bytes | bytearray | memoryview):
+            return f"{path} is bytes: not JSON (bytes), pass text such as base64"
         else:
-            return f"holds a value that is not JSON ({kind.__name__})"
+            name = kind.__name__
+            return f"{path} is a {name}: not JSON ({name})"
     return ""
 
 
-def _string_problem(text: str) -> str:
-    if "\x00" in text:
-        return "contains a NUL character"
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return "contains a lone surrogate"
-    return ""
-
-
-def require_json_value(value: Any, field: str) -> Any:
-    """Return ``value`` if :func:`json_value_problem` finds nothing, else raise "<field> …"."""
-    problem = json_value_problem(value)
+def require_json_value(value: Any, field: str, *, strict: bool = False) -> Any:
+    """Return ``value`` if :func:`json_value_problem` finds nothing, else raise naming the place."""
+    problem = json_value_problem(value, field, strict=strict)
     if problem:
-        raise ValidationError(f"{field} {problem}", field=field)
+        raise ValidationError(problem, field=field)
     return value
 
 

@@ -137,7 +137,7 @@ def test_storable_text() -> None:
     assert require_storable_text("graph:1|sub/node:2", "checkpoint_ns") == "graph:1|sub/node:2"
     for bad, words in [
         ("a\x00", "NUL"),
-        ("\udfff", "lone surrogates"),
+        ("\udfff", "lone surrogate"),
         (3, "must be a string"),
         ("x" * 65, "longer than 64"),
     ]:

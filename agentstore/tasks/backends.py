@@ -49,7 +49,7 @@ from agentstore.tasks.framework import framework
 from agentstore.tasks.handlers import FUNCTION_KIND, NotRetryable
 from agentstore.tasks.repository import DetailInsert, TaskRepository
 from agentstore.types.tasks import TaskEntity
-from agentstore.validation import name_problem, python_json_problem
+from agentstore.validation import json_value_problem, name_problem
 
 if TYPE_CHECKING:
     from agentstore.tasks.handlers import Job
@@ -197,7 +197,7 @@ def call_arguments(args: list[Any], kwargs: dict[str, Any]) -> str:
     """The stored JSON of a call's arguments; ``InvalidTaskArguments`` if they are not JSON.
 
     The API's rules, so a Python enqueue stores nothing the HTTP API would
-    refuse (``agentstore.validation.python_json_problem``): plain JSON values
+    refuse (``agentstore.validation.json_value_problem``, strict): plain JSON values
     that read back unchanged — no NaN or Infinity, no NUL or lone surrogate, no
     bytes, tuples, sets or non-string keys (refused, not converted) — nested at
     most ``JSON_MAX_DEPTH`` deep, and at most ``DATA_UPLOAD_MAX_MEMORY_SIZE``
@@ -205,7 +205,7 @@ def call_arguments(args: list[Any], kwargs: dict[str, Any]) -> str:
     "Request limits"). Checked before anything is written.
     """
     for where, value in (("args", args), ("kwargs", kwargs)):
-        problem = python_json_problem(value, where)
+        problem = json_value_problem(value, where, strict=True)
         if problem:
             raise InvalidTaskArguments(f"task arguments: {problem}", field=where)
     text = json.dumps({"args": args, "kwargs": kwargs}, allow_nan=False)
