@@ -32,10 +32,12 @@ __all__ = [
     "name_problem",
     "parse_json",
     "require_aware",
+    "require_int",
     "require_json",
     "require_json_object",
     "require_max_length",
     "require_name",
+    "require_stored_text",
     "require_text",
     "require_uuid7",
 ]
@@ -234,3 +236,36 @@ def require_aware(value: datetime, field: str) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(f"{field} must be timezone-aware", field=field)
     return value.astimezone(UTC)
+
+
+#: The range of a ``BigIntegerField`` (token counts, durations, sizes).
+INT64_MAX = 2**63 - 1
+
+
+def require_int(value: Any, field: str, minimum: int = 0, maximum: int = INT64_MAX) -> int:
+    """Return ``value`` if it is an ``int`` (not a ``bool``) in ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{field} must be an integer", field=field)
+    if value < minimum:
+        if minimum == 0:
+            raise ValidationError(f"{field} must not be negative", field=field)
+        raise ValidationError(f"{field} must be at least {minimum}", field=field)
+    if value > maximum:
+        raise ValidationError(f"{field} must be at most {maximum}", field=field)
+    return value
+
+
+def require_stored_text(value: Any, field: str, max_length: int | None = None) -> str:
+    """Return ``value`` if both databases can store it as text: a ``str`` without NUL.
+
+    No NUL (PostgreSQL text cannot hold it) and no lone surrogate (not
+    encodable as UTF-8), at most ``max_length`` characters (the column's size).
+    """
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string", field=field)
+    if max_length is not None and len(value) > max_length:
+        raise ValidationError(f"{field} is longer than {max_length} characters", field=field)
+    problem = json_text_problem(value)
+    if problem:
+        raise ValidationError(f"{field} {problem}", field=field)
+    return value

@@ -24,6 +24,10 @@ INSERT_GRANT = (
     "ON CONFLICT (session_id, prompt_digest) DO NOTHING"
 )
 
+#: An imported approval (``LoopStore.import_session``): a prompt granted twice
+#: in one file, or already granted under the id, is an error, not a merge.
+IMPORT_GRANT = f"INSERT INTO {GRANT} ({columns(Grant)}) VALUES ({marks(Grant)})"
+
 
 class StepReads(NamedTuple):
     """The two step reads of one backend; params: (session, n) and (session,)."""
