@@ -3,7 +3,7 @@
     manage.py agentstore export SESSION > session.jsonl
     manage.py agentstore export SESSION... --out exports/
     manage.py agentstore import exports/*.jsonl --owner alice
-    manage.py agentstore export --database old SESSION... --out dir/   # SQLite → PostgreSQL
+    manage.py agentstore export --all --database old --out moved/   # SQLite → PostgreSQL
 
 Tree sessions export as pi files (the leaf on the last line), log sessions as
 agentsession files, byte for byte; loop sessions and LangGraph threads as
@@ -162,7 +162,10 @@ def _database_argument(parser: Any, what: str) -> None:
 
 
 def _export_arguments(parser: Any) -> None:
-    parser.add_argument("sessions", nargs="+", metavar="SESSION", help="session ids")
+    parser.add_argument("sessions", nargs="*", metavar="SESSION", help="session ids")
+    parser.add_argument(
+        "--all", action="store_true", help="every session of the database (with --out)"
+    )
     parser.add_argument(
         "--format", choices=["pi", "agentsession", "agentstore"], help="check the format"
     )
@@ -258,8 +261,21 @@ def _to_stdout(ctx: Context, lines: Iterable[str]) -> None:
 
 def _export(name: str, ctx: Context) -> None:
     using = _database(ctx, read_alias())
-    ids = [_full_id(text, using) for text in ctx.opt("sessions")]
     out = ctx.opt("out")
+    if ctx.opt("all"):
+        if ctx.opt("sessions") or out is None:
+            raise usage("export --all takes no session ids and needs --out DIR")
+        # Oldest first, so a parent's file comes before its children's.
+        ids = list(
+            Session.objects.using(using).order_by("created_at", "id").values_list("id", flat=True)
+        )
+    elif not ctx.opt("sessions"):
+        raise usage("name the sessions to export, or --all")
+    else:
+        ids = [_full_id(text, using) for text in ctx.opt("sessions")]
+    if not ids and ctx.opt("all"):
+        ctx.note("No sessions.")
+        return
     if out is None and len(ids) != 1:
         raise usage("export writes one session to stdout; use --out DIR for several")
     sessions = {s.id: s for s in Session.objects.using(using).filter(pk__in=ids)}
@@ -480,8 +496,13 @@ def _import(name: str, ctx: Context) -> None:
             ctx.note(f"[{number}/{len(files)}] {reason}")
             failed.append(reason)
             continue
-        except (OSError, UnicodeError) as exc:  # reading the file failed midway
-            reason = f"{shown}: cannot read it: {getattr(exc, 'strerror', None) or exc}"
+        except OSError as exc:  # reading the file failed midway
+            reason = f"{shown}: cannot read it: {exc.strerror or exc}"
+            ctx.note(f"[{number}/{len(files)}] {reason}")
+            failed.append(reason)
+            continue
+        except Exception as exc:  # anything else a bad file provokes: reported, never a traceback
+            reason = f"{shown}: {type(exc).__name__}: {exc}"
             ctx.note(f"[{number}/{len(files)}] {reason}")
             failed.append(reason)
             continue

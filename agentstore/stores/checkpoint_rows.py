@@ -135,7 +135,11 @@ def export_thread(
 
 
 def _pages(
-    model: type[Checkpoint | CheckpointBlob | CheckpointWrite], thread_id: str, fields: Sequence[str], using: str, page: int
+    model: type[Checkpoint | CheckpointBlob | CheckpointWrite],
+    thread_id: str,
+    fields: Sequence[str],
+    using: str,
+    page: int,
 ) -> Iterator[Sequence[Any]]:
     """``fields`` of the thread's rows of ``model`` by primary key, ``page`` per query."""
     rows = model.objects.using(using).filter(session_id=thread_id)

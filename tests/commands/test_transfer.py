@@ -581,3 +581,16 @@ def test_import_and_export_name_another_database_alias() -> None:
     assert "no such database alias: elsewhere" in fails(
         "export", "x", "--database", "elsewhere", code=2
     )
+
+
+def test_export_all_writes_every_session(tmp_path: Path) -> None:
+    sid, tid = loop_session(), graph_thread()
+    tree = TreeStore().create_session("/w").id
+    _, err = run("export", "--all", "--out", str(tmp_path))
+    assert "[3/3] · exported" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{k}.jsonl" for k in (sid, tid, tree)
+    )
+    assert "needs --out DIR" in fails("export", "--all", code=2)
+    assert "name the sessions to export, or --all" in fails("export", "--out", "x", code=2)
+    assert "takes no session ids" in fails("export", "--all", sid, "--out", str(tmp_path), code=2)
