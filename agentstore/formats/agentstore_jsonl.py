@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -111,7 +112,10 @@ def _stamp_in(value: Any) -> datetime:
         raise ValueError(f"is not an ISO 8601 timestamp: {value[:40]!r}") from None
     if stamp.tzinfo is None or stamp.utcoffset() is None:
         raise ValueError("must carry its time zone (Z)")
-    return stamp.astimezone(UTC)
+    try:
+        return stamp.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise ValueError(f"is out of range: {value[:40]!r}") from None
 
 
 _TEXT = (_same, _want(str, "must be a string"))
@@ -309,19 +313,31 @@ def _load(number: int, line: bytes, where: str) -> dict[str, Any]:
     return value
 
 
+@functools.cache
+def _shape(cls: type, keys: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """A record's known keys (its fields and the envelope) and the attributes with defaults."""
+    defaults = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+    return frozenset({*keys, "type", "format"}), frozenset(defaults)
+
+
 def _build(
-    cls: type, spec: list[tuple[str, str, Codec]], value: dict[str, Any], where: str, number: int
+    cls: type,
+    spec: list[tuple[str, str, Codec]],
+    value: dict[str, Any],
+    where: str,
+    number: int,
+    **given: Any,
 ) -> Any:
-    known = {key for key, _, _ in spec}
-    unknown = sorted(set(value) - known - {"type", "format"})
-    if unknown:
+    """``cls`` of a record's fields (``given``: fields the file does not carry)."""
+    known, defaults = _shape(cls, tuple(key for key, _, _ in spec))
+    if not known.issuperset(value):
+        unknown = sorted(set(value) - known)
         raise BadFile(
             f"{where}: unknown field {unknown[0]!r} in a {value['type']} record "
             "(a file from a newer agentstore?)",
             line=number,
         )
-    defaults = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = given
     for key, attr, (_, read) in spec:
         if key not in value:
             if attr in defaults:
@@ -444,9 +460,10 @@ class Decoder:
                     f"{where}: a {session.kind} session has no {kind!r} records", line=number
                 )
             cls, spec = _RECORDS[kind]
-            row = _build(cls, spec, value, where, number)
             if kind in ("step", "grant"):
-                row = dataclasses.replace(row, session_id=session.id)
+                row = _build(cls, spec, value, where, number, session_id=session.id)
+            else:
+                row = _build(cls, spec, value, where, number)
             counts[kind] += 1
             yield row
         raise BadFile(

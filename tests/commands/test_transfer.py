@@ -537,6 +537,15 @@ def test_a_failed_export_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Monk
             "created_at must carry its time zone",
         ),
         (b'{"type":"step","step_index":true}', "step_index must be an integer"),
+        (b'{"type":"step","created_at":"0001-01-01T00:00:00+01:00"}', "created_at is out of range"),
+        (
+            b'{"type":"step","step_type":"user","step_index":2147483648}',
+            "step.step_index must be at most 2147483647",
+        ),
+        (
+            b'{"type":"step","step_type":"user","tool_args":"not json"}',
+            "step.tool_args must be valid JSON",
+        ),
         (b"[1, 2]", 'line 2 is not a record (a JSON object with a "type")'),
     ],
 )
