@@ -55,6 +55,9 @@ __all__ = [
 
 FORMATS = {"tree": "pi", "log": "agentsession", "loop": "agentstore", "graph": "agentstore"}
 
+#: Session ids looked up per query by ``export`` (under every backend's parameter limit).
+ID_CHUNK = 500
+
 #: Records between two progress notes on stderr (exports and imports of loop and graph sessions).
 PROGRESS_EVERY = 10_000
 
@@ -199,6 +202,21 @@ def _out_directory(out: str) -> Path:
     return directory
 
 
+def _sessions(using: str, ids: list[str]) -> Iterator[tuple[str, Session | None]]:
+    """Each id with its session row (``None``: no such session), read 500 ids a query.
+
+    Chunked: ``--all`` may name more sessions than one ``IN (…)`` may hold
+    parameters (SQLite's limit), and only the id and kind are needed.
+    """
+    for start in range(0, len(ids), ID_CHUNK):
+        chunk = ids[start : start + ID_CHUNK]
+        found = {
+            s.id: s for s in Session.objects.using(using).filter(pk__in=chunk).only("id", "kind")
+        }
+        for session_id in chunk:
+            yield session_id, found.get(session_id)
+
+
 class _DirectoryUnwritable(Exception):
     """No file can be made in the ``--out`` directory: the export stops."""
 
@@ -278,13 +296,12 @@ def _export(name: str, ctx: Context) -> None:
         return
     if out is None and len(ids) != 1:
         raise usage("export writes one session to stdout; use --out DIR for several")
-    sessions = {s.id: s for s in Session.objects.using(using).filter(pk__in=ids)}
-    missing = [i for i in ids if i not in sessions]
     fmt = ctx.opt("format")
     if out is None:
-        if missing:
-            raise fail(f"no such session: {missing[0]}")
-        lines = export_lines(sessions[ids[0]], fmt, using=using)
+        session = next(_sessions(using, ids))[1]
+        if session is None:
+            raise fail(f"no such session: {ids[0]}")
+        lines = export_lines(session, fmt, using=using)
         try:
             _to_stdout(ctx, _with_progress(ctx, ids[0], lines))
         except exceptions.AgentStoreError as exc:
@@ -292,8 +309,8 @@ def _export(name: str, ctx: Context) -> None:
         return
     directory = _out_directory(out)
     failed = 0
-    for number, session_id in enumerate(ids, start=1):
-        if session_id in missing:
+    for number, (session_id, session) in enumerate(_sessions(using, ids), start=1):
+        if session is None:
             ctx.note(f"no such session: {session_id}")
             failed += 1
             continue
@@ -305,7 +322,7 @@ def _export(name: str, ctx: Context) -> None:
             failed += 1
             continue
         try:
-            lines = export_lines(sessions[session_id], fmt, using=using)
+            lines = export_lines(session, fmt, using=using)
             _write_file(target, _with_progress(ctx, session_id, lines))
         except _DirectoryUnwritable as exc:
             raise fail(f"--out {_shown(out)}: cannot write files there: {exc}") from None
