@@ -290,17 +290,19 @@ def test_a_newer_or_unknown_format_is_refused_by_name(tmp_path: Path) -> None:
 
 def test_long_records_travel_in_parts_under_the_line_limit(tmp_path: Path) -> None:
     sid = "long-1"
+    # The session record itself (line 1) is long too: the file starts with a part.
+    SessionStore().create("loop", session_id=sid, system_prompt="p" * 3000)
     store = LoopStore()
     store.append(RunStep(session_id=sid, step_type="tool", content="é" * 3000, created_at=T0))
     store.append(RunStep(session_id=sid, step_type="user", content="short", created_at=T0))
-    SessionStore().transfer(sid, None)
     before = rows_of(sid)
     with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000):
         text, _ = run("export", sid)
         lines = text.rstrip("\n").split("\n")
         assert max(len(line.encode()) for line in lines) <= 1000
         parts = [json.loads(line) for line in lines if '"type":"part"' in line]
-        assert len(parts) >= 6 and parts[-1]["last"] is True
+        assert len(parts) >= 10 and parts[-1]["last"] is True
+        assert json.loads(lines[0])["type"] == "part"
         path = write(tmp_path / "long.jsonl", text.rstrip("\n"))
         delete(sid)
         run("import", str(path))
