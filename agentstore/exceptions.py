@@ -74,6 +74,20 @@ class ValidationError(AgentStoreError, ValueError):
     field: str = ""
 
 
+class BadFile(ValidationError):
+    """An import file is not what it says: a line too long, not UTF-8, not JSON, cut short.
+
+    ``line`` is the 1-based number of the offending line (0: the file as a
+    whole, such as a missing end record); nothing of the file was stored
+    (docs/commands.md, "Files").
+    """
+
+    code = "bad_file"
+    default_message = "not a valid session file"
+    details: ClassVar[tuple[str, ...]] = ("field", "line")
+    line: int = 0
+
+
 class TooLarge(AgentStoreError):
     """The answer asked for is bigger than a surface builds in one go; ask for pages.
 

@@ -41,6 +41,7 @@ __all__ = [
     "name_problem",
     "parse_json",
     "require_aware",
+    "require_int",
     "require_json",
     "require_json_object",
     "require_json_value",
@@ -374,3 +375,20 @@ def require_aware(value: datetime, field: str) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(f"{field} must be timezone-aware", field=field)
     return value.astimezone(UTC)
+
+
+#: The range of a ``BigIntegerField`` (token counts, durations, sizes).
+INT64_MAX = 2**63 - 1
+
+
+def require_int(value: Any, field: str, minimum: int = 0, maximum: int = INT64_MAX) -> int:
+    """Return ``value`` if it is an ``int`` (not a ``bool``) in ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{field} must be an integer", field=field)
+    if value < minimum:
+        if minimum == 0:
+            raise ValidationError(f"{field} must not be negative", field=field)
+        raise ValidationError(f"{field} must be at least {minimum}", field=field)
+    if value > maximum:
+        raise ValidationError(f"{field} must be at most {maximum}", field=field)
+    return value

@@ -33,6 +33,9 @@ __all__ = [
     "COPY_THREAD",
     "GET_BY_ID",
     "GET_LATEST",
+    "IMPORT_BLOB",
+    "IMPORT_CHECKPOINT",
+    "IMPORT_WRITE",
     "INSERT_BLOB",
     "INSERT_WRITE",
     "READ_COLUMNS",
@@ -90,6 +93,13 @@ UPSERT_WRITE = (
     + "DO UPDATE SET "
     + _replace(CheckpointWrite, "channel", "type", "blob", "task_path")
 )
+
+#: An imported thread's rows (``stores/checkpoint_rows.py``): plain INSERTs, so a
+#: key repeated in the file is an error, never a silent merge. Parameters: the
+#: model's columns in order.
+IMPORT_CHECKPOINT = f"INSERT INTO {CHECKPOINT} ({columns(Checkpoint)}) VALUES ({marks(Checkpoint)})"
+IMPORT_BLOB = f"INSERT INTO {BLOB} ({columns(CheckpointBlob)}) VALUES ({marks(CheckpointBlob)})"
+IMPORT_WRITE = f"INSERT INTO {WRITE} ({columns(CheckpointWrite)}) VALUES ({marks(CheckpointWrite)})"
 
 #: The fields a checkpoint is read with (``get`` here, ``list`` through the ORM),
 #: in the order ``CheckpointStore`` unpacks them.

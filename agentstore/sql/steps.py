@@ -26,6 +26,10 @@ INSERT_GRANT = (
 #: A replayed approval refreshes ``granted_at``. Params: granted_at, session, digest.
 REFRESH_GRANT = f"UPDATE {GRANT} SET granted_at = %s WHERE session_id = %s AND prompt_digest = %s"
 
+#: An imported approval (``LoopStore.import_session``): a prompt granted twice
+#: in one file, or already granted under the id, is an error, not a merge.
+IMPORT_GRANT = f"INSERT INTO {GRANT} ({columns(Grant)}) VALUES ({marks(Grant)})"
+
 
 class StepReads(NamedTuple):
     """The two step reads of one backend; params: (session, n) and (session,)."""

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,13 +53,13 @@ from django.db.models import F, OrderBy, OuterRef, Subquery
 from django.db.models.functions import Collate
 
 from agentstore import db, sql
-from agentstore.db import SqlCursor
+from agentstore.db import SqlCursor, read_snapshot
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import steps as steps_sql
 from agentstore.stores.base import Clock, StoreBase
-from agentstore.stores.sessions import SessionStore
+from agentstore.stores.sessions import RowWriter, SessionStore
 from agentstore.types.frozen import positional_builder, require_fields
 from agentstore.types.loop import (
     FinalizeSummary,
@@ -69,9 +69,13 @@ from agentstore.types.loop import (
     SessionInfo,
     TokenUsage,
 )
-from agentstore.validation import require_json, require_name
+from agentstore.types.sessions import SessionRow
+from agentstore.validation import require_aware, require_int, require_json, require_name
 
-__all__ = ["LoopStore", "prompt_digest"]
+__all__ = ["EXPORT_PAGE", "LoopStore", "prompt_digest"]
+
+#: Steps (and grants) an export reads per query: its memory, whatever the session's length.
+EXPORT_PAGE = 500
 
 LOOP = SessionKind.LOOP.value
 
@@ -314,6 +318,128 @@ class LoopStore(StoreBase):
         if not self.write(write, orm=True):
             raise NoSession(f"no such session: {sid}")
 
+    # -- export and import (docs/commands.md, "Files") ------------------------
+
+    def export_rows(
+        self, session_id: str, *, page: int = EXPORT_PAGE
+    ) -> Iterator[SessionRow | RunStep | GrantInfo]:
+        """The session's row, then its steps in insertion order, then its grants.
+
+        Read ``page`` rows per query (keyset pages on the insertion id) inside
+        one read snapshot, so a 100,000-step session is never in memory at once
+        and a concurrent append is either wholly in the export or not at all.
+        ``NoSession`` (at the first ``next``) when there is no loop session.
+        Close the iterator (``contextlib.closing``) if you stop early: it holds
+        the snapshot until then.
+        """
+        with read_snapshot(self.using):
+            row = self.sessions.export_row(session_id)
+            if row is None or row.kind != LOOP:
+                raise NoSession(f"no such loop session: {session_id}")
+            yield row
+            steps = Step.objects.using(self.using).filter(session_id=session_id)
+            after = 0
+            while True:
+                rows = builtins.list(
+                    steps.filter(id__gt=after)
+                    .order_by("id")
+                    .values_list("id", *_STEP_ORDER[1:], "created_at")[:page]
+                )
+                for _, index, kind, text, args, ms, prompt, completion, at in rows:
+                    yield RunStep(
+                        session_id=session_id,
+                        step_index=index,
+                        step_type=kind,
+                        content=text,
+                        tool_args=None if args is None else bytes(args),
+                        duration_ms=ms,
+                        prompt_tokens=prompt,
+                        completion_tokens=completion,
+                        created_at=sql.utc(at),
+                    )
+                if len(rows) < page:
+                    break
+                after = rows[-1][0]
+            grants = Grant.objects.using(self.using).filter(session_id=session_id)
+            after = 0
+            while True:
+                found = builtins.list(
+                    grants.filter(id__gt=after)
+                    .order_by("id")
+                    .values_list("id", "prompt", "granted_at")[:page]
+                )
+                for _, prompt, granted_at in found:
+                    yield GrantInfo(
+                        session_id=session_id, prompt=prompt, granted_at=sql.utc(granted_at)
+                    )
+                if len(found) < page:
+                    break
+                after = found[-1][0]
+
+    def import_session(
+        self,
+        session: SessionRow,
+        rows: Iterable[RunStep | GrantInfo],
+        *,
+        owner: Any = None,
+    ) -> dict[str, int]:
+        """Store a loop session moved from another database: its row, steps and grants as given.
+
+        Every value is kept — step stamps, ``tool_args`` and ``data`` bytes,
+        the summary columns, ``created_at``/``updated_at`` — and steps keep
+        their order. ``rows`` is consumed as it comes and written in batches
+        (:meth:`SessionStore.import_rows`), all in one transaction: a bad row
+        anywhere stores nothing. Each step and grant is validated as
+        :meth:`append` and :meth:`grant` validate theirs, and must carry the
+        session's id and its own timestamp. Returns ``{"step": n, "grant": m}``.
+        ``SessionExists`` when the id is taken; ``ValidationError`` when a
+        grant repeats a prompt (in the rows, or left under the id before).
+        """
+        sid = session.id if isinstance(session, SessionRow) else ""
+        if isinstance(session, SessionRow) and session.kind != LOOP:
+            raise ValidationError("session.kind must be loop", field="session.kind")
+
+        def step_params(step: RunStep, connection: Any) -> Sequence[Any]:
+            row, created_at = _clean_step(step)
+            if row[0] != sid:
+                raise ValidationError(
+                    f"step.session_id {row[0]!r} is not the session's id {sid!r}",
+                    field="step.session_id",
+                )
+            if created_at is None:
+                raise ValidationError("step.created_at is required", field="step.created_at")
+            return (*row, sql.adapt_datetime(connection, created_at))
+
+        def grant_params(grant: GrantInfo, connection: Any) -> Sequence[Any]:
+            if grant.session_id != sid:
+                raise ValidationError(
+                    f"grant.session_id {grant.session_id!r} is not the session's id {sid!r}",
+                    field="grant.session_id",
+                )
+            text = _clean_prompt(grant.prompt)
+            granted_at = grant.granted_at
+            if not isinstance(granted_at, datetime):
+                raise ValidationError("grant.granted_at is required", field="grant.granted_at")
+            return sql.row(
+                Grant,
+                session_id=sid,
+                prompt=text,
+                prompt_digest=prompt_digest(text),
+                granted_at=sql.adapt_datetime(
+                    connection, require_aware(granted_at, "grant.granted_at")
+                ),
+            )
+
+        return self.sessions.import_rows(
+            session,
+            rows,
+            {
+                RunStep: RowWriter("step", steps_sql.INSERT, step_params),
+                GrantInfo: RowWriter("grant", steps_sql.IMPORT_GRANT, grant_params),
+            },
+            owner=owner,
+        )
+
     # -- approvals ----------------------------------------------------------
 
     def grant(self, session_id: str, prompt: str) -> None:
@@ -548,13 +674,7 @@ def _clean_text(value: Any, field: str, *, max_length: int | None = None) -> str
 
 
 def _clean_count(value: Any, field: str, maximum: int = INT64_MAX) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(f"{field} must be an integer", field=field)
-    if value < 0:
-        raise ValidationError(f"{field} must not be negative", field=field)
-    if value > maximum:
-        raise ValidationError(f"{field} must be at most {maximum}", field=field)
-    return value
+    return require_int(value, field, 0, maximum)
 
 
 def _clean_json_bytes(value: Any, field: str) -> bytes | None:

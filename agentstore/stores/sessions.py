@@ -15,6 +15,7 @@ INSERT, UPDATE and DELETE of a session row is in this module::
     sessions.delete(record.id)                 # runs the kind's cascade; False if missing
     sessions.hold(record.id)                   # LockInfo of the process holding it, or None
     sessions.break_hold(record.id)
+    sessions.export_row(record.id)             # the SessionRow an export file carries
 
 The tree, loop and log stores keep their entries, steps and lines; when one of
 their writes must touch the session row in the same transaction (an append
@@ -32,7 +33,7 @@ they call the methods here.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -47,10 +48,21 @@ from agentstore.sql import sessions as session_sql
 from agentstore.stores import log_holds
 from agentstore.stores.base import StoreBase
 from agentstore.types.log import LockInfo
-from agentstore.types.sessions import SessionRecord
-from agentstore.validation import require_aware, require_max_length, require_text
+from agentstore.types.sessions import SessionRecord, SessionRow
+from agentstore.validation import (
+    require_aware,
+    require_int,
+    require_json,
+    require_max_length,
+    require_name,
+    require_storable_text,
+    require_text,
+)
 
-__all__ = ["SessionStore"]
+__all__ = ["IMPORT_BATCH", "RowWriter", "SessionStore"]
+
+#: Rows an import sends in one ``executemany`` (its memory: one batch of rows).
+IMPORT_BATCH = 500
 
 KINDS = frozenset(SessionKind.values)
 
@@ -113,6 +125,40 @@ def _check_kind(kind: str) -> str:
             f"kind must be one of {', '.join(sorted(KINDS))}", field="kind"
         )
     return str(kind)
+
+
+# SessionRow's columns in its field order: what export_row reads.
+_ROW_FIELDS = tuple(SessionRow.__dataclass_fields__)
+# The text columns an import sets, with their sizes (None: unbounded text).
+_ROW_TEXT = {
+    "cwd": None,
+    "name": 500,
+    "parent_session": 255,
+    "model": 255,
+    "system_prompt": None,
+    "message_id": 255,
+    "status": 64,
+}
+_ROW_COUNTS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "step_count",
+    "duration_ms",
+    "data_bytes_carried",
+)
+
+
+class RowWriter(NamedTuple):
+    """How :meth:`SessionStore.import_rows` writes one type of row.
+
+    ``params(row, connection)`` validates the row (``ValidationError``) and
+    returns its INSERT parameters; ``statement`` is that INSERT (``%s``
+    marks); ``name`` counts the rows in the result and names them in errors.
+    """
+
+    name: str
+    statement: str
+    params: Callable[[Any, Any], Sequence[Any]]
 
 
 class PreparedUpsert(NamedTuple):
@@ -302,6 +348,131 @@ class SessionStore(StoreBase):
             return deleted
 
         return bool(self.write(write, orm=True))
+
+    # -- export and import of whole sessions (docs/commands.md, "Files") -----------
+
+    def export_row(self, session_id: str) -> SessionRow | None:
+        """The session's columns as an export file carries them; ``None`` when missing."""
+        found = (
+            Session.objects.using(self.using)
+            .filter(pk=session_id)
+            .values_list(*_ROW_FIELDS)
+            .first()
+        )
+        if found is None:
+            return None
+        values = dict(zip(_ROW_FIELDS, found, strict=True))
+        data = values["data"]
+        values["data"] = None if data is None else bytes(data)
+        return SessionRow(**values)
+
+    def import_rows(
+        self,
+        session: SessionRow,
+        rows: Iterable[Any],
+        writers: Mapping[type, RowWriter],
+        *,
+        owner: Any = None,
+        batch: int = IMPORT_BATCH,
+    ) -> dict[str, int]:
+        """Insert ``session`` and the rows that belong to it, in one transaction; the counts.
+
+        ``rows`` is read once, as it comes (a file being parsed), and written
+        ``batch`` rows at a time: a session of any length costs one batch of
+        memory. Each row is validated by its :class:`RowWriter` (by type) as it
+        arrives, so an error names the row just read; any error — a bad row,
+        a repeated key, one raised by ``rows`` itself — rolls everything back.
+        ``SessionExists`` when the id is taken. On SQLite the transaction holds
+        the write lock until the last row: other writers wait in the queue.
+        """
+        values = self._import_values(session)
+        owner_id = _owner_id(owner)
+        started = False
+
+        def write(cursor: SqlCursor) -> dict[str, int]:
+            nonlocal started
+            if started:
+                # The write driver runs the body again only when SQLite was
+                # busy; the rows already read cannot be read again.
+                raise exceptions.DatabaseBusy(
+                    "the database was busy after the import began; nothing was stored, run it again"
+                )
+            started = True
+            connection = cursor.db
+            counts = {writer.name: 0 for writer in writers.values()}
+            self.insert(
+                cursor,
+                session.kind,
+                session.id,
+                created_at=session.created_at,
+                updated_at=session.updated_at,
+                owner_id=owner_id,
+                **values,
+            )
+            pending: builtins.list[Sequence[Any]] = []
+            current: RowWriter | None = None
+
+            def flush() -> None:
+                if current is None or not pending:
+                    return
+                try:
+                    cursor.executemany(current.statement, pending)
+                except IntegrityError as exc:
+                    if not is_unique_violation(exc):
+                        raise
+                    raise exceptions.ValidationError(
+                        f"a {current.name} repeats the key of another "
+                        f"(one of {current.name}s {counts[current.name] - len(pending) + 1}"
+                        f"–{counts[current.name]})",
+                        field=current.name,
+                    ) from exc
+                pending.clear()
+
+            for row in rows:
+                writer = writers.get(type(row))
+                if writer is None:
+                    raise exceptions.ValidationError(
+                        f"a {session.kind} session has no {type(row).__name__} rows",
+                        field="rows",
+                    )
+                if writer is not current or len(pending) >= batch:
+                    flush()
+                    current = writer
+                pending.append(writer.params(row, connection))
+                counts[writer.name] += 1
+            flush()
+            return counts
+
+        return self.write(write)
+
+    def _import_values(self, session: SessionRow) -> dict[str, Any]:
+        """The columns :meth:`import_rows` inserts (beside id, kind and stamps), validated."""
+        if not isinstance(session, SessionRow):
+            raise exceptions.ValidationError("session must be a SessionRow", field="session")
+        require_name(session.id, "session.id")
+        _check_kind(session.kind)
+        for stamp in ("created_at", "updated_at"):
+            value = getattr(session, stamp)
+            if not isinstance(value, datetime):
+                raise exceptions.ValidationError(
+                    f"session.{stamp} must be a datetime", field=f"session.{stamp}"
+                )
+            require_aware(value, f"session.{stamp}")
+        values: dict[str, Any] = {
+            name: require_storable_text(getattr(session, name), f"session.{name}", size)
+            for name, size in _ROW_TEXT.items()
+        }
+        for name in _ROW_COUNTS:
+            values[name] = require_int(getattr(session, name), f"session.{name}")
+        data = session.data
+        if data is not None:
+            if not isinstance(data, bytes):
+                raise exceptions.ValidationError(
+                    "session.data must be bytes (JSON text) or None", field="session.data"
+                )
+            require_json(data, "session.data")
+        values["data"] = data
+        return values
 
     # -- inside a write transaction (the stores' internal API) -----------------------
     #

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-__all__ = ["ChannelBlob", "CheckpointRecord", "PendingWriteRow"]
+__all__ = [
+    "BlobRow",
+    "ChannelBlob",
+    "CheckpointRecord",
+    "CheckpointRow",
+    "PendingWriteRow",
+    "WriteRow",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,3 +67,47 @@ class CheckpointRecord:
     created_at: datetime
     blobs: tuple[ChannelBlob, ...] = ()
     writes: tuple[PendingWriteRow, ...] = ()
+
+
+# -- a thread's rows as stored, for export and import (docs/commands.md, "Files") --
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointRow:
+    """One ``Checkpoint`` row of a thread exactly as stored (``inline`` still packed)."""
+
+    checkpoint_ns: str = ""
+    checkpoint_id: str
+    parent_checkpoint_id: str | None = None
+    type: str
+    checkpoint: bytes
+    metadata: dict[str, Any]
+    channel_versions: dict[str, Any]
+    run_id: str = ""
+    inline: bytes = b""
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlobRow:
+    """One ``CheckpointBlob`` row of a thread (``blob=None``: the channel was cleared)."""
+
+    checkpoint_ns: str = ""
+    channel: str
+    version: str
+    type: str
+    blob: bytes | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteRow:
+    """One ``CheckpointWrite`` row of a thread: a task's pending write after a checkpoint."""
+
+    checkpoint_ns: str = ""
+    checkpoint_id: str
+    task_id: str
+    task_path: str = ""
+    idx: int = 0
+    channel: str
+    type: str
+    blob: bytes

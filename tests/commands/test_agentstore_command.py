@@ -312,7 +312,8 @@ def test_export_usage_errors() -> None:
     fails("export", a, "--format", "agentsession", code=2)
     assert "no such session: nope" in fails("export", "nope")
     LoopStore().append(RunStep(session_id="loop-1", step_index=0, step_type="user"))
-    assert "only tree and log sessions export" in fails("export", "loop-1")
+    assert "exports as agentstore, not pi" in fails("export", "loop-1", "--format", "pi", code=2)
+    assert "exports as pi, not agentstore" in fails("export", a, "--format", "agentstore", code=2)
 
 
 # -- stats, prune, demo -------------------------------------------------------------------
