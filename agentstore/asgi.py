@@ -51,7 +51,7 @@ class ASGIHandler(DjangoASGIHandler):
         # before it names its settings module.
         from agentstore.api import defaults, exceptions, parsers
 
-        self.view_base = defaults.AgentstoreViewDefaults
+        self.view_base = defaults.AgentStoreViewDefaults
         self.body_refusal = parsers.body_refusal
         self.api_error = exceptions.api_error
         self.error_body = exceptions.error_body

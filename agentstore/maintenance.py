@@ -22,6 +22,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from agentstore import db
+from agentstore.exceptions import NoSession
 from agentstore.models import (
     Checkpoint,
     Document,
@@ -100,7 +101,11 @@ def prune_sessions(
     sessions = SessionStore(using=using)
     deleted = []
     for number, (session_id, kind) in enumerate(candidates, start=1):
-        if sessions.delete(session_id, kind):
+        try:
+            sessions.delete(session_id, kind)
+        except NoSession:
+            pass  # deleted meanwhile (by another prune, the admin, the API)
+        else:
             deleted.append(session_id)
         if progress is not None:
             progress(number, len(candidates))

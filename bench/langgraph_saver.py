@@ -1,4 +1,4 @@
-"""AgentstoreSaver against LangGraph's own SqliteSaver and PostgresSaver, in one run.
+"""AgentStoreSaver against LangGraph's own SqliteSaver and PostgresSaver, in one run.
 
     .venv/bin/python bench/langgraph_saver.py                       # SQLite half only
     .venv/bin/python bench/langgraph_saver.py \\
@@ -168,9 +168,9 @@ def _agentstore(args: argparse.Namespace) -> dict[str, float]:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from agentstore.integrations.langgraph import AgentstoreSaver
+    from agentstore.integrations.langgraph import AgentStoreSaver
 
-    return measure(AgentstoreSaver(), args.invocations, args.reads, f"ours-{time.time_ns()}")
+    return measure(AgentStoreSaver(), args.invocations, args.reads, f"ours-{time.time_ns()}")
 
 
 def report(result: dict[str, Any]) -> None:
@@ -228,7 +228,7 @@ def main() -> int:
             ("langgraph: get_tuple latest, short thread", "get_short_us", "ms", 1e-3),
             ("langgraph: get_tuple latest, long thread", "get_long_us", "ms", 1e-3),
         ):
-            common.record(label, "AgentstoreSaver", result["agentstore"][key] * scale, unit=unit)
+            common.record(label, "AgentStoreSaver", result["agentstore"][key] * scale, unit=unit)
             common.record(label, peer, result["langgraph"][key] * scale, role="peer", unit=unit)
     common.emit("langgraph_saver", args, engine_name="postgresql" if args.skip_sqlite else "")
     return 0

@@ -97,7 +97,7 @@ def test_postgres_rows_take_the_sqlite_pass_raw_figure_and_peers_stand_in_for_ra
             "engine": "sqlite",
             "machine": {"load_average": [1.0, 1.0, 1.0]},
             "results": [
-                result(invoke, "AgentstoreSaver", 300.0, "agentstore"),
+                result(invoke, "AgentStoreSaver", 300.0, "agentstore"),
                 result(invoke, "SqliteSaver", 200.0, "peer"),
             ],
         },
@@ -118,7 +118,7 @@ def test_postgres_rows_take_the_sqlite_pass_raw_figure_and_peers_stand_in_for_ra
         "| tree: append 1 KB message, 1 process (ops/s ↑) | postgresql "
         "| 1,000 ops/s, SQLite pass | TreeStore 0.25x | — | 2.0 |" in table
     )
-    assert "AgentstoreSaver 1.50x | SqliteSaver 200 ops/s" in table
+    assert "AgentStoreSaver 1.50x | SqliteSaver 200 ops/s" in table
     assert "search on sqlite: exit 1: boom" in table
 
 

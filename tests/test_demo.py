@@ -92,7 +92,7 @@ def test_demo_setup_seeds_data_through_the_stores_once() -> None:
 def _integration_connections() -> Iterator[None]:
     """Close the connections the integrations keep on their own (PostgreSQL drops the DB)."""
     yield
-    from agentstore.integrations import db_thread
+    from agentstore.db import thread as db_thread
     from agentstore.integrations.langgraph import close_connections
 
     db_thread.close_connections()
@@ -106,7 +106,7 @@ def test_demo_seeds_a_conversation_of_each_integration_through_its_own_api() -> 
     from pydantic_ai.messages import ToolReturnPart
 
     from agentstore.demo import integrations as demo
-    from agentstore.integrations.langgraph import AgentstoreSaver
+    from agentstore.integrations.langgraph import AgentStoreSaver
     from agentstore.integrations.openai_agents import AgentStoreSession
     from agentstore.integrations.pydantic_ai import MessageHistory
     from agentstore.models import Session
@@ -139,7 +139,7 @@ def test_demo_seeds_a_conversation_of_each_integration_through_its_own_api() -> 
 
     thread = Session.objects.get(pk=demo.LANGGRAPH_ID)
     assert (thread.kind, thread.name) == ("graph", demo.LANGGRAPH_NAME)
-    state = AgentstoreSaver().get_tuple({"configurable": {"thread_id": demo.LANGGRAPH_ID}})
+    state = AgentStoreSaver().get_tuple({"configurable": {"thread_id": demo.LANGGRAPH_ID}})
     assert state is not None
     said = state.checkpoint["channel_values"]["messages"]
     assert [type(m) for m in said[-2:]] == [ToolMessage, AIMessage]

@@ -37,7 +37,7 @@ def test_wheel_contents(tmp_path: Path) -> None:
     assert "agentstore/py.typed" in names
     assert "agentstore/migrations/0001_initial.py" in names
     assert "agentstore/models/sessions.py" in names
-    assert "agentstore/db.py" in names
+    assert "agentstore/db/driver.py" in names
     assert any(name.startswith("agentstore/templates/admin/agentstore/") for name in names)
     assert any(name.startswith("agentstore/static/agentstore/") for name in names)
     assert "agentstore/management/commands/agentstore.py" in names

@@ -1,13 +1,13 @@
 """What every agentstore view sets itself: permissions, the body gate, the error shape.
 
 Every view — viewsets, plain views, the API root — takes these from
-:class:`AgentstoreViewDefaults`, never from the project's ``REST_FRAMEWORK``
+:class:`AgentStoreViewDefaults`, never from the project's ``REST_FRAMEWORK``
 defaults: an authenticated user is required (:mod:`agentstore.api.permissions`;
 a new project's default is ``AllowAny``), the body is JSON and is refused
 unread when it is not, or is too large (:func:`agentstore.api.parsers.body_refusal`),
 and every error takes the one shape (:mod:`agentstore.api.exceptions`)::
 
-    class MyView(AgentstoreAPIView):
+    class MyView(AgentStoreAPIView):
         def get(self, request): ...
 
 This module imports no models, so :mod:`agentstore.asgi` can recognise the
@@ -27,7 +27,7 @@ from agentstore.api.exceptions import exception_handler
 from agentstore.api.parsers import PARSER_CLASSES, body_refusal
 from agentstore.api.permissions import API_PERMISSIONS
 
-__all__ = ["AgentstoreAPIView", "AgentstoreViewDefaults"]
+__all__ = ["AgentStoreAPIView", "AgentStoreViewDefaults"]
 
 if TYPE_CHECKING:
     _ViewBase = APIView
@@ -35,7 +35,7 @@ else:
     _ViewBase = object
 
 
-class AgentstoreViewDefaults(_ViewBase):
+class AgentStoreViewDefaults(_ViewBase):
     """What every agentstore view sets itself rather than take from the project's defaults."""
 
     #: A signed-in user, whatever ``DEFAULT_PERMISSION_CLASSES`` says (a new
@@ -67,5 +67,5 @@ class AgentstoreViewDefaults(_ViewBase):
         super().initial(request, *args, **kwargs)
 
 
-class AgentstoreAPIView(AgentstoreViewDefaults, APIView):
+class AgentStoreAPIView(AgentStoreViewDefaults, APIView):
     """Base of the plain (non-viewset) views: documents, refs, the ref log."""

@@ -5,7 +5,7 @@ DRF's ``DEFAULT_PERMISSION_CLASSES``: a new project's default is ``AllowAny``,
 and the API must not become writable by anonymous clients because the host
 project never set a default (docs/api.md, "Authentication and who sees what")::
 
-    class MyView(AgentstoreAPIView):             # API_PERMISSIONS: a signed-in user
+    class MyView(AgentStoreAPIView):             # API_PERMISSIONS: a signed-in user
         ...
 
     def get_permissions(self):                   # a staff-only action

@@ -8,7 +8,7 @@ test sequences (create → append → compact → context) rather than single ca
 (``tests/api/test_schema.py``; docs/api.md, "Python client" shows the same
 sequence by hand).
 
-drf-spectacular 0.30 has no ``links`` argument, so :class:`AgentstoreAutoSchema`
+drf-spectacular 0.30 has no ``links`` argument, so :class:`AgentStoreAutoSchema`
 (the schema class of every agentstore viewset) adds them to the operations it
 builds, from :data:`LINKS`. Keys are operation ids; a test checks that every
 link names an operation that exists, so renaming an endpoint cannot leave a
@@ -21,7 +21,7 @@ from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 
-__all__ = ["LINKS", "AgentstoreAutoSchema"]
+__all__ = ["LINKS", "AgentStoreAutoSchema"]
 
 _SESSION = {"path.id": "$request.path.id"}
 _NEW_SESSION = {"path.id": "$response.body#/id"}
@@ -131,7 +131,7 @@ LINKS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
 }
 
 
-class AgentstoreAutoSchema(AutoSchema):
+class AgentStoreAutoSchema(AutoSchema):
     """drf-spectacular's ``AutoSchema`` plus the response links of :data:`LINKS`."""
 
     def get_operation(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from typing import Any
 from django.urls import path, re_path
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from agentstore.api.defaults import AgentstoreViewDefaults
+from agentstore.api.defaults import AgentStoreViewDefaults
 from agentstore.api.views.base import not_found_view
 from agentstore.api.views.documents import DocumentListView, DocumentView
 from agentstore.api.views.log import LogSessionViewSet, RefListView, RefLogView, RefView
@@ -28,7 +28,7 @@ from agentstore.api.views.tasks import (
 app_name = "agentstore-api"
 
 
-class _APIRoot(AgentstoreViewDefaults, APIRootView):
+class _APIRoot(AgentStoreViewDefaults, APIRootView):
     """The API root, with the same permissions and error shape as every other view."""
 
 

@@ -16,7 +16,7 @@ no API key, the same conversation on every machine:
   (:mod:`agentstore.integrations.pydantic_ai`): loaded before each turn, the
   run's new messages saved after it.
 * **LangGraph**: a ``StateGraph`` (a scripted model node, LangGraph's
-  ``ToolNode``) compiled with ``AgentstoreSaver``
+  ``ToolNode``) compiled with ``AgentStoreSaver``
   (:mod:`agentstore.integrations.langgraph`) and invoked twice on one thread;
   the thread's session is created first through ``SessionStore``, so it has a
   name and an owner.
@@ -130,7 +130,7 @@ def _openai_agents(owner: Any) -> str:
         tools=[function_tool(get_weather)],
     )
     # async_to_sync: the session's database work runs on this thread, with
-    # Django's connection (agentstore.integrations.db_thread).
+    # Django's connection (agentstore.db.thread).
     run = async_to_sync(Runner.run)
     with AgentStoreSession(OPENAI_AGENTS_ID, owner=owner, header={"cwd": "/demo/agents"}) as chat:
         for question in QUESTIONS:
@@ -187,7 +187,7 @@ def _langgraph(owner: Any) -> str:
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
 
-    from agentstore.integrations.langgraph import AgentstoreSaver, close_connections
+    from agentstore.integrations.langgraph import AgentStoreSaver, close_connections
 
     def model(state: MessagesState) -> dict[str, Any]:
         last = state["messages"][-1]
@@ -210,7 +210,7 @@ def _langgraph(owner: Any) -> str:
     # The thread's session first, so it has a name (the saver creates bare ones).
     SessionStore().create("graph", session_id=LANGGRAPH_ID, owner=owner, name=LANGGRAPH_NAME)
     try:
-        graph = builder.compile(checkpointer=AgentstoreSaver(owner=owner))
+        graph = builder.compile(checkpointer=AgentStoreSaver(owner=owner))
         config: Any = {"configurable": {"thread_id": LANGGRAPH_ID}}
         for question in QUESTIONS:
             graph.invoke({"messages": [HumanMessage(question)]}, config)

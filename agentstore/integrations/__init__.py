@@ -10,12 +10,12 @@ imports it at module level — import the module you use, not this package:
   ``MessageHistory``, Pydantic AI's ``message_history`` kept in a session
   (docs/integrations/pydantic-ai.md).
 * :mod:`agentstore.integrations.langgraph` — ``pip install "agentstore[langgraph]"``:
-  ``AgentstoreSaver``, a LangGraph checkpointer (docs/integrations/langgraph.md).
+  ``AgentStoreSaver``, a LangGraph checkpointer (docs/integrations/langgraph.md).
 
 Their shared parts need no framework: :mod:`~agentstore.integrations.conversation`
 (a conversation as a log session), :mod:`~agentstore.integrations.errors` (the
 database errors every integration maps to agentstore's) and
-:mod:`~agentstore.integrations.db_thread`. Every door checks its input by the
+:mod:`~agentstore.db.thread`. Every door checks its input by the
 REST API's rules (``agentstore.validation``) before anything is written.
 
 Nothing here is imported by agentstore itself: the core app runs without the

@@ -9,7 +9,7 @@
         rows = store.list(...)
 
 A framework calls a memory object (``AgentStoreSession``, ``MessageHistory``) or a
-checkpointer (``AgentstoreSaver``) deep inside its own run loop; a raw
+checkpointer (``AgentStoreSaver``) deep inside its own run loop; a raw
 ``django.db.utils.DataError`` from there tells neither the framework nor the
 person reading the traceback what was wrong, and code that handles agentstore's
 errors (``except AgentStoreError``, the API's one error shape) misses it. The

@@ -1,8 +1,8 @@
 """A LangGraph checkpointer that keeps graph threads in the project's database.
 
-    from agentstore.integrations.langgraph import AgentstoreSaver
+    from agentstore.integrations.langgraph import AgentStoreSaver
 
-    graph = builder.compile(checkpointer=AgentstoreSaver())
+    graph = builder.compile(checkpointer=AgentStoreSaver())
     graph.invoke({"messages": [...]}, {"configurable": {"thread_id": "support-42"}})
     await graph.ainvoke(..., config)            # the async methods work too
 
@@ -45,15 +45,16 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import itertools
 import os
 import random
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from langchain_core.runnables import RunnableConfig
@@ -73,40 +74,18 @@ from langgraph.checkpoint.serde.types import TASKS
 
 from agentstore import exceptions
 from agentstore.db import SharedConnection
+from agentstore.db.thread import async_twin
 from agentstore.integrations.errors import database_errors, mapped
 from agentstore.stores.checkpoints import CheckpointStore, pack_value
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 from agentstore.types.frozen import positional_builder, require_fields
 from agentstore.validation import require_json_value, require_name, require_storable_text
 
-__all__ = ["AgentstoreSaver", "close_connections"]
+__all__ = ["AgentStoreSaver", "close_connections"]
 
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def _hop(
-    method: Callable[Concatenate[Any, P], R],
-) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
-    """The async twin of a sync saver method: the same body, run once on a thread.
-
-    One hop per call (``asyncio.to_thread``: the loop's executor, context
-    variables carried), however many statements the body runs, and the event
-    loop never blocks on the database.
-    """
-
-    name = method.__name__
-
-    async def twin(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        # Looked up on the instance, so a subclass overriding ``put`` changes ``aput`` too.
-        body: Callable[P, R] = getattr(self, name)
-        return await asyncio.to_thread(body, *args, **kwargs)
-
-    twin.__name__ = f"a{name}"
-    twin.__qualname__ = f"AgentstoreSaver.a{name}"
-    twin.__doc__ = f"Async ``{name}``: the same body, on a thread."
-    return twin
 
 
 def _settings(using: str) -> dict[str, Any]:
@@ -233,7 +212,7 @@ def _optional_checkpoint_id(value: Any, field: str) -> str | None:
     return None if value is None or value == "" else _checkpoint_id(value, field)
 
 
-class AgentstoreSaver(BaseCheckpointSaver[str]):
+class AgentStoreSaver(BaseCheckpointSaver[str]):
     """LangGraph ``BaseCheckpointSaver`` on agentstore's tables, sync and async.
 
     ``using`` picks the Django database alias; ``owner`` (a user or user id) owns
@@ -258,7 +237,7 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
 
     # Every method below is the one body of a sync/async pair. The sync method
     # runs on the caller's thread with the savers' shared connection (_shared);
-    # its async twin (``_hop``, at the end) runs it once on a thread of the
+    # its async twin (``async_twin``, at the end) runs it once on a thread of the
     # event loop's executor.
 
     # -- reads ------------------------------------------------------------------------
@@ -478,7 +457,8 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
     @mapped
     def delete_thread(self, thread_id: str) -> None:
         thread_id = _thread_id(thread_id)
-        with _shared(self.using).borrowed():
+        with _shared(self.using).borrowed(), contextlib.suppress(exceptions.NoSession):
+            # LangGraph's contract: an unknown thread is nothing to delete.
             self.store.delete_thread(thread_id)
 
     @mapped
@@ -519,13 +499,13 @@ class AgentstoreSaver(BaseCheckpointSaver[str]):
         return f"{number + 1:032}.{random.random():016}"
 
     # The async twins: the bodies above, each run once on a thread.
-    aget_tuple = _hop(get_tuple)
-    aput = _hop(put)
-    aput_writes = _hop(put_writes)
-    adelete_thread = _hop(delete_thread)
-    adelete_for_runs = _hop(delete_for_runs)
-    acopy_thread = _hop(copy_thread)
-    aprune = _hop(prune)
+    aget_tuple = async_twin(get_tuple)
+    aput = async_twin(put)
+    aput_writes = async_twin(put_writes)
+    adelete_thread = async_twin(delete_thread)
+    adelete_for_runs = async_twin(delete_for_runs)
+    acopy_thread = async_twin(copy_thread)
+    aprune = async_twin(prune)
 
     # -- rows to LangGraph ----------------------------------------------------------------
 

@@ -36,7 +36,7 @@ records ``"openai_agents": {"typeless": true}`` so ``get_items`` gives back the
 item exactly as it was added.
 
 The methods are coroutines, as the SDK wants; each runs its database work off
-the event loop (:func:`agentstore.integrations.db_thread.run`: the thread of a
+the event loop (:func:`agentstore.db.thread.run`: the thread of a
 waiting synchronous caller or of a Django request, as ``sync_to_async`` would
 choose; else one thread of agentstore's own), so the event loop never blocks.
 The ``*_sync`` twins serve synchronous code.
@@ -55,8 +55,8 @@ from agents.memory import SessionABC, SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from agentstore import exceptions
+from agentstore.db.thread import async_twin
 from agentstore.formats.agentsession import Entry
-from agentstore.integrations import db_thread
 from agentstore.integrations.conversation import ConversationLog, checked, checked_limit
 from agentstore.stores.log import LogStore
 
@@ -220,28 +220,16 @@ class AgentStoreSession(SessionABC):
             self.log.close()
 
     # -- the protocol, as the SDK calls it ---------------------------------------
-    # db_thread.run: the thread that should own Django's connection (a waiting
-    # sync caller's, a request's, else agentstore's own), never the event loop.
+    # Each the same body as its synchronous twin, run once off the event loop
+    # (agentstore.db.thread: the thread that should own Django's connection — a
+    # waiting sync caller's, a request's, else agentstore's own), awaited to its
+    # end even if the caller is cancelled.
 
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """Async :meth:`get_items_sync` (the SDK protocol)."""
-        return await db_thread.run(self.get_items_sync, limit)
-
-    async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Async :meth:`add_items_sync` (the SDK protocol); completes even if cancelled."""
-        await db_thread.run_to_end(self.add_items_sync, list(items))
-
-    async def pop_item(self) -> TResponseInputItem | None:
-        """Async :meth:`pop_item_sync` (the SDK protocol); completes even if cancelled."""
-        return await db_thread.run_to_end(self.pop_item_sync)
-
-    async def clear_session(self) -> None:
-        """Async :meth:`clear_session_sync` (the SDK protocol); completes even if cancelled."""
-        await db_thread.run_to_end(self.clear_session_sync)
-
-    async def aclose(self) -> None:
-        """Async :meth:`close`."""
-        await db_thread.run(self.close)
+    get_items = async_twin(get_items_sync)
+    add_items = async_twin(add_items_sync)
+    pop_item = async_twin(pop_item_sync)
+    clear_session = async_twin(clear_session_sync)
+    aclose = async_twin(close)
 
     def __enter__(self) -> AgentStoreSession:
         return self

@@ -38,11 +38,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
 from pydantic_core import PydanticSerializationError
 
 from agentstore import exceptions
+from agentstore.db.thread import async_twin
 from agentstore.formats.agentsession.describe import PYDANTIC_AI_MESSAGE
 from agentstore.integrations.conversation import ConversationLog, checked, checked_limit
 from agentstore.stores.log import LogStore
@@ -116,20 +116,11 @@ class MessageHistory:
         with self.log.lock:
             self.log.close()
 
-    # sync_to_async's default (thread_sensitive=True) runs the database work on
-    # the thread that owns Django's connection, never on the event loop.
-
-    async def aload(self, limit: int | None = None) -> list[ModelMessage]:
-        """Async :meth:`load`."""
-        return await sync_to_async(self.load)(limit)
-
-    async def asave(self, messages: Any) -> int:
-        """Async :meth:`save`."""
-        return await sync_to_async(self.save)(messages)
-
-    async def aclose(self) -> None:
-        """Async :meth:`close`."""
-        await sync_to_async(self.close)()
+    # The async twins: each the same body, run once off the event loop
+    # (agentstore.db.thread: the thread that should own Django's connection).
+    aload = async_twin(load)
+    asave = async_twin(save)
+    aclose = async_twin(close)
 
     def __enter__(self) -> MessageHistory:
         return self

@@ -19,7 +19,7 @@ so "latest" is the largest id)::
 * :class:`CheckpointBlob` — one channel's (larger) value at one version, written
   once and shared by every checkpoint that reads that version (a long conversation
   does not rewrite unchanged channels at every step). Versions carry a random
-  suffix (``AgentstoreSaver.get_next_version``) so a fork never collides with the
+  suffix (``AgentStoreSaver.get_next_version``) so a fork never collides with the
   branch it forked from.
 * :class:`CheckpointWrite` — a pending write of a task in the super-step after a
   checkpoint (its outputs, an error, an interrupt, a resume value).

@@ -8,7 +8,7 @@
     record = store.get("thread-1", "")                          # the latest, or None
     for record in store.list("thread-1", "", before=cid, limit=20): ...
 
-This is the storage half of ``agentstore.integrations.langgraph.AgentstoreSaver``:
+This is the storage half of ``agentstore.integrations.langgraph.AgentStoreSaver``:
 rows in, rows out, every value an opaque ``(type, bytes)`` pair, so it needs no
 LangGraph import and the admin, the API and ``manage.py agentstore`` read and
 delete threads with it whether LangGraph is installed or not.
@@ -53,7 +53,7 @@ from django.utils import timezone
 
 from agentstore import db, sql
 from agentstore.db import SharedConnection, SqlCursor
-from agentstore.exceptions import ValidationError
+from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import checkpoints as checkpoint_sql
@@ -103,7 +103,7 @@ def touch_thread(
     Call inside the write transaction of the rows being added. The row is
     written by :meth:`SessionStore.create_or_touch` (the one owner of session
     rows, docs/development.md): one statement either way, the owner set only on
-    creation, and :class:`~agentstore.exceptions.SessionExists` when the id
+    creation, and :class:`~agentstore.exceptions.WrongSessionKind` when the id
     belongs to a session of another kind, so a checkpoint is never grafted onto
     a tree or loop session.
     """
@@ -114,14 +114,15 @@ def touch_thread(
     )
 
 
-def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> bool:
-    """Delete a thread with its checkpoints, blobs and writes; ``False`` if there is none.
+def delete_thread_rows(thread_id: str, *, using: str = DEFAULT_DB_ALIAS) -> None:
+    """Delete a thread with its checkpoints, blobs and writes (``NoSession`` if there is none).
 
     ``SessionStore.delete`` owns session deletion: the checkpoint tables cascade
     from the session row (Django deletes those rows with one DELETE per table,
-    without loading them: they have no dependants).
+    without loading them: they have no dependants). An id of another kind is
+    ``WrongSessionKind``.
     """
-    return SessionStore(using=using).delete(thread_id, GRAPH)
+    SessionStore(using=using).delete(thread_id, GRAPH)
 
 
 P = ParamSpec("P")
@@ -365,9 +366,12 @@ class CheckpointStore:
             with self._lent():
                 db.write(body, using=self.using, connection=connection)
 
-    def delete_thread(self, thread_id: str) -> bool:
-        """Delete a thread and everything stored for it (``delete_thread_rows``)."""
-        return delete_thread_rows(thread_id, using=self.using)
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread and everything stored for it (``delete_thread_rows``).
+
+        ``NoSession`` when there is no such thread, as every store's delete.
+        """
+        delete_thread_rows(thread_id, using=self.using)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> int:
         """Delete the checkpoints (and their writes) that the given runs saved.
@@ -445,7 +449,8 @@ class CheckpointStore:
             )
         for thread_id in thread_ids:
             if strategy == "delete":
-                self.delete_thread(thread_id)
+                with contextlib.suppress(NoSession):  # LangGraph's prune: gone is pruned
+                    self.delete_thread(thread_id)
             else:
                 db.write(partial(self._keep_latest, thread_id), using=self.using, orm=True)
 

@@ -214,12 +214,15 @@ def insert_entries(
 
 
 def require_log(session_id: str, kind: str | None) -> None:
-    """``NoSession`` unless ``kind`` (of the row under ``session_id``) is ``log``."""
+    """``NoSession`` when there is no row, ``WrongSessionKind`` when ``kind`` is not ``log``."""
     if kind is None:
         raise exceptions.NoSession(f"no such session: {session_id}")
     if kind != LOG:
-        raise exceptions.NoSession(
-            f"session {session_id} is a {kind} session, not an agentsession log"
+        raise exceptions.WrongSessionKind(
+            f"session {session_id} is a {kind} session, not an agentsession log",
+            session_id=session_id,
+            kind=kind,
+            expected=LOG,
         )
 
 

@@ -26,7 +26,7 @@ Rules that matter (docs/loop-store.md, "Where things are stored"):
 
 The loop store owns only ``kind="loop"`` sessions. An id that belongs to a tree or
 log session is invisible to its reads, and its writes raise
-:class:`~agentstore.exceptions.SessionExists` rather than mixing a step trace
+:class:`~agentstore.exceptions.WrongSessionKind` rather than mixing a step trace
 into (or deleting) another store's session.
 
 Hot paths. :meth:`append` and :meth:`last_n` run once per loop step, so they send
@@ -47,19 +47,19 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import connections
 from django.db.models import F, OrderBy, OuterRef, Subquery
 from django.db.models.functions import Collate
 
 from agentstore import db, sql
 from agentstore.db import SqlCursor, read_snapshot
+from agentstore.db.thread import async_twin
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import steps as steps_sql
 from agentstore.stores.base import Clock, StoreBase
-from agentstore.stores.sessions import RowWriter, SessionStore
+from agentstore.stores.sessions import RowWriter, SessionStore, wrong_kind
 from agentstore.types.frozen import positional_builder, require_fields
 from agentstore.types.loop import (
     FinalizeSummary,
@@ -298,25 +298,28 @@ class LoopStore(StoreBase):
         return sid
 
     def delete(self, session_id: str) -> None:
-        """Delete the session, its steps and its grants; ``NoSession`` if there was no session row.
+        """Delete the session, its steps and its grants.
 
-        Steps and grants stored under the id are purged even when the session row
-        is missing, so a stale grant never pre-approves a later session that
-        reuses the id.
+        As every store's delete: ``NoSession`` when there is no session row,
+        ``WrongSessionKind`` (nothing of it deleted) when the id is a tree or log
+        session's. Grants stored under the id are purged in both cases, so a
+        stale grant never pre-approves a later session that reuses the id.
         """
         sid = _clean_session_id(session_id, "session_id")
 
-        def write(cursor: SqlCursor) -> bool:
-            # A tree or log session under this id is not ours to delete: to
-            # the loop store it does not exist (NoSession), like every read says.
-            if self.sessions.lock_kind(cursor, sid) == LOOP:
+        def write(cursor: SqlCursor) -> str | None:
+            kind = self.sessions.lock_kind(cursor, sid)
+            if kind == LOOP:
                 self.sessions.delete_rows(cursor, sid, LOOP)  # grants go too
-                return True
-            Grant.objects.using(self.using).filter(session_id=sid).delete()
-            return False
+            else:
+                Grant.objects.using(self.using).filter(session_id=sid).delete()
+            return kind
 
-        if not self.write(write, orm=True):
+        kind = self.write(write, orm=True)
+        if kind is None:
             raise NoSession(f"no such session: {sid}")
+        if kind != LOOP:
+            raise wrong_kind(sid, LOOP, (kind,))
 
     # -- export and import (docs/commands.md, "Files") ------------------------
 
@@ -517,70 +520,23 @@ class LoopStore(StoreBase):
         return self.write(write, orm=True)
 
     # -- async twins ----------------------------------------------------------
-    # Django's database layer is thread-sensitive: sync_to_async's default
-    # (thread_sensitive=True) runs every call on the one thread that owns the
-    # connection, so an event loop never blocks on the database and never
-    # shares a connection across threads.
+    # Each the same body, run once off the event loop (agentstore.db.thread).
 
-    async def aappend(self, step: RunStep) -> None:
-        """Async :meth:`append`."""
-        await sync_to_async(self.append)(step)
-
-    async def alast_n(self, session_id: str, n: int) -> builtins.list[RunStep]:
-        """Async :meth:`last_n`."""
-        return await sync_to_async(self.last_n)(session_id, n)
-
-    async def asteps(self, session_id: str) -> builtins.list[RunStep]:
-        """Async :meth:`steps`."""
-        return await sync_to_async(self.steps)(session_id)
-
-    async def aget(self, session_id: str) -> LoopSession:
-        """Async :meth:`get`."""
-        return await sync_to_async(self.get)(session_id)
-
-    async def aexists(self, session_id: str) -> bool:
-        """Async :meth:`exists`."""
-        return await sync_to_async(self.exists)(session_id)
-
-    async def aupdate_data(self, session_id: str, snapshot: bytes | None) -> None:
-        """Async :meth:`update_data`."""
-        await sync_to_async(self.update_data)(session_id, snapshot)
-
-    async def afinalize(self, session_id: str, summary: FinalizeSummary) -> None:
-        """Async :meth:`finalize`."""
-        await sync_to_async(self.finalize)(session_id, summary)
-
-    async def alist(self, limit: int = 0) -> builtins.list[SessionInfo]:
-        """Async :meth:`list`."""
-        return await sync_to_async(self.list)(limit)
-
-    async def amost_recent(self) -> str:
-        """Async :meth:`most_recent`."""
-        return await sync_to_async(self.most_recent)()
-
-    async def adelete(self, session_id: str) -> None:
-        """Async :meth:`delete`."""
-        await sync_to_async(self.delete)(session_id)
-
-    async def agrant(self, session_id: str, prompt: str) -> None:
-        """Async :meth:`grant`."""
-        await sync_to_async(self.grant)(session_id, prompt)
-
-    async def agrant_created(self, session_id: str, prompt: str) -> tuple[GrantInfo, bool]:
-        """Async :meth:`grant_created`."""
-        return await sync_to_async(self.grant_created)(session_id, prompt)
-
-    async def ais_granted(self, session_id: str, prompt: str) -> bool:
-        """Async :meth:`is_granted`."""
-        return await sync_to_async(self.is_granted)(session_id, prompt)
-
-    async def agrants(self, session_id: str) -> builtins.list[str]:
-        """Async :meth:`grants`."""
-        return await sync_to_async(self.grants)(session_id)
-
-    async def arevoke(self, session_id: str) -> int:
-        """Async :meth:`revoke`."""
-        return await sync_to_async(self.revoke)(session_id)
+    aappend = async_twin(append)
+    alast_n = async_twin(last_n)
+    asteps = async_twin(steps)
+    aget = async_twin(get)
+    aexists = async_twin(exists)
+    aupdate_data = async_twin(update_data)
+    afinalize = async_twin(finalize)
+    alist = async_twin(list)
+    amost_recent = async_twin(most_recent)
+    adelete = async_twin(delete)
+    agrant = async_twin(grant)
+    agrant_created = async_twin(grant_created)
+    ais_granted = async_twin(is_granted)
+    agrants = async_twin(grants)
+    arevoke = async_twin(revoke)
 
     # -- internals ------------------------------------------------------------
 

@@ -12,7 +12,7 @@ INSERT, UPDATE and DELETE of a session row is in this module::
     sessions.get(record.id)                    # any kind; get(id, kind="tree") narrows
     sessions.list("tree", cwd="/repo", top_level=True)
     sessions.transfer(record.id, other_user)   # give it to someone (one UPDATE)
-    sessions.delete(record.id)                 # runs the kind's cascade; False if missing
+    sessions.delete(record.id)                 # runs the kind's cascade; NoSession if missing
     sessions.hold(record.id)                   # LockInfo of the process holding it, or None
     sessions.break_hold(record.id)
     sessions.export_row(record.id)             # the SessionRow an export file carries
@@ -304,24 +304,27 @@ class SessionStore(StoreBase):
         owner_id = _owner_id(owner)
         return bool(self.write(lambda cursor: rows.update(owner_id=owner_id), orm=True))
 
-    def delete(self, session_id: str, kind: str | None = None) -> bool:
-        """Delete the session with everything that belongs to it; ``False`` when missing.
+    def delete(self, session_id: str, kind: str | None = None) -> None:
+        """Delete the session with everything that belongs to it.
 
         What goes (``docs/concepts.md``, "Deleting a session"): entries and
         their parts, steps, the hold, the tasks it owns (events and details
         too), the agent task that ran in it; a loop session's grants. What
-        stays: child sessions, refs (they dangle), documents. With ``kind``,
-        a session of another kind is left alone (and ``False`` returned).
+        stays: child sessions, refs (they dangle), documents. A missing
+        session raises ``NoSession``; with ``kind``, a session of another kind
+        is left alone and ``WrongSessionKind`` raised — the one contract of
+        every store's delete, the API's and the command's.
         """
 
-        def write(cursor: SqlCursor) -> bool:
+        def write(cursor: SqlCursor) -> None:
             found = self.lock_kind(cursor, session_id)
-            if found is None or (kind is not None and found != kind):
-                return False
+            if found is None:
+                raise exceptions.NoSession(f"no such session: {session_id}")
+            if kind is not None and found != kind:
+                raise wrong_kind(session_id, kind, (found,))
             self.delete_rows(cursor, session_id, found)
-            return True
 
-        return self.write(write, orm=True)
+        self.write(write, orm=True)
 
     # -- holds -----------------------------------------------------------------------
 
@@ -531,7 +534,7 @@ class SessionStore(StoreBase):
 
         Either way the UPDATE takes PostgreSQL's row lock on the session, which
         serialises writers of one session. Raises ``NoSession`` when it is
-        missing and ``ValidationError`` when it is another kind. ``adapted``:
+        missing and ``WrongSessionKind`` when it is another kind. ``adapted``:
         ``stamp`` already adapted for the connection (before the write lock).
         """
         if stamp is None:
@@ -606,7 +609,7 @@ class SessionStore(StoreBase):
         ``INSERT … ON CONFLICT (id) DO UPDATE … WHERE kind = …`` (the same on
         SQLite ≥ 3.24 and PostgreSQL) is race-free on both: two transactions
         creating one session cannot both insert. An id of another kind changes
-        nothing and raises ``SessionExists``. The loop store's per-step path.
+        nothing and raises ``WrongSessionKind``. The loop store's per-step path.
         """
         cursor.execute(prepared.statement, prepared.params)
         # The DO UPDATE only applies to sessions of ``kind``, so no row changed
@@ -614,12 +617,7 @@ class SessionStore(StoreBase):
         # back) instead of grafting, say, a step trace onto a tree session.
         if cursor.rowcount == 0:
             cursor.execute(session_sql.KIND_OF, [prepared.session_id])
-            row = cursor.fetchone()
-            other = row[0] if row else "?"
-            raise exceptions.SessionExists(
-                f"session {prepared.session_id!r} is a {other} session, "
-                f"not a {prepared.kind} session"
-            )
+            raise wrong_kind(prepared.session_id, prepared.kind, cursor.fetchone())
         notify.session_changed(self.using, prepared.session_id)
 
     def touch_or_create(
@@ -632,7 +630,7 @@ class SessionStore(StoreBase):
         connection) on a session of ``kind``, which SQLite runs cheaper than the
         upsert's ``INSERT`` of every column; no row changed means a first write
         (or an id of another kind), and the upsert decides, refusing another
-        kind with ``SessionExists``. The transaction's lock (SQLite's write
+        kind with ``WrongSessionKind``. The transaction's lock (SQLite's write
         lock, PostgreSQL's row lock or the upsert's conflict check) keeps
         anything from coming between the two. The loop store's per-step path.
         """
@@ -681,7 +679,7 @@ class SessionStore(StoreBase):
         One race-free statement (the :meth:`upsert` shape): two processes
         starting one session cannot both insert it, the owner is only set by the
         insert (a later writer never takes the session over), and an id of
-        another kind raises ``SessionExists``. LangGraph threads use it on
+        another kind raises ``WrongSessionKind``. LangGraph threads use it on
         every checkpoint that moves the thread (``stores/checkpoints.py``).
         """
         statement = session_sql.upsert(_check_kind(kind), ())
@@ -703,7 +701,21 @@ def _not_touched(
     """Why a touch changed no row: ``row`` is the session's ``(kind,)``, ``None`` when missing."""
     if row is None:
         return exceptions.NoSession(f"no such session: {session_id}")
-    return exceptions.ValidationError(
-        f"session {session_id} is a {row[0]} session, not a {kind} session",
-        field="session_id",
+    return wrong_kind(session_id, kind, row)
+
+
+def wrong_kind(
+    session_id: str, expected: str, row: Sequence[Any] | None
+) -> exceptions.WrongSessionKind:
+    """The one error for an id that names a session of another kind (``row``: its ``(kind,)``).
+
+    Every store raises it — an append, a step, a checkpoint or an open under an
+    id another store owns — and the API answers it 409 ``wrong_session_kind``.
+    """
+    kind = str(row[0]) if row else "?"
+    return exceptions.WrongSessionKind(
+        f"session {session_id} is a {kind} session, not a {expected} session",
+        session_id=session_id,
+        kind=kind,
+        expected=expected,
     )

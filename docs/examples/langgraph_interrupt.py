@@ -39,7 +39,7 @@ def build_graph() -> Any:
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
 
-    from agentstore.integrations.langgraph import AgentstoreSaver
+    from agentstore.integrations.langgraph import AgentStoreSaver
 
     def review(state: Refund) -> Refund:
         # Stops the run here; the value is shown to whoever resumes it.
@@ -55,7 +55,7 @@ def build_graph() -> Any:
     builder.add_edge(START, "review")
     builder.add_edge("review", "act")
     builder.add_edge("act", END)
-    return builder.compile(checkpointer=AgentstoreSaver())
+    return builder.compile(checkpointer=AgentStoreSaver())
 
 
 def setup_django() -> None:

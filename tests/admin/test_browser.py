@@ -231,7 +231,7 @@ def seed_integrations() -> dict[str, str]:
     """
     from langgraph.types import Command
 
-    from agentstore.integrations.langgraph import AgentstoreSaver
+    from agentstore.integrations.langgraph import AgentStoreSaver
     from agentstore.integrations.pydantic_ai import MessageHistory
     from tests.integrations.graphs import approval_graph, chat_graph
     from tests.integrations.pydantic_fakes import thoughtful_weather_agent
@@ -242,7 +242,7 @@ def seed_integrations() -> dict[str, str]:
                 f"Weather in {city}?", message_history=history.load()
             )
             history.save(result)
-    graph = approval_graph(AgentstoreSaver())
+    graph = approval_graph(AgentStoreSaver())
     config = {"configurable": {"thread_id": "refunds-42"}}
     graph.invoke({"request": "refund order 41 " + "with-a-long-unbroken-reason-" * 6}, config)
     first_wait = graph.get_state(config)

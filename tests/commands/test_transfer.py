@@ -186,7 +186,7 @@ def rows_of(sid: str, using: str = "default") -> dict[str, Any]:
 
 
 def delete(sid: str) -> None:
-    assert SessionStore().delete(sid)
+    SessionStore().delete(sid)
 
 
 def write(path: Path, *lines: Any) -> Path:

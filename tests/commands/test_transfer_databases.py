@@ -57,7 +57,7 @@ def test_sqlite_to_the_suite_database_and_back(sqlite_other: str, tmp_path: Path
     first = tmp_path / "first"
     run("export", sid, tid, "--out", str(first))
     for key in (sid, tid):
-        assert SessionStore().delete(key)
+        SessionStore().delete(key)
     run("import", *(str(first / f"{key}.jsonl") for key in (sid, tid)), "--database", sqlite_other)
     original = {key: rows_of(key, sqlite_other) for key in (sid, tid)}
     assert original[sid]["steps"] and original[tid]["checkpoints"]
@@ -74,7 +74,7 @@ def test_sqlite_to_the_suite_database_and_back(sqlite_other: str, tmp_path: Path
     back = tmp_path / "back"
     run("export", sid, tid, "--out", str(back))
     for key in (sid, tid):
-        assert SessionStore(using=sqlite_other).delete(key)
+        SessionStore(using=sqlite_other).delete(key)
     run("import", *(str(back / f"{key}.jsonl") for key in (sid, tid)), "--database", sqlite_other)
     for key in (sid, tid):
         assert rows_of(key, sqlite_other) == original[key], key

@@ -22,7 +22,7 @@ def _close_worker_thread_connections() -> Iterator[None]:
     """
     yield
     asyncio.run(sync_to_async(connections.close_all)())
-    from agentstore.integrations import db_thread
+    from agentstore.db import thread as db_thread
 
     db_thread.close_connections()
     from agentstore.integrations.langgraph import close_connections

@@ -13,10 +13,10 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
-from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore.integrations.langgraph import AgentStoreSaver
 
 
-def chat_graph(saver: AgentstoreSaver | None = None) -> Any:
+def chat_graph(saver: AgentStoreSaver | None = None) -> Any:
     """MessagesState: the bot echoes the last human message and numbers its replies."""
 
     def bot(state: MessagesState) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def chat_graph(saver: AgentstoreSaver | None = None) -> Any:
     builder.add_node("bot", bot)
     builder.add_edge(START, "bot")
     builder.add_edge("bot", END)
-    return builder.compile(checkpointer=saver or AgentstoreSaver())
+    return builder.compile(checkpointer=saver or AgentStoreSaver())
 
 
 class Approval(TypedDict, total=False):
@@ -36,7 +36,7 @@ class Approval(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
 
 
-def approval_graph(saver: AgentstoreSaver) -> Any:
+def approval_graph(saver: AgentStoreSaver) -> Any:
     """draft → review (interrupt: asks a human) → act."""
 
     def draft(state: Approval) -> Approval:

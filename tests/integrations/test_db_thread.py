@@ -22,7 +22,7 @@ from asgiref.sync import ThreadSensitiveContext, async_to_sync
 from django.db import connections
 
 from agentstore import exceptions
-from agentstore.integrations import db_thread
+from agentstore.db import thread as db_thread
 from agentstore.integrations.openai_agents import AgentStoreSession
 
 pytestmark = pytest.mark.django_db(transaction=True)

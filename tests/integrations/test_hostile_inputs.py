@@ -1,7 +1,7 @@
 """Every integration door refuses what the HTTP API refuses, before anything is written.
 
 The hostile probe of the three integrations: ``AgentStoreSession`` (OpenAI
-Agents SDK), ``MessageHistory`` (Pydantic AI) and ``AgentstoreSaver`` (LangGraph,
+Agents SDK), ``MessageHistory`` (Pydantic AI) and ``AgentStoreSaver`` (LangGraph,
 sync and async). Each bad input is agentstore's ``ValidationError`` naming the
 field — never a raw ``DataError``/``UnicodeEncodeError``, never stored on SQLite
 and refused on PostgreSQL — and the database is unchanged afterwards. Database
@@ -28,7 +28,7 @@ from pydantic_ai.messages import (
 )
 
 from agentstore import exceptions
-from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore.integrations.langgraph import AgentStoreSaver
 from agentstore.integrations.openai_agents import AgentStoreSession
 from agentstore.integrations.pydantic_ai import MessageHistory
 from agentstore.models import Checkpoint, CheckpointWrite, Entry, Session
@@ -177,17 +177,17 @@ def config(thread_id: Any = "thread-1", checkpoint_ns: Any = "", **extra: Any) -
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, **extra}}
 
 
-def put(saver: AgentstoreSaver, cfg: Any, metadata: Any = None, **checkpoint: Any) -> Any:
+def put(saver: AgentStoreSaver, cfg: Any, metadata: Any = None, **checkpoint: Any) -> Any:
     return saver.put(cfg, {**empty_checkpoint(), **checkpoint}, metadata or {"step": 0}, {})
 
 
-async def aput(saver: AgentstoreSaver, cfg: Any, metadata: Any = None, **checkpoint: Any) -> Any:
+async def aput(saver: AgentStoreSaver, cfg: Any, metadata: Any = None, **checkpoint: Any) -> Any:
     return await saver.aput(cfg, {**empty_checkpoint(), **checkpoint}, metadata or {"step": 0}, {})
 
 
 @pytest.mark.parametrize("thread_id", BAD_IDS)
 def test_saver_refuses_the_thread_ids_the_api_refuses(thread_id: str) -> None:
-    saver = AgentstoreSaver()
+    saver = AgentStoreSaver()
     # A valid thread in the root namespace first: what the saver remembers as
     # checked (the namespace "") must not let the thread id "" through.
     put(saver, config("ok-thread"))
@@ -219,7 +219,7 @@ def test_saver_refuses_the_thread_ids_the_api_refuses(thread_id: str) -> None:
 
 
 def test_saver_refuses_bad_namespaces_ids_and_channels() -> None:
-    saver = AgentstoreSaver()
+    saver = AgentStoreSaver()
     cases = [
         ("checkpoint_ns", lambda: put(saver, config(checkpoint_ns="sub\x00graph"))),
         ("checkpoint_ns", lambda: put(saver, config(checkpoint_ns="sub\ud800"))),
@@ -265,7 +265,7 @@ def test_saver_refuses_bad_namespaces_ids_and_channels() -> None:
 @pytest.mark.parametrize("name", [n for n in BAD_VALUES if n != "NUL"])
 def test_saver_refuses_unstorable_metadata_sync_and_async(name: str) -> None:
     # (LangGraph itself strips NUL characters from metadata strings.)
-    saver = AgentstoreSaver()
+    saver = AgentStoreSaver()
     metadata = {"step": 0, "note": BAD_VALUES[name]}
     with pytest.raises(exceptions.ValidationError) as caught:
         put(saver, config(), metadata)
@@ -280,7 +280,7 @@ def test_saver_refuses_unstorable_metadata_sync_and_async(name: str) -> None:
 def test_saver_thread_ids_of_other_types_are_their_text() -> None:
     import uuid
 
-    saver = AgentstoreSaver()
+    saver = AgentStoreSaver()
     tid = uuid.UUID("01234567-89ab-7def-8123-456789abcdef")
     stored = put(saver, config(tid))
     assert stored["configurable"]["thread_id"] == str(tid)
@@ -312,7 +312,7 @@ def test_saver_maps_database_errors(
         raise raised
         yield  # a generator function, as CheckpointStore.list is
 
-    saver = AgentstoreSaver()
+    saver = AgentStoreSaver()
     stored = put(saver, config())
     for name in ("_commit", "get", "delete_thread", "prune"):
         monkeypatch.setattr(CheckpointStore, name, failing)
@@ -344,7 +344,7 @@ def test_saver_lets_a_busy_database_verdict_through(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(CheckpointStore, "_commit", failing)
     with pytest.raises(exceptions.DatabaseBusy) as caught:
-        put(AgentstoreSaver(), config())
+        put(AgentStoreSaver(), config())
     assert caught.value is busy
 
 

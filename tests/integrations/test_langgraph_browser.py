@@ -17,7 +17,7 @@ import pytest
 from django.contrib.auth.models import User
 from langgraph.types import Command
 
-from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore.integrations.langgraph import AgentStoreSaver
 from tests.admin.test_browser import CHROMIUM, fits, page, shot  # noqa: F401 (the page fixture)
 from tests.integrations.graphs import approval_graph, chat_graph
 
@@ -32,7 +32,7 @@ pytestmark = [
 @pytest.mark.django_db(transaction=True)
 def test_thread_page_in_the_browser(page: Any, live_server: Any) -> None:  # noqa: F811
     User.objects.create_superuser("admin", "admin@example.com", "tour-password")
-    graph = approval_graph(AgentstoreSaver())
+    graph = approval_graph(AgentStoreSaver())
     config = {"configurable": {"thread_id": "refunds-42"}}
     graph.invoke({"request": "refund order 41"}, config)
     first_wait = graph.get_state(config)

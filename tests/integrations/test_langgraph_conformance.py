@@ -1,4 +1,4 @@
-"""LangGraph's own checkpointer conformance suite, run against AgentstoreSaver.
+"""LangGraph's own checkpointer conformance suite, run against AgentStoreSaver.
 
 ``langgraph-checkpoint-conformance`` (a test dependency) is LangGraph's contract
 for checkpointers: put/put_writes/get_tuple/list/delete_thread (base) and
@@ -22,16 +22,16 @@ from langgraph.checkpoint.conformance.capabilities import (
 )
 from langgraph.checkpoint.conformance.report import CapabilityReport
 
-from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore.integrations.langgraph import AgentStoreSaver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SPEC = "langgraph.checkpoint.conformance.spec"
 
 
-@checkpointer_test(name="AgentstoreSaver")
-async def agentstore_saver() -> AsyncIterator[AgentstoreSaver]:
-    yield AgentstoreSaver()
+@checkpointer_test(name="AgentStoreSaver")
+async def agentstore_saver() -> AsyncIterator[AgentStoreSaver]:
+    yield AgentStoreSaver()
 
 
 async def _validate() -> CapabilityReport:

@@ -1,4 +1,4 @@
-"""Real LangGraph graphs end to end on AgentstoreSaver, offline.
+"""Real LangGraph graphs end to end on AgentStoreSaver, offline.
 
 Conversation memory across process restarts, human-in-the-loop interrupts,
 time travel (forks), subgraph namespaces, and the pending writes of a failed
@@ -20,7 +20,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore.integrations.langgraph import AgentStoreSaver
 from agentstore.models import Checkpoint, CheckpointWrite, Session
 from tests.conftest import REPO_ROOT
 from tests.integrations.graphs import approval_graph, chat_graph
@@ -114,7 +114,7 @@ def test_docs_example_runs_in_the_documented_install(tmp_path: Any) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_interrupt_then_resume_with_command() -> None:
-    graph = approval_graph(AgentstoreSaver())
+    graph = approval_graph(AgentStoreSaver())
     config = _config("approve-1")
     first = graph.invoke({"request": "refund"}, config)
     assert first["__interrupt__"][0].value == {"question": "approve refund?"}
@@ -125,7 +125,7 @@ def test_interrupt_then_resume_with_command() -> None:
     assert CheckpointWrite.objects.filter(session_id="approve-1", channel="__interrupt__").exists()
 
     # A new graph object and saver: nothing is carried over in memory.
-    final = approval_graph(AgentstoreSaver()).invoke(Command(resume="yes"), config)
+    final = approval_graph(AgentStoreSaver()).invoke(Command(resume="yes"), config)
     assert final["log"] == ["drafted refund", "reviewed: yes", "done"]
     assert graph.get_state(config).next == ()
 
@@ -189,7 +189,7 @@ def test_subgraph_checkpoints_live_in_their_namespace() -> None:
     outer.add_edge(START, "investigate")
     outer.add_edge("investigate", "summarize")
     outer.add_edge("summarize", END)
-    graph = outer.compile(checkpointer=AgentstoreSaver())
+    graph = outer.compile(checkpointer=AgentStoreSaver())
     config = _config("nested-1")
 
     graph.invoke({"topic": "otters"}, config)
@@ -233,7 +233,7 @@ def test_pending_writes_of_a_failed_step_are_replayed_on_resume() -> None:
     builder.add_edge(START, "flaky")
     builder.add_edge("slow", END)
     builder.add_edge("flaky", END)
-    graph = builder.compile(checkpointer=AgentstoreSaver())
+    graph = builder.compile(checkpointer=AgentStoreSaver())
     config = _config("flaky-1")
 
     with pytest.raises(ConnectionError):

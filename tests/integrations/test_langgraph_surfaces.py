@@ -26,8 +26,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.types import Command
 from rest_framework.test import APIClient
 
-from agentstore import maintenance
-from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore import db, maintenance
+from agentstore.integrations.langgraph import AgentStoreSaver
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.stores.checkpoints import CheckpointStore, touch_thread
 from agentstore.types.checkpoints import ChannelBlob
@@ -72,7 +72,7 @@ def test_admin_thread_page_draws_forks_state_writes_and_open_interrupts(
     channels = at_fork[at_fork.index('id="channels"') :]
     assert "#1 echo: one" in channels and "three" not in channels
 
-    graph = approval_graph(AgentstoreSaver())
+    graph = approval_graph(AgentStoreSaver())
     graph.invoke({"request": "refund"}, _config("ask-admin"))
     page_url = reverse("admin:agentstore_session_checkpoints", args=["ask-admin"])
     page = admin_client.get(page_url).content.decode()
@@ -95,7 +95,7 @@ def test_admin_thread_page_draws_forks_state_writes_and_open_interrupts(
 
 
 def test_thread_page_is_bounded_and_pages_older_checkpoints(admin_client: Client) -> None:
-    saver = AgentstoreSaver()
+    saver = AgentStoreSaver()
     config: Any = _config("long-admin") | {}
     config["configurable"]["checkpoint_ns"] = ""
     for step in range(8):
@@ -137,7 +137,7 @@ def test_command_lists_shows_removes_and_prunes_threads() -> None:
 def test_api_lists_threads_as_a_session_kind() -> None:
     owner = get_user_model().objects.create_user("ana", password="pw-ana-12345")
     other = get_user_model().objects.create_user("bob", password="pw-bob-12345")
-    chat_graph(AgentstoreSaver(owner=owner)).invoke(
+    chat_graph(AgentStoreSaver(owner=owner)).invoke(
         {"messages": [("human", "hi")]}, _config("api-1")
     )
     assert Session.objects.get(pk="api-1").owner == owner
@@ -156,7 +156,7 @@ def test_thread_id_of_another_kind_of_session_is_refused() -> None:
     from agentstore.stores import TreeStore
 
     session = TreeStore().create_session("/w")
-    with pytest.raises(exceptions.SessionExists):
+    with pytest.raises(exceptions.WrongSessionKind):
         chat_graph().invoke({"messages": [("human", "hi")]}, _config(session.id))
     assert not Checkpoint.objects.filter(session_id=session.id).exists()
 
@@ -172,8 +172,8 @@ def _long_thread(thread_id: str, n: int) -> Any:
     Inserted set-based (bulk INSERTs), not through ``put``.
     """
     now = timezone.now()
-    touch_thread(thread_id, now)
-    saver = AgentstoreSaver()
+    db.write(lambda cursor: touch_thread(cursor, thread_id, now))
+    saver = AgentStoreSaver()
     type_, data = saver.serde.dumps_typed({**empty_checkpoint(), "channel_values": {}})
     value_type, value = saver.serde.dumps_typed({"note": "x" * 100})
 
@@ -221,7 +221,7 @@ def _queries(fn: Any) -> list[str]:
 
 @pytest.mark.slow
 def test_put_and_get_latest_issue_the_same_indexed_queries_at_10_or_100000_checkpoints() -> None:
-    saver = AgentstoreSaver()
+    saver = AgentStoreSaver()
     cp_type, cp_data = saver.serde.dumps_typed({**empty_checkpoint(), "channel_values": {}})
     value_type, value = saver.serde.dumps_typed({"note": "y"})
     costs = []
@@ -344,7 +344,7 @@ def test_a_store_on_a_shared_connection_works_from_fresh_threads_and_is_watchabl
 def test_small_values_ride_in_the_checkpoint_row_and_larger_ones_in_the_blob_table() -> None:
     # Decision 325: None, booleans, numbers, short strings and cleared channels
     # live in Checkpoint.inline; anything else is one blob row per new version.
-    saver = AgentstoreSaver()
+    saver = AgentStoreSaver()
     checkpoint = empty_checkpoint()
     values = {"n": 1, "flag": True, "none": None, "short": "hi", "long": "x" * 300, "d": {"a": 1}}
     checkpoint["channel_values"] = dict(values)
@@ -388,7 +388,7 @@ def test_remembered_small_values_store_and_read_the_same_bytes_as_serializing_ea
 
     serde = JsonPlusSerializer()
     values = {"n": 7, "flag": False, "one": True, "none": None, "s": "hé", "z": 0.0, "m": -0.0}
-    for thread, saver in (("plain", AgentstoreSaver()), ("own", AgentstoreSaver(serde=Counting()))):
+    for thread, saver in (("plain", AgentStoreSaver()), ("own", AgentStoreSaver(serde=Counting()))):
         for round_ in range(2):  # the second round meets every value remembered
             checkpoint = empty_checkpoint()
             checkpoint["channel_values"] = dict(values)

@@ -16,7 +16,7 @@ import pytest
 from django.core.management import call_command
 from langgraph.types import Command
 
-from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore.integrations.langgraph import AgentStoreSaver
 from agentstore.stores import SessionStore
 from tests.integrations.graphs import approval_graph, chat_graph
 
@@ -28,20 +28,20 @@ def _config(thread_id: str) -> dict[str, Any]:
 def _move(thread_id: str, tmp_path: Path) -> None:
     """Export the thread to a file, delete it, import the file."""
     call_command("agentstore", "export", thread_id, "--out", str(tmp_path), stderr=StringIO())
-    assert SessionStore().delete(thread_id)
+    SessionStore().delete(thread_id)
     call_command("agentstore", "import", str(tmp_path / f"{thread_id}.jsonl"), stderr=StringIO())
 
 
 @pytest.mark.django_db(transaction=True)
 def test_an_interrupted_graph_resumes_after_the_move(tmp_path: Path) -> None:
     config = _config("moved-approval")
-    first = approval_graph(AgentstoreSaver()).invoke({"request": "refund"}, config)
+    first = approval_graph(AgentStoreSaver()).invoke({"request": "refund"}, config)
     assert first["__interrupt__"][0].value == {"question": "approve refund?"}
-    history = [s.config for s in approval_graph(AgentstoreSaver()).get_state_history(config)]
+    history = [s.config for s in approval_graph(AgentStoreSaver()).get_state_history(config)]
 
     _move("moved-approval", tmp_path)
 
-    graph = approval_graph(AgentstoreSaver())
+    graph = approval_graph(AgentStoreSaver())
     state = graph.get_state(config)
     assert state.next == ("review",)
     assert [i.value for i in state.interrupts] == [{"question": "approve refund?"}]
@@ -53,12 +53,12 @@ def test_an_interrupted_graph_resumes_after_the_move(tmp_path: Path) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_conversation_keeps_its_memory_after_the_move(tmp_path: Path) -> None:
     config = _config("moved-chat")
-    graph = chat_graph(AgentstoreSaver())
+    graph = chat_graph(AgentStoreSaver())
     for text in ("one", "two"):
         graph.invoke({"messages": [("user", text)]}, config)
 
     _move("moved-chat", tmp_path)
 
-    reply = chat_graph(AgentstoreSaver()).invoke({"messages": [("user", "three")]}, config)
+    reply = chat_graph(AgentStoreSaver()).invoke({"messages": [("user", "three")]}, config)
     assert [m.content for m in reply["messages"]][-1] == "#3 echo: three"
     assert len(reply["messages"]) == 6

@@ -25,7 +25,7 @@ from langgraph.types import Interrupt
 
 from agentstore.formats.agentsession.describe import describe
 from agentstore.formats.langgraph_values import Constructed, NotDecoded, decode, message_items, show
-from agentstore.integrations.langgraph import AgentstoreSaver
+from agentstore.integrations.langgraph import AgentStoreSaver
 from agentstore.selectors.checkpoints import checkpoint_detail
 from tests.conftest import REPO_ROOT
 from tests.integrations.graphs import chat_graph
@@ -131,7 +131,7 @@ def test_damaged_or_foreign_values_are_reported(type_: str, blob: bytes, why: st
 
 @pytest.mark.django_db(transaction=True)
 def test_the_thread_page_shows_messages_as_items_and_state_as_data() -> None:
-    graph = chat_graph(AgentstoreSaver())
+    graph = chat_graph(AgentStoreSaver())
     graph.invoke(
         {"messages": [("human", "Weather in Paris?")]}, {"configurable": {"thread_id": "t"}}
     )
@@ -164,7 +164,7 @@ print(json.dumps({c.name: [c.preview, [(m.kind, m.role, m.text) for m in c.messa
 
 @pytest.mark.slow
 def test_values_decode_where_langgraph_is_not_installed(test_database_url: str) -> None:
-    graph = chat_graph(AgentstoreSaver())
+    graph = chat_graph(AgentStoreSaver())
     for text in ("Weather in Paris?", "And in Oslo?"):
         graph.invoke({"messages": [("human", text)]}, {"configurable": {"thread_id": "no-lg"}})
     done = subprocess.run(

@@ -3,7 +3,7 @@
 The real SDK runs offline (``tests/integrations/agents_fakes.py``: a scripted
 model, a dummy key, tracing off). Every test is transactional because the
 session's coroutines do their database work on another thread
-(``agentstore.integrations.db_thread``), which has its own connection.
+(``agentstore.db.thread``), which has its own connection.
 """
 
 from __future__ import annotations
@@ -227,12 +227,12 @@ def test_owner_scopes_the_session() -> None:
     assert len(item_entries("owned")) == 1
 
 
-def test_a_session_of_another_kind_is_no_session() -> None:
+def test_a_session_of_another_kind_is_refused() -> None:
     tree_id = TreeStore().create_session("/t").id
     session = AgentStoreSession(tree_id)
-    with pytest.raises(exceptions.NoSession, match="tree session"):
+    with pytest.raises(exceptions.WrongSessionKind, match="tree session"):
         session.add_items_sync([USER])
-    with pytest.raises(exceptions.NoSession):
+    with pytest.raises(exceptions.WrongSessionKind):
         session.get_items_sync()
 
 
@@ -359,5 +359,5 @@ def test_a_read_racing_the_sessions_creation_reads_it_empty(
     assert session.get_items_sync() == []
     # A tree session under the id is still refused.
     tree = TreeStore().create_session("/w", "")
-    with pytest.raises(exceptions.NoSession):
+    with pytest.raises(exceptions.WrongSessionKind):
         AgentStoreSession(tree.id).get_items_sync()

@@ -728,13 +728,13 @@ def test_other_kinds_are_refused(h: Harness) -> None:
 
     tree = TreeStore().create_session("/t")
     store = h.new()
-    with pytest.raises(exceptions.NoSession, match="tree session"):
+    with pytest.raises(exceptions.WrongSessionKind, match="tree session"):
         store.open(tree.id)
-    with pytest.raises(exceptions.NoSession, match="tree session"):
+    with pytest.raises(exceptions.WrongSessionKind, match="tree session"):
         store.append(tree.id, user("x"))
-    with pytest.raises(exceptions.NoSession):
+    with pytest.raises(exceptions.WrongSessionKind):
         store.read(tree.id)
-    with pytest.raises(exceptions.NoSession):
+    with pytest.raises(exceptions.WrongSessionKind):
         store.delete(tree.id)
     assert store.lock_holder(tree.id) is None
     assert tree.id not in ids(store)

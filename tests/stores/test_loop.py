@@ -608,7 +608,7 @@ def test_writes_to_another_stores_session_are_refused(store: LoopStore, tree_ses
         lambda: store.update_data(tree_session, b"{}"),
         lambda: store.finalize(tree_session, FinalizeSummary(status="completed")),
     ):
-        with pytest.raises(exceptions.SessionExists, match="tree session"):
+        with pytest.raises(exceptions.WrongSessionKind, match="tree session"):
             write()
 
     row = Session.objects.get(pk=tree_session)
@@ -622,7 +622,8 @@ def test_reads_do_not_see_another_stores_session(store: LoopStore, tree_session:
     assert store.list() == []
     with pytest.raises(exceptions.NoSession):
         store.most_recent()
-    with pytest.raises(exceptions.NoSession):
+    # Deleting is a write: refused by the one kind error, nothing deleted.
+    with pytest.raises(exceptions.WrongSessionKind):
         store.delete(tree_session)
     assert Session.objects.filter(pk=tree_session).exists()
 

@@ -158,9 +158,9 @@ def test_a_later_append_is_one_update_and_one_insert() -> None:
 def test_another_kind_of_session_is_refused_with_nothing_written() -> None:
     tree = TreeStore().create_session("/x")
     store = LoopStore()
-    with pytest.raises(exceptions.SessionExists, match="tree session"):
+    with pytest.raises(exceptions.WrongSessionKind, match="tree session"):
         store.append(step(tree.id, 0))
-    with CaptureQueriesContext(connection), pytest.raises(exceptions.SessionExists):
+    with CaptureQueriesContext(connection), pytest.raises(exceptions.WrongSessionKind):
         store.append(step(tree.id, 0))
     assert not Step.objects.filter(session_id=tree.id).exists()
     assert Session.objects.get(pk=tree.id).kind == "tree"

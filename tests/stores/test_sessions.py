@@ -210,7 +210,7 @@ def test_delete_a_tree_session_with_everything_it_owns(clock: TickClock) -> None
     )
     Grant.objects.create(session_id=child, prompt="p", prompt_digest="d", granted_at=START)
 
-    assert SessionStore(clock=clock).delete(child) is True
+    SessionStore(clock=clock).delete(child)
 
     assert not Session.objects.filter(pk=child).exists()
     assert not Entry.objects.filter(session_id=child).exists()
@@ -229,17 +229,20 @@ def test_delete_a_loop_session_purges_steps_and_grants(clock: TickClock) -> None
     loop.append(RunStep(session_id="l-1", step_type="user", content="hi"))
     loop.grant("l-1", "rm -rf build")
 
-    assert SessionStore(clock=clock).delete("l-1") is True
+    SessionStore(clock=clock).delete("l-1")
 
     assert not Session.objects.exists() and not Step.objects.exists()
     assert not Grant.objects.exists()
 
 
-def test_delete_with_a_kind_leaves_another_kind_alone(sessions: SessionStore) -> None:
+def test_delete_refuses_another_kind_and_a_missing_session(sessions: SessionStore) -> None:
     record = sessions.create("loop")
 
-    assert sessions.delete(record.id, "tree") is False
-    assert sessions.delete("missing") is False
+    with pytest.raises(exceptions.WrongSessionKind) as wrong:
+        sessions.delete(record.id, "tree")
+    assert (wrong.value.kind, wrong.value.expected) == ("loop", "tree")
+    with pytest.raises(exceptions.NoSession):
+        sessions.delete("missing")
     assert Session.objects.filter(pk=record.id).exists()
 
 
@@ -251,7 +254,7 @@ def test_delete_a_log_session_and_create_it_again(clock: TickClock) -> None:
         store.release(created.id)
         incarnation = Session.objects.get(pk=created.id).incarnation
 
-        assert SessionStore(clock=clock).delete(created.id) is True
+        SessionStore(clock=clock).delete(created.id)
         assert not Entry.objects.exists()
 
         again = store.create(dict(created.header))
@@ -286,7 +289,7 @@ def test_hold_and_break_hold(clock: TickClock) -> None:
 def test_upsert_refuses_another_kind(clock: TickClock) -> None:
     SessionStore(clock=clock).create("tree", session_id="t-1", cwd="/w")
 
-    with pytest.raises(exceptions.SessionExists, match="tree session, not a loop session"):
+    with pytest.raises(exceptions.WrongSessionKind, match="tree session, not a loop session"):
         LoopStore(clock=clock).append(RunStep(session_id="t-1", step_type="user"))
     assert not Step.objects.exists()
     assert Session.objects.get(pk="t-1").updated_at < START + timedelta(seconds=1)

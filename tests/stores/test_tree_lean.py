@@ -157,7 +157,7 @@ def test_a_refused_append_writes_nothing(store: TreeStore) -> None:
         store.append_message("no-such-session", None, user("lost"))
     now = Session.objects.get(id=session.id).created_at
     Session.objects.create(id="loop-1", kind="loop", created_at=now, updated_at=now)
-    with pytest.raises(exceptions.ValidationError):
+    with pytest.raises(exceptions.WrongSessionKind):
         store.append_message("loop-1", None, user("wrong kind"))
     assert not Entry.objects.filter(session_id__in=["no-such-session", "loop-1"]).exists()
     # The connection is usable afterwards.

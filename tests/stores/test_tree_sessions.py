@@ -81,7 +81,8 @@ def test_delete_session_removes_rows_and_keeps_children(tree: TreeStore) -> None
     assert tree.message_for_entry(parent.id, entry.id) is None
     assert not Entry.objects.exists() and not MessagePart.objects.exists()
     assert tree.get_session(child.id) == child
-    tree.delete_session(parent.id)  # missing: no error
+    with pytest.raises(exceptions.NoSession):  # missing: as every store's delete
+        tree.delete_session(parent.id)
 
 
 def _agent_task(owner: str, child: str) -> Task:
@@ -136,9 +137,11 @@ def test_other_kinds_of_session_are_invisible_and_refuse_tree_appends(tree: Tree
     Session.objects.create(id="loop-1", kind="loop", created_at=START, updated_at=START)
 
     assert tree.get_session("loop-1") is None
-    with pytest.raises(exceptions.ValidationError, match="not a tree session"):
+    with pytest.raises(exceptions.WrongSessionKind, match="not a tree session") as wrong:
         tree.append_message("loop-1", None, user("hi"))
-    tree.delete_session("loop-1")
+    assert (wrong.value.kind, wrong.value.expected) == ("loop", "tree")
+    with pytest.raises(exceptions.WrongSessionKind):
+        tree.delete_session("loop-1")
     assert Session.objects.filter(pk="loop-1").exists()
 
 

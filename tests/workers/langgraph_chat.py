@@ -6,7 +6,7 @@ Used by ``tests/integrations/test_langgraph_graphs.py``::
 
 Builds a ``StateGraph(MessagesState)`` whose one node answers offline (it echoes
 the last human message and counts the turns it has seen), compiles it with an
-``AgentstoreSaver`` and invokes it once. Prints one JSON line: the thread's
+``AgentStoreSaver`` and invokes it once. Prints one JSON line: the thread's
 messages as ``[type, content]`` pairs.
 """
 

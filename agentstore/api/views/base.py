@@ -1,7 +1,7 @@
 """What every agentstore viewset shares: the defaults, schema helpers, session lookup.
 
 The defaults every view sets itself (permissions, the body gate, the error
-shape) are :class:`agentstore.api.defaults.AgentstoreViewDefaults`.
+shape) are :class:`agentstore.api.defaults.AgentStoreViewDefaults`.
 
 The session lookup is the one security gate of every session-bound endpoint:
 ``session_or_404`` answers ``no_session`` alike for a missing session and for
@@ -20,18 +20,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentstore.api.defaults import AgentstoreAPIView, AgentstoreViewDefaults
+from agentstore.api.defaults import AgentStoreAPIView, AgentStoreViewDefaults
 from agentstore.api.exceptions import ErrorSerializer, error_response, exception_handler
-from agentstore.api.schema import AgentstoreAutoSchema
+from agentstore.api.schema import AgentStoreAutoSchema
 from agentstore.exceptions import NoSession, WrongSessionKind
 from agentstore.models import Session
 from agentstore.selectors.sessions import visible_session
 
 __all__ = [
     "ENTRY_ID",
-    "AgentstoreAPIView",
-    "AgentstoreViewDefaults",
-    "AgentstoreViewSetMixin",
+    "AgentStoreAPIView",
+    "AgentStoreViewDefaults",
+    "AgentStoreViewSetMixin",
     "errors",
     "not_found_view",
     "session_of_kind",
@@ -70,12 +70,12 @@ else:
     _Base = object
 
 
-class AgentstoreViewSetMixin(AgentstoreViewDefaults, _Base):
+class AgentStoreViewSetMixin(AgentStoreViewDefaults, _Base):
     """The viewsets' base: the defaults above, path lookups and the schema with links."""
 
     lookup_value_regex = "[^/]+"
     # Adds the OpenAPI links between operations (agentstore/api/schema.py).
-    schema = AgentstoreAutoSchema()
+    schema = AgentStoreAutoSchema()
 
     def named_session_or_404(self, session_id: str, field: str) -> Session:
         """The session a request *names* in ``field`` (a body key or query parameter).
@@ -113,7 +113,7 @@ def session_of_kind(user: Any, session_id: str, *kinds: str) -> Session:
     return session
 
 
-class AgentstoreViewSet(AgentstoreViewSetMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+class AgentStoreViewSet(AgentStoreViewSetMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
     """Base of the resource viewsets."""
 
 

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from agentstore.api import serializers as s
 from agentstore.api.pagination import CollectionPagination, page_response
 from agentstore.api.permissions import STAFF_PERMISSIONS
-from agentstore.api.views.base import AgentstoreAPIView, errors
+from agentstore.api.views.base import AgentStoreAPIView, errors
 from agentstore.api.views.session_extras import document_response
 from agentstore.selectors.documents import documents_in
 
@@ -30,7 +30,7 @@ class _NamespaceQuery(serializers.Serializer[Any]):
     )
 
 
-class DocumentListView(AgentstoreAPIView):
+class DocumentListView(AgentStoreAPIView):
     """Every document, by namespace then key (staff), paged like every collection."""
 
     permission_classes = STAFF_PERMISSIONS
@@ -55,7 +55,7 @@ _PATH = [
 ]
 
 
-class DocumentView(AgentstoreAPIView):
+class DocumentView(AgentStoreAPIView):
     """One document by (namespace, key)."""
 
     permission_classes = STAFF_PERMISSIONS

@@ -47,8 +47,8 @@ from agentstore.api.pagination import (
     keyset_response,
 )
 from agentstore.api.views.base import (
-    AgentstoreAPIView,
-    AgentstoreViewSet,
+    AgentStoreAPIView,
+    AgentStoreViewSet,
     errors,
     session_of_kind,
 )
@@ -66,7 +66,7 @@ __all__ = ["LogSessionViewSet", "RefListView", "RefLogView", "RefView"]
 _NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The ref's name.")
 
 
-class LogSessionViewSet(AgentstoreViewSet):
+class LogSessionViewSet(AgentStoreViewSet):
     """agentsession sessions: exact JSON lines, hashed ids, holds."""
 
     serializer_class = g.LogSessionSerializer
@@ -179,7 +179,7 @@ class LogSessionViewSet(AgentstoreViewSet):
         return response
 
 
-class _RefBase(AgentstoreAPIView):
+class _RefBase(AgentStoreAPIView):
     pagination_class = CollectionPagination
 
     def visible_sessions(self) -> QuerySet[Any] | None:

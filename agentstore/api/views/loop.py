@@ -29,7 +29,7 @@ from rest_framework.response import Response
 
 from agentstore.api import serializers as s
 from agentstore.api.pagination import CollectionPagination, StepCursorPagination, page_response
-from agentstore.api.views.base import AgentstoreViewSetMixin, errors
+from agentstore.api.views.base import AgentStoreViewSetMixin, errors
 from agentstore.models import Step
 from agentstore.models.sessions import SessionKind
 from agentstore.selectors.grants import grants_of
@@ -38,7 +38,7 @@ from agentstore.stores import LoopStore
 __all__ = ["LoopActions"]
 
 
-class LoopActions(AgentstoreViewSetMixin):
+class LoopActions(AgentStoreViewSetMixin):
     """The loop-store actions of the session viewset."""
 
     paginate_queryset: Any

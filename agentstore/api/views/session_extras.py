@@ -35,7 +35,7 @@ from agentstore.api.sse import (
     FollowStream,
     take_follow_slot,
 )
-from agentstore.api.views.base import AgentstoreViewSetMixin, errors
+from agentstore.api.views.base import AgentStoreViewSetMixin, errors
 from agentstore.exceptions import NoDocument
 from agentstore.models.sessions import SessionKind
 from agentstore.selectors.documents import documents_in
@@ -72,7 +72,7 @@ class _FollowQuery(serializers.Serializer[Any]):
     last_event_id = serializers.IntegerField(required=False, min_value=0, max_value=MAX_POSITION)
 
 
-class SessionExtrasActions(AgentstoreViewSetMixin):
+class SessionExtrasActions(AgentStoreViewSetMixin):
     """Hold, attached documents and follow actions of the session viewset."""
 
     @extend_schema(

@@ -33,7 +33,7 @@ from rest_framework.utils.urls import replace_query_param
 from agentstore.api import serializers as s
 from agentstore.api.filters import SessionFilter
 from agentstore.api.pagination import MAX_ENTRY_PAGE, EntryCursor, SeqCursor, SessionPagination
-from agentstore.api.views.base import ENTRY_ID, AgentstoreViewSet, errors
+from agentstore.api.views.base import ENTRY_ID, AgentStoreViewSet, errors
 from agentstore.api.views.loop import LoopActions
 from agentstore.api.views.session_extras import SessionExtrasActions
 from agentstore.conf import agentstore_settings
@@ -139,7 +139,7 @@ class SessionViewSet(
     SessionExtrasActions,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    AgentstoreViewSet,
+    AgentStoreViewSet,
 ):
     """Agent sessions (tree, loop and log kinds), owner-scoped; staff see all."""
 

@@ -38,7 +38,7 @@ from agentstore.api.exceptions import error_response
 from agentstore.api.filters import TaskFilter
 from agentstore.api.pagination import SeqCursor, TaskPagination, page_response
 from agentstore.api.permissions import STAFF_PERMISSIONS
-from agentstore.api.views.base import AgentstoreViewSet, errors
+from agentstore.api.views.base import AgentStoreViewSet, errors
 from agentstore.exceptions import (
     NoAgentTask,
     NoTask,
@@ -80,7 +80,7 @@ def _conflict(tasks: TaskRepository, task_id: str, message: str) -> Response:
     return error_response(status.HTTP_409_CONFLICT, TaskConflict.code, message, details)
 
 
-class _TaskBound(AgentstoreViewSet):
+class _TaskBound(AgentStoreViewSet):
     """Resolve the task in the URL through the user's visibility (404 otherwise)."""
 
     #: What a missing (or someone else's) id of this resource raises: each

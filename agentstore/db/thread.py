@@ -1,10 +1,18 @@
-"""Where an integration's coroutines run their database work: one thread, or Django's.
+"""Where coroutines run their database work: one thread, or Django's — and the async twins.
 
-    from agentstore.integrations import db_thread
+    from agentstore.db import thread
 
-    items = await db_thread.run(session.get_items_sync, 50)    # never on the event loop
-    await db_thread.run_to_end(session.add_items_sync, items)  # a write: ends even if cancelled
-    db_thread.close_connections()                               # tests, shutdown
+    class LoopStore(StoreBase):
+        def append(self, step): ...
+        aappend = thread.async_twin(append)        # the one way an async twin is made
+
+    items = await thread.run(session.get_items_sync, 50)    # never on the event loop
+    await thread.run_to_end(session.add_items_sync, items)  # a write: ends even if cancelled
+    thread.close_connections()                               # tests, shutdown
+
+Every ``a``-prefixed coroutine of a store, and every async method of an
+integration, is :func:`async_twin` of its synchronous body: the same code, run
+once on the thread chosen below, awaited to its end.
 
 The SDK's session protocol is async, the stores are synchronous Django code, so
 each call hops to a thread and back. ``asgiref``'s ``sync_to_async`` (thread
@@ -53,12 +61,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import queue
 import threading
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.db import connections
@@ -66,6 +75,7 @@ from django.db import connections
 __all__ = [
     "IDLE_SECONDS",
     "THREAD_NAME",
+    "async_twin",
     "close_connections",
     "django_owns_the_thread",
     "run",
@@ -73,6 +83,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
 logger = logging.getLogger(__name__)
 
 #: Seconds without a call after which the thread closes its connections.
@@ -276,6 +288,33 @@ async def run_to_end(fn: Callable[..., T], *args: Any) -> T:
         if not call.ok:
             raise call.value from None
         raise
+
+
+def async_twin(
+    method: Callable[Concatenate[Any, P], T],
+) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]:
+    """The async twin of a synchronous method: the same body, run once off the event loop.
+
+    ``aappend = async_twin(append)`` in a class body. The twin looks the method
+    up on the instance at each call, so a subclass that overrides ``append``
+    changes ``aappend`` too; it runs it through :func:`run_to_end` — on the
+    thread that should own the connection, awaited to its end even if the
+    caller is cancelled (a write that happened is never reported as not
+    having happened). One hop per call, however many statements the body sends.
+    """
+    name = method.__name__
+
+    # ``self`` is Any: the twin also fills a base class's abstract method
+    # (the SDK's SessionABC, LangGraph's saver), whose self type is the base.
+    async def twin(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        body: Callable[..., T] = getattr(self, name)
+        if kwargs:
+            return await run_to_end(functools.partial(body, *args, **kwargs))
+        return await run_to_end(body, *args)
+
+    twin.__name__ = twin.__qualname__ = f"a{name}"
+    twin.__doc__ = f"Async :meth:`{name}`: the same body, run once off the event loop."
+    return twin
 
 
 async def _shielded(awaitable: Awaitable[T]) -> T:
