@@ -163,6 +163,13 @@ PLAN: list[Bench] = [
         ["--entries", "200000", "--sessions", "200", "--runs", "21"],
         ["--entries", "300", "--sessions", "3", "--runs", "1"],
     ),
+    Bench(
+        # Instructions under cachegrind, not time: needs valgrind (docs/development.md).
+        "op_instructions",
+        ["--n", "1000", "--watched"],
+        ["--n", "50", "--ops", "loop"],
+        postgres="",
+    ),
 ]
 
 #: Files in bench/ that are not benchmarks.

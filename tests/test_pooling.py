@@ -75,7 +75,7 @@ def server(request: Any, test_database_url: str) -> Iterator[tuple[int, str, str
     query = f"application_name={name}"
     if request.param == "pooled":
         query += f"&pool_min_size=1&pool_max_size={POOL_MAX}"
-    env = {"DJANGO_SETTINGS_MODULE": "tests.workers.multiserver_settings"}
+    env = {"DJANGO_SETTINGS_MODULE": "tests.workers.pooling_settings"}
     with Launcher(test_database_url, env=env) as launcher:
         proc = launcher.spawn(
             "-m",

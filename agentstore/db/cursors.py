@@ -51,6 +51,7 @@ from __future__ import annotations
 import re
 from asyncio import _get_running_loop
 from collections.abc import Sequence
+from contextlib import suppress
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -257,7 +258,22 @@ class _ReportedPreparedCursor(_Reported, PreparedCursor):
 
 
 class _LoggedPreparedCursor(_Logged, PreparedCursor, CursorDebugWrapper):
-    pass
+    def debug_sql(
+        self,
+        sql: Any = None,
+        params: Any = None,
+        use_last_executed_query: bool = False,
+        many: bool = False,
+    ) -> Any:
+        # Django reads the logged text back from the DB-API cursor, but a
+        # server-binding psycopg cursor keeps none (psycopg 3.3 clears it): the
+        # log would hold None. Compose it as Django does when the whole
+        # connection binds on the server.
+        if use_last_executed_query and params is not None:
+            # On a DataError the statement's own text is logged, as for executemany.
+            with suppress(self.db.Database.DataError):
+                sql = self.db.ops.compose_sql(sql, params)  # type: ignore[attr-defined]
+        return CursorDebugWrapper.debug_sql(self, sql, params, False, many)
 
 
 #: (prepared, how it reports) -> the class; "" is unwatched.

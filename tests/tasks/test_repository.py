@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from agentstore import db
 from agentstore.exceptions import NoSession, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import Task, TaskEvent
@@ -477,14 +478,17 @@ def test_an_event_racing_the_one_statement_finish_is_kept() -> None:
 
     def request_cancel() -> None:  # holds the row lock until told to commit
         try:
-            with transaction.atomic():
+            with transaction.atomic(), db.cursor(tasks.using) as cursor:
                 moved = tasks.transition_row(
-                    tasks.cursor(), task.id, ["running"], "canceling",
+                    cursor, task.id, ["running"], "canceling",
                     "task_cancel_requested", "{}", new_id(), tasks.now(),
                 )  # fmt: skip
                 outcome.append(moved)
                 locked.set()
                 commit.wait(30)
+        except BaseException as error:  # reported to the test
+            outcome.append(error)
+            locked.set()
         finally:
             connection.close()
 
@@ -507,6 +511,7 @@ def test_an_event_racing_the_one_statement_finish_is_kept() -> None:
     canceller = threading.Thread(target=request_cancel)
     canceller.start()
     assert locked.wait(30)
+    assert outcome == [True], outcome
     finisher = threading.Thread(target=finish)
     finisher.start()
     # Commit the cancel only once the finish statement waits for the row lock.
