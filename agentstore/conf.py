@@ -101,8 +101,8 @@ class AgentStoreSettings:
 
     A value read once is kept as an attribute of the instance, so later reads
     are plain attribute look-ups that never reach ``__getattr__`` (~0.05
-    against ~1 µs: the write paths read settings on every transaction,
-    decision 391); :meth:`reload` drops them.
+    against ~1 µs: the write paths read settings on every transaction;
+    bench/results/2026-12-01-write-layer-python.md); :meth:`reload` drops them.
     """
 
     @property

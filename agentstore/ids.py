@@ -52,7 +52,8 @@ def new_id() -> str:
     value |= 0b10 << 62
     value |= rand_b
     # str(uuid.UUID(int=value)) without UUID's checks: the same text, ~1 µs less
-    # of the ~4 a claim cycle makes (decision 381).
+    # of the ~4 a claim cycle makes
+    # (bench/results/2026-12-01-claim-cycle-checkpoint.md).
     digits = f"{value:032x}"
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
@@ -62,7 +63,7 @@ def is_uuid7(value: str) -> bool:
     return bool(_UUID7.match(value))
 
 
-#: Characters of a short id (docs/decisions.md "inspection: short ids").
+#: Characters of a short id (decision record 0060).
 SHORT = 12
 
 

@@ -115,7 +115,8 @@ def ref_key(name: str) -> str:
 
 
 #: Each alias's backend vendor: ``connections[using]`` is an ``asgiref`` look-up
-#: (~2 µs) and ``_enabled`` runs on every write of every store (decision 390).
+#: (~2 µs) and ``_enabled`` runs on every write of every store
+#: (bench/results/2026-12-01-write-layer-python.md).
 _vendors: dict[str, str] = {}
 
 

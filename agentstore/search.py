@@ -14,9 +14,9 @@ the last word typed, by prefix (``flak`` finds "flaky"); every word must match.
 
 * **SQLite**: an external-content FTS5 table ``agentstore_entry_fts`` over the
   entry table (unicode61 tokenizer, diacritics folded), filled in *batches*
-  rather than on every insert (docs/decisions.md, "search index: appends leave
-  a tail"). A one-row table ``agentstore_entry_fts_mark`` holds ``upto``: every
-  entry with ``id <= upto`` (and some text) is in the index, none above it is.
+  rather than on every insert (decision record 0023). A one-row table
+  ``agentstore_entry_fts_mark`` holds ``upto``: every entry with ``id <= upto``
+  (and some text) is in the index, none above it is.
   An insert trigger indexes the tail ``(upto, new.id]`` in one go once it spans
   :data:`TAIL_IDS` ids and moves the mark; the update and delete triggers keep
   indexed rows in step and leave the tail alone. All of it runs inside the
@@ -33,9 +33,8 @@ the last word typed, by prefix (``flak`` finds "flaky"); every word must match.
 These are created by :func:`ensure_search_index` (idempotent; ``IF NOT
 EXISTS``), which the app runs on ``post_migrate`` rather than in the migration:
 an FTS5 virtual table and its triggers are SQLite-only DDL that one migration
-for both databases cannot state as model ``Meta`` (docs/decisions.md
-"inspection: the search index beside the migration"). Creating the index fills
-it from the rows already there.
+for both databases cannot state as model ``Meta`` (decision record 0023).
+Creating the index fills it from the rows already there.
 """
 
 from __future__ import annotations

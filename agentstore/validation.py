@@ -93,7 +93,7 @@ def name_problem(value: object, limit: int = MAX_NAME_LENGTH) -> str:
     one path segment wherever it lands (an export file name, a URL, a
     directory): without separators, ``..`` *as the whole name* is the only way
     to climb, so ``a..b`` stays valid (agentsession ref names allow it;
-    docs/decisions.md "Inputs: one rule for names").
+    decision record 0079).
     """
     if not isinstance(value, str) or not value.strip():
         return "is required"

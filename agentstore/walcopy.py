@@ -7,13 +7,13 @@ at ``synchronous=NORMAL`` that checkpoint waits for two fsyncs — of the log,
 then of the database file after the copy. On the bench disk a checkpoint
 after ~100 one-item appends took ~15 ms of wall time (1–2 ms of it CPU): an
 append's caller spent a third of its time waiting for a disk it did not need
-(docs/decisions.md 345).
+(decision record 0008).
 
 ``agentstore.db`` keeps the writer's own threshold out of the way (it raises
 it to ``DEFERRED_AUTOCHECKPOINT``, a safety net) and, once a write has left
-the writer queue, reads the log's frame counts from the wal-index (decision
-380). At the old threshold not yet copied it calls :func:`request`, and
-this module does the rest:
+the writer queue, reads the log's frame counts from the wal-index
+(decision record 0008). At the old threshold not yet copied it calls
+:func:`request`, and this module does the rest:
 
 * one :class:`Copier` thread per database file and process, started at the
   first request and ended after :data:`IDLE_SECONDS` without one;

@@ -18,7 +18,7 @@ rates on a shared machine — and three ratios per kind:
 
 ``raw / floor`` is the most the store can reach against the narrow baseline on
 this schema, whatever its Python costs; ``floor / store`` is how close the
-store's own code comes to SQLite's work (docs/decisions.md 343). Printed, never
+store's own code comes to SQLite's work (decision record 0077). Printed, never
 asserted.
 """
 

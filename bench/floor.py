@@ -13,7 +13,7 @@ foreign key the app declares — with the very statements the store sends
 ``sql.row``), and nothing else: no validation, hashing, writer queue or Django.
 It is the least any code on that schema can cost, so the ratio of a floor to
 the narrow baseline bounds the ratio the store itself can reach
-(docs/decisions.md 343; docs/operations.md, "Performance").
+(decision record 0077; docs/operations.md, "Performance").
 
 Django must be set up first (the statements come from the models); the writes
 go through the ``sqlite3`` connection given.

@@ -15,7 +15,7 @@ Workload, the same for every saver on the same database engine:
 Besides invoke/s (wall clock, which swings with a shared machine's load) it
 prints the process CPU an invoke and its split: CPU inside the saver's methods
 (thread CPU on whichever thread LangGraph ran them) and the rest — steadier
-than throughput for comparing the savers (decision 385).
+than throughput for comparing the savers (bench/results/2026-12-01-langgraph-saver-gap.md).
 
 SQLite: both savers get their own file database in WAL mode (agentstore through
 Django with the project's settings; SqliteSaver on a plain ``sqlite3``
@@ -73,7 +73,8 @@ def time_saver_methods(saver: Any) -> list[float]:
     ``time.thread_time`` around each outermost call (a method calling another
     counts once) gives the CPU spent inside the saver, whatever thread ran it;
     the process's CPU minus that is LangGraph's own (and the threads') —
-    the split decision 385 measured. ~0.5 µs a call of overhead, both savers alike.
+    the split measured in bench/results/2026-12-01-langgraph-saver-gap.md. ~0.5 µs a
+    call of overhead, both savers alike.
     """
     spent = [0.0]
     depth = threading.local()

@@ -28,7 +28,7 @@ through three writers, each on its own SQLite file in WAL mode with
   the ``INSERT`` of the entry row (every column, as read back), ``COMMIT`` —
   no Python of ours, no hashing, no hop. It is what SQLite alone spends on
   agentstore's schema for an append: the least any code on that schema can
-  cost (docs/decisions.md 343). SQLite only.
+  cost (decision record 0077). SQLite only.
 
 Targets (issue 18): ``add_items`` throughput ≥ SQLiteSession's; ``get_items(50)``
 latency ≤ 1.5× SQLiteSession's. Also printed: the *cold* cost — the first

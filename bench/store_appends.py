@@ -20,7 +20,7 @@ project's settings), one session per process, one write transaction per append:
   the tree store's own statements (``agentstore.sql``: the session touch, the
   entry ``INSERT`` with its parent check) with parameters from ``sql.row``: what
   SQLite alone spends on that schema per append, the least any code on it can
-  cost. Its ratio to ``raw-tree`` bounds ``tree``'s (docs/decisions.md 343).
+  cost. Its ratio to ``raw-tree`` bounds ``tree``'s (decision record 0077).
 * ``floor-loop`` — the same for the loop store's statements (the session's
   ``updated_at``, the step ``INSERT``), against ``raw-loop``.
 * ``raw-loop`` — the same for a step trace: ``step(id, session_id, step_index,

@@ -14,8 +14,7 @@ before that, and the context must climb to find them). Timed: ``build_context`` 
 leaf — what an agent loop calls every turn — and raw ``sqlite3`` reading the same rows
 (the leaf's branch up to the latest compaction's first-kept entry, plus the two
 settings) in one recursive query on the same file. Printed: median and p90 over the
-repeats and the ratio to raw; never asserted (docs/decisions.md, "context: stop the walk
-at the compaction").
+repeats and the ratio to raw; never asserted (decision record 0027).
 """
 
 from __future__ import annotations
@@ -117,8 +116,7 @@ def main() -> None:
         cursor.execute("SELECT name FROM pragma_table_info('agentstore_entry')")
         if not args.unrecorded and ("compaction_settings",) in cursor.fetchall():
             # What TreeStore.append_compaction records: the settings in force
-            # at the compaction's parent (docs/decisions.md, "context: settings
-            # on the compaction").
+            # at the compaction's parent (decision record 0027).
             cursor.execute(
                 "UPDATE agentstore_entry SET compaction_settings = CASE WHEN seq > %s"
                 ' THEN \'["prov", "mod", "high"]\' ELSE \'["", "", ""]\' END'

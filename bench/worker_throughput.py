@@ -168,7 +168,8 @@ def release(system: str) -> None:
     if connection.vendor == "postgresql":
         # The table was created a moment ago and filled by one statement: its planner
         # statistics still say "empty" until autovacuum gets to it, and both systems'
-        # claims then scan the table (several-fold slower at 10,000 tasks; decision 340).
+        # claims then scan the table (several-fold slower at 10,000 tasks;
+        # bench/results/2026-12-01-quiet-machine.md).
         # A real queue fills over time and is analysed; give both workers that table.
         with connection.cursor() as cursor:
             cursor.execute(f"ANALYZE {table_of(system)}")

@@ -446,7 +446,7 @@ def test_a_single_statement_is_its_own_transaction() -> None:
 @pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_the_writer_slot_follows_settings_and_the_database_name() -> None:
-    # Resolved once per connection object (decision 351), and again when the
+    # Resolved once per connection object (decision record 0006), and again when the
     # AGENTSTORE settings or the database's name change.
     import fcntl
 
@@ -501,7 +501,7 @@ def _wal_counts(path: str) -> tuple[int, int]:
 def test_the_wal_is_copied_by_the_copier_after_the_writer_queue_is_released(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Decisions 380, 345: no commit checkpoints; the copier does, asked after the queue."""
+    """Decision record 0008: no commit checkpoints; the copier does, asked after the queue."""
     import fcntl
 
     from agentstore import walcopy
@@ -553,7 +553,7 @@ def test_the_wal_is_copied_by_the_copier_after_the_writer_queue_is_released(
 @pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_the_writer_catches_up_so_the_wal_starts_over(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Decision 345: without the writer's catch-up the log would grow to the safety net."""
+    """Decision record 0008: without the writer's catch-up the log would grow to the safety net."""
     from agentstore import walcopy
 
     # The copier's runs overlap the writes in real use, so the log never starts
@@ -594,7 +594,7 @@ def test_automatic_checkpoints_turned_off_stay_off() -> None:
 
 
 def test_contended_waits_of_one_description_share_one_helper_thread(tmp_path: Path) -> None:
-    # Decision 318: a thread per contended wait cost ~65 µs of CPU a write.
+    # Decision record 0007: a thread per contended wait cost ~65 µs of CPU a write.
     import fcntl
     import threading
 
@@ -635,7 +635,7 @@ def test_contended_waits_of_one_description_share_one_helper_thread(tmp_path: Pa
 def test_a_holder_that_lets_go_during_the_spin_is_followed_without_the_helper(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Decision 370: a contended wait polls LOCK_NB briefly before it blocks.
+    # Decision record 0007: a contended wait polls LOCK_NB briefly before it blocks.
     import fcntl
 
     path = str(tmp_path / "spin.lock")

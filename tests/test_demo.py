@@ -162,7 +162,7 @@ def test_every_demo_item_is_dated_within_its_sessions_lifetime() -> None:
     for session in Session.objects.all():
         kinds.add(session.kind)
         # A log session's and a LangGraph thread's updated_at move at most once
-        # a second (log.HEARTBEAT_EVERY, decisions 290 and 355; checkpoints.TOUCH_EVERY).
+        # a second (log.HEARTBEAT_EVERY, decision records 0031 and 0021; checkpoints.TOUCH_EVERY).
         slack = {"log": HEARTBEAT_EVERY, "graph": timedelta(seconds=TOUCH_EVERY)}.get(
             session.kind, timedelta(0)
         )

@@ -1,7 +1,7 @@
 """The positional builders the hot reads use are the dataclasses' own objects, built faster.
 
 ``agentstore.types.frozen.positional_builder`` makes an instance of a same-layout
-twin class, stores its slots and switches its ``__class__`` (decision 365). What
+twin class, stores its slots and switches its ``__class__`` (decision record 0035). What
 a caller gets must be indistinguishable from the class's own constructor:
 type, equality, hash, repr, frozenness, pickling and ``dataclasses.replace`` —
 for every value object a read builds this way — and a class the trick cannot

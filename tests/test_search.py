@@ -89,7 +89,7 @@ def test_admin_and_api_search(admin_client: Client) -> None:
     assert [row["id"] for row in listed["results"]] == [sid]
 
 
-# -- SQLite: the unindexed tail (docs/decisions.md, "search index: appends leave a tail")
+# -- SQLite: the unindexed tail (decision record 0023)
 
 sqlite_only = pytest.mark.skipif(
     connection.vendor != "sqlite", reason="the tail is SQLite's (PostgreSQL indexes on write)"

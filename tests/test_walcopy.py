@@ -1,6 +1,6 @@
 """The WAL copier thread (agentstore/walcopy.py): checkpoints off the writer's path.
 
-Plain ``sqlite3`` files in WAL mode; no Django. Decision 345 says why the
+Plain ``sqlite3`` files in WAL mode; no Django. Decision record 0008 says why the
 copy runs in a thread of its own; these tests pin what that thread does.
 """
 

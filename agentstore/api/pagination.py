@@ -84,7 +84,7 @@ def keyset_response(
     """A keyset page in the collection envelope: ``next`` carries ``after=<next_after>``.
 
     For collections paged by the last item seen rather than a page number
-    (``/refs``, ``/ref-log/{name}``: decision 270). Such pages go forward only,
+    (``/refs``, ``/ref-log/{name}``: decision record 0033). Such pages go forward only,
     so ``previous`` is always ``null``; ``count`` is the whole collection's.
     """
     url: str | None = None
@@ -98,7 +98,7 @@ class KeysetQuery(serializers.Serializer[Any]):
     """``?limit=`` (1–200, else 400) or the collections' ``?page_size=`` (capped at 200).
 
     ``?page=`` is refused past 1: a keyset collection has no page numbers, and
-    ignoring one would answer page 1 again (decision 270).
+    ignoring one would answer page 1 again (decision record 0033).
     """
 
     limit = serializers.IntegerField(

@@ -48,7 +48,7 @@ INT32_MAX = 2**31 - 1
 #: The JSON type each kind of input field takes, most specific class first.
 #: DRF would coerce ``42`` into ``"42"`` for a CharField and ``"5"`` into ``5``
 #: for an IntegerField; a JSON body is typed, so a wrong type is the caller's
-#: mistake and is refused (docs/api.md "Strict input", decision 131).
+#: mistake and is refused (docs/api.md "Strict input", decision record 0079).
 _JSON_TYPES: tuple[tuple[type[Any], type | tuple[type, ...], str], ...] = (
     (serializers.MultipleChoiceField, (list, tuple), "a list"),
     (serializers.ChoiceField, str, "a string"),
@@ -183,7 +183,7 @@ def _text(**kwargs: Any) -> serializers.CharField:
 
 
 def _parent() -> serializers.CharField:
-    # Required (decision 130): an append that left it out used to start a new
+    # Required (decision record 0051): an append that left it out used to start a new
     # root silently, and the default context then showed only that message.
     return serializers.CharField(
         required=True,

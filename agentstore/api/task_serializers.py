@@ -53,7 +53,7 @@ class AbsentAsNullField(serializers.CharField):
 
     A ``TaskEntity`` says "none" with ``""`` (the Go zero value) while a ``Task``
     row says it with ``NULL``; the API says ``null`` in both cases, so a list,
-    a detail, a create and a claim agree (decision 132).
+    a detail, a create and a claim agree (decision record 0053).
     """
 
     def __init__(self, **kwargs: Any) -> None:

@@ -8,7 +8,7 @@
 A ref whose session is gone is listed as ``dangling``.
 
 Both read through ``RefStore``'s pages (``list_refs``/``ref_log`` with
-``after`` and ``limit``, decision 272): ``--limit`` bounds what is printed
+``after`` and ``limit``, decision record 0033): ``--limit`` bounds what is printed
 (default 1,000 refs, 100 log rows; ``0`` for everything) and the rows are read
 :data:`PAGE` at a time, so even ``--limit 0`` holds one page in memory — a
 table is printed per page, JSON lines as they come. When rows are left, a

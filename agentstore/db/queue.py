@@ -186,7 +186,7 @@ class Slot:
 
     The lock file's path (settings and the database's name), its open
     description and the queue's deadline cost more to look up than the
-    ``flock`` itself (decision 351); they are resolved again when the
+    ``flock`` itself (decision record 0006); they are resolved again when the
     database's name, the process or the ``AGENTSTORE`` settings change.
     """
 
@@ -294,7 +294,7 @@ class WalLog:
             # net (40 MB at 4 KB pages). So once it holds RESTART_FACTOR times
             # the threshold, the writer copies what is left (what was committed
             # during the copier's last run) itself — the one wait left on its
-            # path — and its next write starts the log over (decision 345).
+            # path — and its next write starts the log over (decision record 0008).
             self.caught_up = frames
             try:
                 self.raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
@@ -310,7 +310,7 @@ def after_commit(slot: Slot, raw: sqlite3.Connection, *, changed: bool = True) -
     ``changed``: whether the transaction just committed changed a row
     (``total_changes`` moved). One that changed none wrote no page, so it
     added no frame to the log and cannot have taken it past the threshold:
-    the ``pread`` is skipped (decision 392). Frames only grow through writes
+    the ``pread`` is skipped (decision record 0008). Frames only grow through writes
     that change rows, and each of those checks; a statement that writes pages
     without changing a row (DDL, a ``PRAGMA`` that writes the header) leaves
     its frames to the next write's check, or to the safety net.
@@ -437,7 +437,9 @@ class _QueueWait:
 
 
 class _Waiter:
-    """One lock description's helper thread, kept for all its contended waits (decision 318).
+    """One lock description's helper thread, kept for all its contended waits.
+
+    Decision record 0007.
 
     Starting a thread for every wait cost ~65 µs of CPU (~150 µs of wall time),
     paid by nearly every write when several processes take turns. The thread
@@ -467,7 +469,7 @@ class _Waiter:
 
 
 #: How long a contended wait with a deadline polls ``LOCK_NB`` before it blocks
-#: (decision 370): the measured best of 50, 100 (adaptive) and 200 µs.
+#: (decision record 0007): the measured best of 50, 100 (adaptive) and 200 µs.
 SPIN_SECONDS = 200e-6
 
 # The spin's yield between tries, a name of its own so a test can act inside the spin.

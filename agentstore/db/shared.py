@@ -34,7 +34,7 @@ class SharedConnection:
     * a hot path that needs only the connection object (statements on it: ``db.write(...,
       connection=shared.ready())``) takes :attr:`lock` and :meth:`ready` —
       nothing else, since Django's per-thread machinery (``connections[alias]``,
-      ``asgiref.local``) was a fifth of the saver's time per call (decision 352);
+      ``asgiref.local``) was a fifth of the saver's time per call (decision record 0068);
     * anything that goes through ``connections[alias]`` (the ORM, a write
       Django opens) runs inside :meth:`borrowed`, which installs the object
       as the calling thread's connection for the alias while it runs, then

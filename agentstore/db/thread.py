@@ -35,7 +35,7 @@ a thread of this module instead (``agentstore-db``), with a lighter hand-off:
 the call goes on a queue, the result comes back by ``call_soon_threadsafe``
 onto a future of the caller's loop — no ``ThreadPoolExecutor`` future, no
 context copy-back, about half of ``sync_to_async``'s cost per call
-(docs/decisions.md 320). Like ``asyncio.to_thread``, the function runs in a
+(decision record 0064). Like ``asyncio.to_thread``, the function runs in a
 copy of the caller's ``contextvars`` context.
 
 Because nothing in Django closes this thread's connections, it does what a
@@ -45,13 +45,13 @@ no call has come for :data:`IDLE_SECONDS`, every connection of the thread is
 closed (``CONN_MAX_AGE = 0``, Django's default, means "per request": a burst
 of calls is this thread's request). The next call reconnects. No one-item
 append waits for SQLite's checkpoint and its fsyncs: every agentstore write
-leaves that to ``agentstore.walcopy``'s thread (docs/decisions.md 345).
+leaves that to ``agentstore.walcopy``'s thread (decision record 0008).
 
 What callers get either way: the event loop never blocks on the database;
 the work of one :func:`run` happens exactly once, on one thread, and
 :func:`run` returns its result or raises its exception. Cancellation of the
 awaiting task cannot stop a thread: :func:`run_to_end`, for writes, waits for
-the call's end and then re-raises the cancellation (docs/decisions.md 321).
+the call's end and then re-raises the cancellation (decision record 0064).
 After ``os.fork`` the child starts its own thread (a thread does not survive
 a fork).
 """

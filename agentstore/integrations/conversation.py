@@ -22,7 +22,7 @@ A framework's memory object (``openai_agents.AgentStoreSession``,
 * **Ownership**: with an ``owner`` (a Django user) a session this object
   creates is that user's from its first transaction (the API and the admin
   scope it), and a session the owner may not see is ``NoSession`` — the
-  API's rule (docs/decisions.md 56).
+  API's rule (decision record 0049).
 
 The session id is the framework's conversation id, so the admin, ``manage.py
 agentstore export`` and the API find it under the name the application already

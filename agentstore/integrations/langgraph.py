@@ -98,7 +98,7 @@ def _settings(using: str) -> dict[str, Any]:
     the same few statements thousands of times, so their connection binds on
     the server and prepares them, as ``PostgresSaver`` does — unless the
     database's ``OPTIONS`` set ``server_side_binding`` or ``prepare_threshold``
-    themselves, which win (decision 190).
+    themselves, which win (decision record 0010).
     """
     settings = connections.settings[using]
     options = dict(settings.get("OPTIONS") or {})
@@ -115,7 +115,7 @@ def _settings(using: str) -> dict[str, Any]:
 
 _shared_connections: dict[str, SharedConnection] = {}
 # This process's id: os.getpid() is a system call, and _shared runs at every
-# saver call (decision 401). A forked child sets its own.
+# saver call (decision record 0069). A forked child sets its own.
 _pid = os.getpid()
 
 
@@ -338,7 +338,7 @@ class AgentStoreSaver(BaseCheckpointSaver[str]):
         # reads, and so does an "empty" mark for every channel it has a
         # version of but no value (a checkpoint's channel_values is the whole
         # state): reading it looks up only the larger values, stored once per
-        # new version in the blob table (decision 325).
+        # new version in the blob table (decision record 0067).
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
         serde = self.serde
@@ -583,7 +583,7 @@ INLINE_CHARS = 256
 # (channel, exact type, value): the same few values (None, a counter, a
 # flag, a short string) are in checkpoint after checkpoint, and serializing
 # and packing each one again was most of what ``put`` did in Python
-# (decision 400). Only for LangGraph's own JsonPlusSerializer, whose bytes for
+# (decision record 0067). Only for LangGraph's own JsonPlusSerializer, whose bytes for
 # these types depend on the value alone; another serde (an encrypting one
 # draws a fresh nonce per call) is asked every time. Floats are never kept
 # (0.0 and -0.0 are one key, two encodings). Bounded: cleared when full.

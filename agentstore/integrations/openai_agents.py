@@ -18,7 +18,7 @@ exactly (the admin shows it, ``manage.py agentstore export`` writes it as
 agentsession JSONL, ``verify()`` checks it, ``follow`` streams it).
 
 How the protocol maps onto the log (docs/integrations/openai-agents.md has the
-whole story; docs/decisions.md "OpenAI Agents" the reasons):
+whole story; decision record 0062 the reasons):
 
 * ``get_items(limit)`` is the item entries on the path from the root to the
   leaf (:meth:`LogStore.tail`, O(limit) once the session is open).

@@ -24,7 +24,7 @@ ModelMessagesTypeAdapter dumps it>}``, an agentsession *extension* entry —
 comes back through ``ModelMessagesTypeAdapter`` equal to what was saved. It also
 brings what the issue asks of memory: holds against two writers, one
 transaction per save, ``verify()``, export as JSONL and live ``follow``
-(docs/decisions.md "Pydantic AI").
+(decision record 0065).
 
 The storage rules (no hold for reads, held one-transaction writes, a save after
 a load refused with ``ConcurrentWriter`` if another writer moved the

@@ -46,7 +46,7 @@ def _thread(related_name: str) -> models.ForeignKey[Any, Any]:
 
     No index of its own: every table's unique key starts with the session, so
     that index serves lookups and cascades by thread, and a second one would
-    only cost each ``put`` another b-tree page to write (decision 296).
+    only cost each ``put`` another b-tree page to write (decision record 0020).
     """
     return models.ForeignKey(
         "agentstore.Session",
@@ -64,7 +64,7 @@ class RowidField(models.BigAutoField):  # type: ignore[type-arg]
     ``sqlite_sequence`` (one more WAL frame per ``put_writes``); it only buys
     ids never reused after the newest row is deleted. Blob and write ids are
     nobody's position (follow pages checkpoints by ``Checkpoint.id``, which
-    keeps ``AUTOINCREMENT``), so these two tables do without (decision 326).
+    keeps ``AUTOINCREMENT``), so these two tables do without (decision record 0022).
     PostgreSQL is unchanged (an identity column).
     """
 
@@ -143,7 +143,7 @@ class CheckpointBlob(models.Model):
         constraints = [
             # Version before channel: the channels a super-step updates share
             # its new version, so one put's blobs are neighbours in the index
-            # (one leaf page) instead of one page per channel (decision 326).
+            # (one leaf page) instead of one page per channel (decision record 0067).
             _unique_in_namespace("agentstore_checkpoint_blob_uniq", "version", "channel")
         ]
 

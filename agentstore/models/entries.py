@@ -51,7 +51,7 @@ class Entry(models.Model):
         on_delete=models.CASCADE,
         related_name="entries",
         # No index of its own: the (session, seq) index starts with it and serves
-        # every lookup by session (docs/decisions.md, decision 241).
+        # every lookup by session (decision record 0020).
         db_index=False,
     )
     seq = models.BigIntegerField(_("sequence"))
@@ -95,8 +95,8 @@ class Entry(models.Model):
     call_id = models.CharField(_("call id"), max_length=255, default="", db_default="", blank=True)
     # On a tree compaction: the provider, model and thinking level in force at
     # its parent, as a JSON array written by TreeStore, so build_context needs
-    # nothing above the kept context (docs/decisions.md, "context: settings on
-    # the compaction"). NULL when not recorded (other rows, log entries).
+    # nothing above the kept context (decision record 0027). NULL when not
+    # recorded (other rows, log entries).
     compaction_settings = models.TextField(  # noqa: DJ001
         _("settings at compaction"), null=True, blank=True, default=None
     )
@@ -126,8 +126,7 @@ class Entry(models.Model):
             # (appends' parent check, walks) and "an entry by id alone" (the API,
             # the admin's search, the log store's fork origin: the same
             # agentsession hash sits in an origin and in every fork's prefix) —
-            # one index write per append where two were (docs/decisions.md,
-            # decision 311).
+            # one index write per append where two were (decision record 0020).
             models.UniqueConstraint(
                 fields=["entry_id", "session"], name="agentstore_entry_entry_id_uniq"
             ),
@@ -172,8 +171,7 @@ class MessagePart(models.Model):
         related_name="parts",
         # No index of its own: the unique (entry, sequence) starts with it and
         # serves every lookup by entry — the parts of a page of entries, the
-        # cascade, the deletes (docs/decisions.md, decision 361; as 241 for
-        # the entry's session).
+        # cascade, the deletes (decision record 0020, as for the entry's session).
         db_index=False,
     )
     sequence = models.PositiveIntegerField(_("sequence"))

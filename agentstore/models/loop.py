@@ -31,7 +31,7 @@ class Step(models.Model):
         on_delete=models.CASCADE,
         related_name="steps",
         # No index of its own: the (session, id) index starts with it and serves
-        # every lookup by session (docs/decisions.md, decision 241).
+        # every lookup by session (decision record 0020).
         db_index=False,
     )
     step_index = models.IntegerField(_("step index"))

@@ -17,7 +17,7 @@ the primary-key index) has the ``"C"`` collation, byte order, which is what
 SQLite's ``BINARY`` default already is. Listings page by name and filter
 prefixes as ranges (:mod:`agentstore.stores.ref_queries`); with a locale's collation
 that order would be neither SQLite's nor one the index could serve
-(decision 271).
+(decision record 0013).
 """
 
 from __future__ import annotations

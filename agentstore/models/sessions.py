@@ -114,8 +114,7 @@ class Session(models.Model):
         indexes = [
             # A project's (cwd) or a parent's sessions are few and sorted after
             # the lookup: updated_at stays out of these two, so an append's touch
-            # rewrites two indexes instead of four (docs/decisions.md, "appends:
-            # index what the queries use").
+            # rewrites two indexes instead of four (decision record 0020).
             models.Index(fields=["cwd"], name="agentstore_session_cwd"),
             models.Index(fields=["parent_session"], name="agentstore_session_parent"),
             models.Index(fields=["kind", "-updated_at", "-id"], name="agentstore_session_kind_upd"),

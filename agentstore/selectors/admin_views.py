@@ -595,8 +595,8 @@ def context_view(
     partial = False
     if bound > 0 and len(branch) > bound:
         # A long compacted branch: the context reads only its kept part
-        # (docs/decisions.md, "context: stop the walk at the compaction"), so
-        # that part is what the bound limits and what is explained.
+        # (decision record 0027), so that part is what the bound limits and
+        # what is explained.
         kept = store.context_length(session_id, entry_id, at_most=bound)
         if kept <= bound:
             branch, partial = branch[len(branch) - kept :], True

@@ -329,13 +329,13 @@ def adapt_datetime(connection: BaseDatabaseWrapper, value: datetime) -> Any:
     Django's ``connection.timezone`` is then ``datetime.UTC``) Django's adapter
     makes the value naive UTC and returns ``str()`` of it; this does the same
     directly, about four times cheaper — it runs twice per loop step
-    (decision 316). Anywhere else it *is* Django's adapter.
+    (decision record 0036). Anywhere else it *is* Django's adapter.
     """
     if connection.vendor == "sqlite" and connection.timezone is UTC:
         if value.tzinfo is UTC:
             # timezone.now()'s value: str() of it ends in "+00:00", and is
             # otherwise str() of the naive UTC value — half the cost of
-            # astimezone() and replace() (the LangGraph saver, decision 401).
+            # astimezone() and replace() (the LangGraph saver, decision record 0069).
             return str(value)[:-6]
         if value.utcoffset() is not None:
             value = value.astimezone(UTC).replace(tzinfo=None)

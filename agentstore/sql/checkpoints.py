@@ -123,7 +123,7 @@ def _get(where: str, vendor: str) -> str:
 
     One row per write, or one row with NULL write columns when it has none:
     a single statement, so a read whose channel values are all inline is one
-    round trip on PostgreSQL (decision 327). On SQLite the timestamp is read
+    round trip on PostgreSQL (decision record 0069). On SQLite the timestamp is read
     as text (:func:`agentstore.sql.timestamp_column`: no converter per row).
     """
     c_session, c_ns, c_id = names(Checkpoint, "session", "checkpoint_ns", "checkpoint_id").split(

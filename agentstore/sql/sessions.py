@@ -37,7 +37,7 @@ TOUCH_FORWARD = (
     "WHERE id = %s AND kind = %s"
 )
 #: The common case of a per-step upsert (the session exists): only ``updated_at``,
-#: only on a session of the kind. Params: stamp, id, kind (decision 315).
+#: only on a session of the kind. Params: stamp, id, kind (decision record 0028).
 TOUCH = f"UPDATE {SESSION} SET updated_at = %s WHERE id = %s AND kind = %s"
 LOCK_ROW = f"UPDATE {SESSION} SET updated_at = updated_at WHERE id = %s AND kind = %s"
 # A session's entries, parts and steps go with set-based statements: the ORM's

@@ -306,7 +306,7 @@ def expired_requeueable(kinds: int, vendor: str) -> str:
 def renew_many(count: int) -> str:
     """Extend ``count`` live leases of one owner; returns the ids still held.
 
-    The one renewal statement: a single renewal is ``count=1`` (decision 280).
+    The one renewal statement: a single renewal is ``count=1`` (decision record 0043).
 
     Params: expires, at, *ids, owner, at.
     """

@@ -136,7 +136,7 @@ def _on_connection(
 
     With a :class:`~agentstore.db.SharedConnection` the method runs holding
     its lock, on that object directly — no ``connections[alias]`` and no
-    lending on the way (decision 352); what must go through
+    lending on the way (decision record 0068); what must go through
     ``connections[alias]`` (the thread's touch, the ORM) borrows it
     (:meth:`CheckpointStore._lent`).
     """
@@ -202,7 +202,7 @@ class CheckpointStore:
         are kept in the checkpoint's own row instead (``Checkpoint.inline``):
         the caller passes there every small value the checkpoint reads, new or
         not, and those channels are never looked up in the blob table when this
-        checkpoint is read (decision 325) — as blobs, or already packed by
+        checkpoint is read (decision record 0067) — as blobs, or already packed by
         :func:`pack_values`.
         """
         if not checkpoint_id:
@@ -212,7 +212,7 @@ class CheckpointStore:
         sqlite = connection.vendor == "sqlite"
         # Positional, in the model's column order (checked at import by
         # sql.require_columns below), without sql.row's keyword mapping: this
-        # runs three times an invoke (decision 375).
+        # runs three times an invoke (decision record 0036).
         params = [
             thread_id,
             checkpoint_ns,
@@ -298,7 +298,7 @@ class CheckpointStore:
             # UPDATE may not change a row twice (executemany would keep the last).
             writes = builtins.list({(w.task_id, w.idx): w for w in writes}.values())
         # Positional, in the model's column order (sql.require_columns below;
-        # decision 375).
+        # decision record 0036).
         rows: builtins.list[builtins.list[Any]] = [
             [
                 thread_id,
@@ -706,7 +706,7 @@ def _read(
     )
     # The blobs it reads that are not inline: one statement of exact lookups
     # on the unique index, never the history — and none when all are inline.
-    # (Loops, not comprehensions: each of those is a frame, decision 401.)
+    # (Loops, not comprehensions: each of those is a frame, decision record 0069.)
     kept = set()
     for blob in inline:
         kept.add(blob.channel)
@@ -832,7 +832,7 @@ def _encode_json_object(value: dict[str, Any]) -> str:
 
     ``encode`` → ``iterencode`` builds this same C encoder (a fresh circular
     check, the defaults' separators, ASCII, ``allow_nan``) plus a closure it
-    does not use on this path, two frames twice a ``put`` (decision 401).
+    does not use on this path, two frames twice a ``put`` (decision record 0069).
     Identical text and errors.
     """
     return "".join(
@@ -905,7 +905,7 @@ def pack_values(values: Iterable[tuple[str, str, bytes | None]]) -> bytes:
 
     What ``CheckpointStore.put`` takes as ``inline`` already packed: the
     LangGraph saver packs a checkpoint's small values as it serializes them,
-    without a :class:`ChannelBlob` per value (decision 353).
+    without a :class:`ChannelBlob` per value (decision record 0036).
     """
     return b"".join([pack_value(channel, type_, value) for channel, type_, value in values])
 
@@ -914,7 +914,7 @@ def pack_value(channel: str, type_: str, value: bytes | None) -> bytes:
     """One value of :func:`pack_values`: ``pack_values`` is these, concatenated.
 
     So a caller that meets the same value again can keep its packed bytes
-    (the LangGraph saver does, decision 400).
+    (the LangGraph saver does, decision record 0067).
     """
     name, kind = channel.encode(), type_.encode()
     head = _INLINE_HEAD.pack(len(name), len(kind), -1 if value is None else len(value))
@@ -955,7 +955,7 @@ def _unpack(data: Any) -> tuple[tuple[str, str, bytes | None], ...]:
 
 # Packed ``inline`` columns already unpacked, by their bytes: ``get`` of the
 # latest checkpoint reads what the last ``put`` wrote, and a thread's small
-# values repeat from one checkpoint to the next (decision 400). The triples
+# values repeat from one checkpoint to the next (decision record 0067). The triples
 # are immutable; the versions are applied at each read. Bounded, small only.
 _UNPACKED: dict[bytes, tuple[tuple[str, str, bytes | None], ...]] = {}
 _UNPACKED_KEPT = 1024
@@ -968,7 +968,7 @@ def _json(value: Any) -> dict[str, Any]:
     if type(value) is str and value[:1] == "{":
         # The stored text of an object (what JSONEncoder writes): the decoder's
         # scan without json.loads' and decode()'s layers around it — two a
-        # get (decision 375). The column's JSON_VALID check means nothing
+        # get (decision record 0036). The column's JSON_VALID check means nothing
         # trails the object; anything else takes json.loads below.
         decoded = _scan_json(value)[0]
     else:

@@ -25,8 +25,8 @@ __all__ = ["DocumentSource", "DocumentStore"]
 
 
 def _require_names(namespace: str, key: str) -> None:
-    # One rule for names (docs/decisions.md "Inputs: one rule for names"): a
-    # NUL in a key was stored on SQLite and refused (a 500) by PostgreSQL.
+    # One rule for names (decision record 0079): a NUL in a key was stored
+    # on SQLite and refused (a 500) by PostgreSQL.
     require_name(namespace, "document.namespace")
     require_name(key, "document.key")
 

@@ -14,7 +14,7 @@ write transaction. The protocol (docs/log-store.md, "Holds: one writer per sessi
 * **heartbeat**: ``UPDATE … WHERE token = ours`` of the holder's ``heartbeat``
   (also a fence), written by an append when the last one this store wrote is
   a second old or more — "last append" to within a second, informational
-  (decision 290).
+  (decision record 0031).
 * **release**: delete our row (``token = ours`` so we never drop another's).
 
 The token identifies one *store instance*, not a connection or a thread:

@@ -554,7 +554,7 @@ class LoopStore(StoreBase):
 # RunStep is a frozen, slotted dataclass: its generated __init__ sets each field
 # through object.__setattr__ and costs about three times what the read's rows
 # cost to fetch. A step read back is built by a positional builder instead
-# (agentstore.types.frozen, decision 365) — the same object, field for field
+# (agentstore.types.frozen, decision record 0035) — the same object, field for field
 # (tests/stores/test_loop_lean.py compares).
 _RUN_STEP_FIELDS = (*_STEP_ORDER, "created_at")
 require_fields(RunStep, _RUN_STEP_FIELDS)
@@ -613,7 +613,7 @@ def _run_steps(
 
 
 def _clean_session_id(value: Any, field: str) -> str:
-    # The one rule for ids (docs/decisions.md "Inputs: one rule for names").
+    # The one rule for ids (decision record 0079).
     return require_name(value, field)
 
 
@@ -656,7 +656,7 @@ def _clean_step(step: Any) -> tuple[tuple[Any, ...], datetime | None]:
     """A valid step's columns but ``created_at`` (``_STEP_COLUMNS`` order), and ``created_at``.
 
     A tuple rather than a cleaned ``RunStep``: this runs once per loop step, and
-    the parameters are all the append needs (decision 315).
+    the parameters are all the append needs (decision record 0028).
     """
     if not isinstance(step, RunStep):
         raise ValidationError("step must be a RunStep", field="step")

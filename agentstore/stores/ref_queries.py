@@ -7,7 +7,7 @@
 
 ``RefStore.list_refs`` and ``RefStore.ref_log`` slice these querysets, so the
 database orders and bounds every page (``LIMIT``) and no listing reads more
-rows than it shows (docs/api.md, "Log sessions and refs"; decision 270).
+rows than it shows (docs/api.md, "Log sessions and refs"; decision record 0033).
 
 *Refs* page by **keyset on the name**: a page is the names strictly greater
 than the last one seen (``after``), in byte order. A prefix is a *range*,
@@ -18,7 +18,7 @@ collation; on PostgreSQL the comparisons and the order say ``COLLATE "C"``
 (the database's default collation may be a locale's, whose order is neither
 byte order nor stable across ``glibc`` versions), and ``Ref.name`` is itself a
 ``"C"`` column there, so that expression is the primary key's own order and the
-index serves the range and the order (decision 271).
+index serves the range and the order (decision record 0013).
 
 The *ref log* pages by **keyset on the row id**, newest first: a page is the
 rows with ``id < after`` of one name, through the ``(name, id)`` index. An
@@ -94,7 +94,7 @@ def refs_under(
         # EXISTS, not ``session_id IN (…)``: given an IN list, SQLite reads the
         # refs through the ``session_id`` index and sorts all of them, every
         # page; a correlated EXISTS leaves the name index as the only access
-        # path, so a page stops after ``LIMIT`` visible names (decision 270).
+        # path, so a page stops after ``LIMIT`` visible names (decision record 0033).
         found = found.filter(Exists(sessions.filter(pk=OuterRef("session_id"))))
     return found.order_by(_byte_order("name", using))
 
@@ -105,7 +105,7 @@ def count_refs_under(
     """How many refs :func:`refs_under` lists (no ``after``): one ``COUNT``.
 
     It reads every matching index entry — the one part of a ``/refs`` answer
-    that grows with the refs (decision 270). Here the IN list is the better
+    that grows with the refs (decision record 0033). Here the IN list is the better
     plan: the session index finds a user's refs without probing every name.
     """
     found = _in_range(prefix, "", using)

@@ -18,7 +18,7 @@ so a session deleted and created again under the same id reads as dangling.
 on ``LogStore.refs``, so surfaces and users keep calling the log store; only this
 module writes the rows. The name rules live in :mod:`agentstore.stores.log_refs`.
 
-Reads come in pages (decisions 270–271): ``list_refs(prefix, after=, limit=,
+Reads come in pages (decision records 0033 and 0013): ``list_refs(prefix, after=, limit=,
 sessions=)`` reads the names after ``after`` in byte order with ``LIMIT``, and
 ``ref_log(name, after=, limit=, sessions=)`` the rows older than position
 ``after``; ``sessions`` (a ``Session`` queryset) puts a caller's visibility into

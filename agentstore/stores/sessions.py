@@ -569,7 +569,7 @@ class SessionStore(StoreBase):
         """:meth:`update`, only while ``token`` holds the session; ``False``: it does not.
 
         One statement for an append's session touch and its fence (the hold
-        check that used to be the heartbeat's UPDATE; decision 290).
+        check that used to be the heartbeat's UPDATE; decision record 0031).
         """
         _check_columns(values)
         statement = session_sql.update_held(tuple(values), cursor.db.vendor)

@@ -65,7 +65,7 @@ class DerivedMetadata:
     branch_from_entry_id: str
 
 
-#: The derived metadata, built every append: the positional builder (decision 312's;
+#: The derived metadata, built every append: the positional builder (decision record 0035;
 #: the fields pinned in this order).
 require_fields(
     DerivedMetadata,

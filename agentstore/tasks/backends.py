@@ -416,7 +416,7 @@ def run_function(job: Job) -> str:
     Sends the framework's ``task_started`` before the call; the worker sends
     ``task_finished`` (:func:`send_finished`) once the outcome is stored.
     """
-    found: Any = job.call  # the worker's claim read it (decision 286)
+    found: Any = job.call  # the worker's claim read it (decision record 0046)
     if found is None:
         # Hand-written: the ORM would cost more than the read.
         with db.cursor(job.tasks.using) as cursor:

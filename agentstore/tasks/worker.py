@@ -11,7 +11,7 @@ One loop, one task at a time per worker:
    attempt and appends ``task_started`` naming this worker. Without an
    explicit ``batch`` a claim takes up to :data:`DEFAULT_PREFETCH`, but never
    more than its fair share — ceil(ready / live workers) — so it takes no
-   task an idle worker could start (decision 331).
+   task an idle worker could start (decision record 0046).
 2. **Heartbeat**: a thread renews the leases of the claimed tasks every third
    of the lease and bumps this worker's ``Worker`` row. A worker that cannot
    renew (it lost the lease) keeps running its handler, but every write it
@@ -95,7 +95,7 @@ logger = logging.getLogger("agentstore.worker")
 #: Seconds between two of the worker's ``close_old_connections`` (see ``_recycle_connections``).
 RECYCLE_INTERVAL = 1.0
 #: The claim size of a worker given no ``batch`` (Celery's default prefetch is 4 too),
-#: capped at its fair share of what is ready (decision 331).
+#: capped at its fair share of what is ready (decision record 0046).
 DEFAULT_PREFETCH = 4
 
 
@@ -165,7 +165,7 @@ class TaskWorker:
     ) -> None:
         self.queues = list(queues) or ["default"]
         # No batch: up to DEFAULT_PREFETCH a claim, at most a fair share of what is
-        # ready; an explicit batch is the claim size, as asked (decision 111).
+        # ready; an explicit batch is the claim size, as asked (decision record 0046).
         self.fair = batch is None
         self.batch = DEFAULT_PREFETCH if batch is None else max(1, batch)
         #: Live workers (the Worker table), counted on start, every sweep and

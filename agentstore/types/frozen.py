@@ -9,7 +9,7 @@ agentstore's, and its package imports its stores lazily, so the format may use i
 The value objects (``RunStep``, ``EntryEntity``, ``MessageEntity`` …) are frozen,
 slotted dataclasses. Their generated ``__init__`` sets each field through
 ``object.__setattr__`` (~80 ns a field); a read of 50 entries built 150 of them
-and spent more on that than SQLite spent on the rows (decisions 312, 317). The
+and spent more on that than SQLite spent on the rows (decision record 0035). The
 first fix set each slot through its descriptor's ``__set__`` (~40 ns a field,
 plus the keyword matching of a 20-keyword call, which CPython does by searching
 the keyword names once per parameter).
@@ -20,7 +20,7 @@ stores each field with an ordinary attribute store (which CPython specialises to
 a direct slot write), then switches the instance's ``__class__`` to the
 dataclass — which CPython allows exactly when the two layouts are the same. The
 result *is* an instance of the dataclass: ``type()``, ``==``, ``hash``,
-``repr`` and the frozen ``__setattr__`` are its own (decision 365). Arguments
+``repr`` and the frozen ``__setattr__`` are its own (decision record 0035). Arguments
 are positional, in ``dataclasses.fields`` order: a keyword call would cost more
 than the slots. Callers pin that order with :func:`require_fields`.
 

@@ -220,7 +220,7 @@ def test_graph_positions_are_never_reused_after_the_newest_checkpoint_goes(alice
     """A follower holding the newest checkpoint's position still sees the next checkpoint
     when that one was deleted meanwhile — LangGraph's rollback: ``delete_for_runs`` of the
     last run, then a new run in the same thread. ``Checkpoint.id`` is never reused
-    (``AUTOINCREMENT`` on SQLite, an identity on PostgreSQL; decision 376)."""
+    (``AUTOINCREMENT`` on SQLite, an identity on PostgreSQL; decision record 0022)."""
     store = CheckpointStore()
     ids = [f"1f000000-0000-6000-8000-{n:012d}" for n in range(3)]
 
@@ -262,7 +262,7 @@ def test_a_kind_without_a_follow_reader_is_the_shared_wrong_kind_409(
     assert error["code"] == "wrong_session_kind"
     assert error["details"] == {"session_id": sid, "kind": "loop", "expected": "tree or log"}
     # The same body as any other request on a loop session that needs a tree or
-    # log session (the context): one owner of the wrong-kind error (decision 133).
+    # log session (the context): one owner of the wrong-kind error (decision record 0053).
     other = api.get(f"{API}/sessions/{sid}/context")
     assert other.status_code == 409
     assert response.json() == other.json()

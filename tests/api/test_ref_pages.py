@@ -1,4 +1,4 @@
-"""``/refs`` and ``/ref-log/{name}`` read one bounded page in SQL (decisions 270–271).
+"""``/refs`` and ``/ref-log/{name}`` read one bounded page in SQL (decision records 0033 and 0013).
 
 Pages walked through their ``next`` links cover every visible ref exactly once
 (10,000 refs); a prefix is a byte-order range (``_`` is not a wildcard, case

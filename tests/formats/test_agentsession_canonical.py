@@ -230,7 +230,7 @@ def test_header_validation_and_fill():
 
 
 def test_the_plain_path_writes_what_json_dumps_and_rfc8785_write() -> None:
-    # decision 338: the C encoder built once gives json.dumps' bytes, top-level strings too.
+    # Decision record 0040: the C encoder built once gives json.dumps' bytes, top-level strings too.
     values: list[Any] = [
         "x",
         'é\u2028\x00\n"\\',

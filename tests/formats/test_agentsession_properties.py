@@ -80,7 +80,7 @@ def test_fast_path_equals_rfc8785(value):
 
 
 def _plain_before(value):
-    """``canonical.plain`` as it was before its loops checked strings inline (decision 396)."""
+    """``canonical.plain`` before its loops checked strings inline (decision record 0040)."""
     kind = type(value)
     if kind is str:
         if value.isascii():

@@ -1,8 +1,8 @@
 """Where agentstore's agentsession module meets the reference library's behaviour.
 
 Two groups: the remaining read/write differences (each now matches the
-reference, or is a documented decision in docs/decisions.md, "agentsession
-reference"), and the reference's helpers — compaction builders checked against
+reference, or is documented in decision records 0037, 0038 and 0039), and
+the reference's helpers — compaction builders checked against
 the checkpoints and ``first_kept`` of the upstream fixtures, the RFC 0002
 context hash and its fork rule, ``leaves()``, the ``extra`` helpers and the
 canonical request's tool shape.

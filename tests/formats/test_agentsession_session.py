@@ -561,7 +561,7 @@ def test_resume_state_follows_the_resume_rule_line_by_line() -> None:
 
 
 def test_from_object_builds_the_same_entry_as_the_constructor() -> None:
-    # Entry.from_object uses a positional builder (decision 398): the same object.
+    # Entry.from_object uses a positional builder (decision record 0035): the same object.
     from agentstore.formats.agentsession import Entry
 
     obj = {"id": "sha256:a", "type": "item", "parent": None, "ts": "2026-01-01T00:00:00Z"}

@@ -1,6 +1,6 @@
 """``db_thread.run``: which thread does an integration's database work, and its connections.
 
-Behaviour only (docs/decisions.md 320): outside any Django context the work
+Behaviour only (decision record 0064): outside any Django context the work
 runs on agentstore's own thread; under ``async_to_sync`` on the waiting
 caller's thread; in a request's ``ThreadSensitiveContext`` on the request's
 thread. The event loop never runs it, cancellation never loses a write

@@ -295,7 +295,7 @@ def test_writes_that_commit_before_their_thread_exists_create_it() -> None:
 
 
 def test_a_store_on_a_shared_connection_works_from_fresh_threads_and_is_watchable() -> None:
-    # Decision 352: with a SharedConnection the hot paths use that object
+    # Decision record 0068: with a SharedConnection the hot paths use that object
     # directly — a fresh thread (LangGraph's executor threads) gets no
     # connection of its own — and fall back to Django's path, which borrows it,
     # where they must: the thread's creation on a first write, a watcher.
@@ -342,7 +342,7 @@ def test_a_store_on_a_shared_connection_works_from_fresh_threads_and_is_watchabl
 
 
 def test_small_values_ride_in_the_checkpoint_row_and_larger_ones_in_the_blob_table() -> None:
-    # Decision 325: None, booleans, numbers, short strings and cleared channels
+    # Decision record 0067: None, booleans, numbers, short strings and cleared channels
     # live in Checkpoint.inline; anything else is one blob row per new version.
     saver = AgentStoreSaver()
     checkpoint = empty_checkpoint()
@@ -369,7 +369,7 @@ def test_small_values_ride_in_the_checkpoint_row_and_larger_ones_in_the_blob_tab
 
 
 def test_remembered_small_values_store_and_read_the_same_bytes_as_serializing_each() -> None:
-    # Decision 400: the saver keeps packed small values and values read back,
+    # Decision record 0067: the saver keeps packed small values and values read back,
     # the store unpacked inline columns; the rows and the values are what
     # serializing each one again gives, whatever was met before.
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -418,7 +418,7 @@ def test_remembered_small_values_store_and_read_the_same_bytes_as_serializing_ea
 
 @pytest.mark.postgres_only
 def test_the_latest_checkpoints_generic_plan_stops_at_one_index_entry() -> None:
-    # Decision 327: the saver's statements are prepared, and PostgreSQL's generic
+    # Decision record 0069: the saver's statements are prepared, and PostgreSQL's generic
     # plan for MAX(checkpoint_id) aggregated the whole thread's index range.
     from agentstore.sql import checkpoints as checkpoint_sql
 

@@ -5,7 +5,7 @@ non-ASCII text, floats and big integers that take the RFC 8785 path, a typeless
 SDK item, a function call and its output, a root, a branch, a leaf label) are
 appended through :class:`LogStore` and :class:`AgentStoreSession`'s item
 mapping with fixed ``ts`` values; the exported JSONL must hash to the digest the
-code before the append-path work (docs/decisions.md 338) produced. A change to
+code before the append-path work (decision record 0040) produced. A change to
 this digest is a change to the stored format: every id in every stored chain.
 """
 
@@ -21,7 +21,7 @@ from agentstore.stores import LogStore
 
 pytestmark = pytest.mark.django_db
 
-#: sha256 of the export below, as written by main before decision 338.
+#: sha256 of the export below, as written by main before the work of decision record 0040.
 EXPECTED = "17b5358e3c27f365eab6f6900ad45e991a54dd55aaedef26b08d607aa6401768"
 
 

@@ -230,7 +230,7 @@ def test_tail_of_a_session_not_open_walks_from_the_head(h: Harness) -> None:
 
 
 def test_many_appends_keep_a_bounded_session_and_the_same_answers(h: Harness) -> None:
-    """Past ``KEEP`` appends the opened session holds no more entries (decision 356).
+    """Past ``KEEP`` appends the opened session holds no more entries (decision record 0030).
 
     Its written appends count as stored lines: an early call id is still
     refused, a tail longer than what memory keeps still reads right, a failed

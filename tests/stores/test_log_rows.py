@@ -1,4 +1,7 @@
-"""The log row's per-append shortcuts give what the general code gives (decisions 395–396)."""
+"""The log row's per-append shortcuts give what the general code gives.
+
+Decision records 0036 and 0040.
+"""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def test_steps_read_back_equal_the_dataclass_built_normally() -> None:
 def test_a_stamp_in_another_text_form_reads_back_through_the_general_path() -> None:
     # The fast path parses Django's text form; a row whose stamp was written in
     # another form (here with an offset, by hand) sends the whole read through
-    # sql.utc, and every step still reads back right (decision 367).
+    # sql.utc, and every step still reads back right (decision record 0035).
     store = LoopStore(clock=Clock())
     for index in range(3):
         store.append(step("odd", index))

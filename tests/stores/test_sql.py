@@ -306,7 +306,7 @@ def test_the_timestamp_fast_path_reads_both_backends_forms() -> None:
 
 
 def test_the_timestamp_adapter_writes_what_djangos_writes() -> None:
-    # Decision 401: a UTC value takes str() minus its "+00:00" on SQLite.
+    # Decision record 0069: a UTC value takes str() minus its "+00:00" on SQLite.
     from datetime import timedelta, timezone
 
     from django.db import connection
@@ -389,7 +389,10 @@ def test_every_column_works_unquoted() -> None:
 
 
 def test_require_columns_refuses_another_column_order() -> None:
-    """Positional rows (the checkpoint store's, decision 375) fail at import, not by a shift."""
+    """Positional rows (the checkpoint store's) fail at import, not by a shift.
+
+    Decision record 0036.
+    """
     own = tuple(sql.column_names(m.CheckpointBlob))
     assert own == ("session_id", "checkpoint_ns", "channel", "version", "type", "blob")
     sql.require_columns(m.CheckpointBlob, own)

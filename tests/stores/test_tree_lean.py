@@ -112,7 +112,7 @@ def test_the_unwatched_and_the_watched_append_store_the_same_rows(store: TreeSto
 
 
 def test_entities_read_back_equal_the_appended_ones(store: TreeStore) -> None:
-    # Reads build entities without the dataclasses' own constructor (decision 312):
+    # Reads build entities without the dataclasses' own constructor (decision record 0035):
     # equal, equally hashed and printed, and still frozen.
     session = store.create_session("/w")
     root = store.append_message(session.id, None, user("one"))
@@ -128,7 +128,7 @@ def test_entities_read_back_equal_the_appended_ones(store: TreeStore) -> None:
 @pytest.mark.sqlite_only
 def test_a_stamp_in_another_text_form_reads_back_right(store: TreeStore) -> None:
     # Branch reads parse Django's text form directly; a stamp written in another
-    # form (an offset, by hand) takes sql.utc for that row (decision 366).
+    # form (an offset, by hand) takes sql.utc for that row (decision record 0035).
     session = store.create_session("/w")
     root = store.append_message(session.id, None, user("one"))
     child = store.append_message(session.id, root.id, user("two"))
@@ -204,7 +204,7 @@ def test_the_index_names_its_columns_entry_id_first() -> None:
 
 
 def test_every_lookup_of_parts_by_entry_uses_the_unique_entry_sequence_index() -> None:
-    # MessagePart.entry has no index of its own (decision 361): the unique
+    # MessagePart.entry has no index of its own (decision record 0020): the unique
     # (entry, sequence) serves the parts of a page of entries and the deletes.
     with connection.cursor() as cursor:
         constraints = connection.introspection.get_constraints(cursor, MessagePart._meta.db_table)

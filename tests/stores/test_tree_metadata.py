@@ -166,7 +166,7 @@ def test_enriches_compaction_metadata(tree: TreeStore) -> None:
     assert compaction.token_estimate > 0
 
 
-# -- the append's shortcuts give what the general code gave (decision 397) ----------
+# -- the append's shortcuts give what the general code gave (decision record 0036) ---
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402

@@ -188,7 +188,7 @@ def test_deleting_the_child_session_removes_the_agent_row_and_keeps_the_owner(
     agent = graph.agents.create_with_child_session(agent_entity(owner), request)
     Session.objects.filter(pk=agent.child_session_id).delete()
     # The ORM cascades the agent row; TreeStore.delete_session also removes the
-    # owner's generic task row (decision 11), which a bare ORM delete does not.
+    # owner's generic task row (decision record 0018), which a bare ORM delete does not.
     assert graph.agents.get(agent.task.id) is None
     assert Session.objects.filter(pk=owner).exists()
 

@@ -95,7 +95,7 @@ class AgentStoreViewSetMixin(AgentStoreViewDefaults, _Base):
         With ``kinds``, a visible session of another kind is ``WrongSessionKind``
         (409): one answer for every request made on the wrong kind (a step for
         a tree session, an append to a loop session), decided here rather than
-        by whichever store the request reaches first (decision 133).
+        by whichever store the request reaches first (decision record 0053).
         """
         sid = session_id if session_id is not None else str(self.kwargs.get("pk", ""))
         return session_of_kind(self.request.user, sid, *kinds)

@@ -18,7 +18,7 @@ it names is; a dangling ref (its session deleted) only to staff.
 Both listings are one bounded read each: the store pages them in SQL (keyset:
 the last name, or log position, seen; ``LIMIT`` one past the page) with the
 visibility rule as part of the query, never filtering a whole list in Python
-(docs/api.md, "Log sessions and refs"; decision 270).
+(docs/api.md, "Log sessions and refs"; decision record 0033).
 """
 
 from __future__ import annotations
@@ -306,10 +306,10 @@ class RefView(_RefBase):
                 # Creating a name someone else's ref holds: ref names are one
                 # namespace, so the name cannot be had, but nothing says whose
                 # it is or where it points — the same answer as a name that
-                # clashes with a hidden ref (docs/decisions.md "Isolation: a name held
-                # by a hidden ref"). Decided on the ref as it is *now*: a ref
-                # created by a racing call of the caller's own is the caller's
-                # to see, so that loser gets 409 ref_moved with it below.
+                # clashes with a hidden ref (decision record 0049). Decided on the
+                # ref as it is *now*: a ref created by a racing call of the
+                # caller's own is the caller's to see, so that loser gets 409
+                # ref_moved with it below.
                 raise _unavailable(name) from None
             if hidden:
                 # The ref moved to someone else's session in the meantime: say it

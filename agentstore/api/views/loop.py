@@ -137,7 +137,7 @@ class LoopActions(AgentStoreViewSetMixin):
             data = s.GrantInput(data=request.data)
             data.is_valid(raise_exception=True)
             # 201 for a new approval, 200 with the stored grant when the prompt
-            # was approved already (a replay, decision 134); either way the
+            # was approved already (a replay, decision record 0080); either way the
             # grant is refreshed. The store decides inside its transaction.
             grant, created = store.grant_created(session.id, data.validated_data["prompt"])
             code = status.HTTP_201_CREATED if created else status.HTTP_200_OK

@@ -192,7 +192,7 @@ class SessionExtrasActions(AgentStoreViewSetMixin):
     def follow(self, request: Request, pk: str) -> StreamingHttpResponse | Response:
         # Every kind the model allows is followable (EVENTS); a kind added later
         # without a follow reader is refused before the stream, by the one
-        # wrong-kind error every session-bound action raises (decision 133),
+        # wrong-kind error every session-bound action raises (decision record 0053),
         # naming the followable kinds in the model's order like the others do.
         session = self.session_or_404(None, *(k for k in SessionKind.values if k in EVENTS))
         raw: dict[str, Any] = {}

@@ -520,6 +520,6 @@ class SessionViewSet(
         data = s.AppendCompactionInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         entry, created = TreeStore().append_compaction_created(data.compaction(session.id))
-        # One rule for idempotent creates (decision 134): 201 when this call
+        # One rule for idempotent creates (decision record 0080): 201 when this call
         # wrote it, 200 with the stored entry when it was a replay.
         return _appended(entry, created=created)

@@ -84,7 +84,7 @@ class _TaskBound(AgentStoreViewSet):
     """Resolve the task in the URL through the user's visibility (404 otherwise)."""
 
     #: What a missing (or someone else's) id of this resource raises: each
-    #: resource has its own ``no_*`` code (decision 133).
+    #: resource has its own ``no_*`` code (decision record 0053).
     missing: type[NoTask] = NoTask
 
     def task_or_404(self) -> Task:
@@ -447,7 +447,7 @@ class ToolTaskViewSet(_TaskBound):
         owner = self.owner_session_or_404(v["owner_session_id"])
         tools = ToolTaskRepository()
         # The store says whether this call admitted it (of racing identical
-        # calls, exactly one): 201, else the replay's 200 (decision 134).
+        # calls, exactly one): 201, else the replay's 200 (decision record 0080).
         task, created = tools.create_created(
             ToolTaskEntity(
                 task=TaskEntity(
@@ -655,7 +655,7 @@ class WorkflowViewSet(_TaskBound):
             link, created = workflows.link_agent_task_created(
                 task.id, v["agent_task_id"], v["node_key"], v["invocation_index"]
             )
-            # A repeated link returns the stored one: 200, not 201 (decision 134);
+            # A repeated link returns the stored one: 200, not 201 (decision record 0080);
             # the store decides inside its write, so a race has one 201.
             code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
             return Response(t.WorkflowLinkSerializer(link).data, status=code)
