@@ -53,8 +53,9 @@ from agentstore.selectors.tasks import function_call, workflow_link
 from agentstore.stores.base import utc_now
 from agentstore.tasks.agent import AgentTaskRepository
 from agentstore.tasks.handlers import FUNCTION_KIND, handler_kinds
+from agentstore.tasks.lifecycle.expired import crash_budget
 from agentstore.tasks.recovery import Recovered, rescue_expired
-from agentstore.tasks.repository import TaskRepository, crash_budget
+from agentstore.tasks.repository import TaskRepository
 from agentstore.tasks.tool import ToolTaskRepository
 from agentstore.tasks.workflow import WorkflowRepository
 from agentstore.types.tasks import TaskFinish

@@ -31,7 +31,7 @@ from agentstore.models import AgentTask, Session
 from agentstore.models.sessions import SessionKind
 from agentstore.stores.sessions import SessionStore
 from agentstore.tasks._graph import SharesTasks
-from agentstore.tasks.repository import clamp_limit, coded, task_from_model
+from agentstore.tasks.lifecycle.vocabulary import clamp_limit, coded, task_from_model
 from agentstore.types.tasks import AgentTaskEntity, ChildSessionRequest, TaskEntity, TaskFinish
 from agentstore.validation import require_json, require_max_length, require_text, require_uuid7
 

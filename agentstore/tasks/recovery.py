@@ -47,14 +47,9 @@ from datetime import datetime
 
 from agentstore.exceptions import ValidationError
 from agentstore.models import Task
-from agentstore.tasks.repository import (
-    LEASED,
-    TERMINAL,
-    Crash,
-    TaskRepository,
-    crash_budget,
-    crash_error,
-)
+from agentstore.tasks.lifecycle.expired import Crash, crash_budget, crash_error
+from agentstore.tasks.lifecycle.vocabulary import LEASED, TERMINAL
+from agentstore.tasks.repository import TaskRepository
 from agentstore.tasks.tool import TOOL_KIND, ToolTaskRepository
 from agentstore.types.tasks import TaskFinish
 

@@ -39,7 +39,7 @@ from agentstore.models import Session, ToolTask
 from agentstore.models.tasks import TOOL_ARGUMENTS_MAX_BYTES
 from agentstore.sql import tasks as task_sql
 from agentstore.tasks._graph import SharesTasks
-from agentstore.tasks.repository import (
+from agentstore.tasks.lifecycle.vocabulary import (
     QUEUED,
     RUNNING,
     clamp_limit,

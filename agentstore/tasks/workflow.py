@@ -42,7 +42,8 @@ from agentstore.sql import tasks as task_sql
 from agentstore.stores.base import Clock
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.agent import AgentTaskRepository
-from agentstore.tasks.repository import TaskRepository, clamp_limit, coded, task_from_model
+from agentstore.tasks.lifecycle.vocabulary import clamp_limit, coded, task_from_model
+from agentstore.tasks.repository import TaskRepository
 from agentstore.types.tasks import (
     AgentTaskEntity,
     ChildSessionRequest,
