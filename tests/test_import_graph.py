@@ -102,7 +102,7 @@ def cycles(graph: dict[str, set[str]]) -> Iterator[list[str]]:
 def test_the_graph_is_read() -> None:
     graph = import_graph()
     # Function-level and package imports are seen (a broken reader must not pass).
-    assert "agentstore.sql.tree" in graph["agentstore.stores.tree"]
+    assert "agentstore.sql.tree" in graph["agentstore.stores.tree_walks"]
     assert "agentstore.sql" in graph["agentstore.sql.tasks"]
     assert len(graph) > 100
 

@@ -171,11 +171,11 @@ def test_enriches_compaction_metadata(tree: TreeStore) -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from agentstore.stores import tree as tree_module  # noqa: E402
 from agentstore.stores.tree_metadata import (  # noqa: E402
     default_display,
     default_model_facing,
 )
+from agentstore.stores.tree_rows import encode_data  # noqa: E402
 
 
 def _derive_before(entry_type, *, role, content, summary, data):
@@ -294,16 +294,16 @@ json_values = st.recursive(
 @given(st.dictionaries(st.text(max_size=4), json_values, max_size=4))
 def test_the_data_json_is_json_dumps(data) -> None:
     expected = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    assert tree_module._encode_data(data) == expected
+    assert encode_data(data) == expected
 
 
 def test_the_data_json_still_refuses_a_cycle_and_a_non_json_value() -> None:
     cycle: dict[str, object] = {}
     cycle["self"] = cycle
     with pytest.raises(ValueError, match="Circular reference"):
-        tree_module._encode_data(cycle)
+        encode_data(cycle)
     with pytest.raises(TypeError):
-        tree_module._encode_data({"x": object()})
+        encode_data({"x": object()})
     # A failed encode leaves nothing behind for the next one.
     shared = {"a": 1}
-    assert tree_module._encode_data({"x": shared, "y": shared}) == '{"x":{"a":1},"y":{"a":1}}'
+    assert encode_data({"x": shared, "y": shared}) == '{"x":{"a":1},"y":{"a":1}}'
