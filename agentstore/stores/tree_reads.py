@@ -140,8 +140,7 @@ class TreeReads(StoreBase):
         read an agent loop makes every turn: one recursive SELECT, which is its
         own snapshot, so no read transaction is opened around it unless some of
         the entries have message parts to load by a second statement (then the
-        whole read runs again in one snapshot; docs/decisions.md, "reads: one
-        statement needs no transaction").
+        whole read runs again in one snapshot; decision record 0005).
         """
         limit = _require_count(limit, "limit")
 

@@ -183,9 +183,7 @@ def context_rows(
     the nearest compaction, and from there up to its first-kept entry.
     Returned as a *sub-branch* the pure ``build_context`` reads exactly as
     it reads the whole branch, with the settings the compaction recorded
-    when it was appended (decisions "context: stop the walk at the
-    compaction" and "context: settings on the compaction" in
-    docs/decisions.md); a compaction without them (written before they
+    when it was appended (decision record 0027); a compaction without them (written before they
     were recorded) costs a third climb to the nearest settings changes.
     ``settings=False`` skips that, and ``limit > 0`` stops counting past
     ``limit`` rows (both for ``TreeStore.context_length``). Raises ``NoEntry``

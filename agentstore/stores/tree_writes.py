@@ -489,7 +489,7 @@ class TreeWrites(StoreBase):
             parts = (MessagePartEntity(type="text", text=message.content),)
         # In EntryEntity's field order (tree_rows.new_entry), ``seq`` left for
         # Draft.entry once the INSERT has computed it; the message is built
-        # positionally as a read builds it (decision 312).
+        # positionally as a read builds it (decision record 0035).
         fields = (
             entry_id or new_id(),
             session_id,
@@ -577,8 +577,7 @@ class TreeWrites(StoreBase):
                 self._require_parent(cursor, session_id, parent_id)
             if draft.type == "compaction":
                 # What build_context would otherwise climb above the kept
-                # context for (docs/decisions.md, "context: settings on the
-                # compaction"); the parent's ancestry never changes.
+                # context for (decision record 0027); the parent's ancestry never changes.
                 found = (
                     NO_SETTINGS if parent_id is None else settings_at(cursor, session_id, parent_id)
                 )
