@@ -1,6 +1,6 @@
 """Open a log session for append in O(1): trust what the database verified at write time.
 
-Private to :mod:`agentstore.stores.log`. Reading a session with
+Private to the log store (:mod:`agentstore.stores.log` and its parts). Reading a session with
 ``Session.from_lines`` parses and re-hashes every line (seconds at 100k lines);
 an append needs almost none of that. What it needs:
 
