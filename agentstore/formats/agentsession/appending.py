@@ -95,7 +95,7 @@ class SessionAppends(SessionLeaf):
             if not session:
                 if ref["entry"] == parent:
                     raise exceptions.BadConvergence(f"{where}: parents must not name the parent")
-                if not self._has(ref["entry"]):
+                if not self.has_entry(ref["entry"]):
                     raise exceptions.BadConvergence(
                         f"{where}: parents names {ref['entry']}, "
                         "which is not earlier in the session"
@@ -135,7 +135,9 @@ class SessionAppends(SessionLeaf):
             # (the reference store accepts it); only a target that names no
             # entry of the session is refused.
             target = obj.get("target")
-            if target not in (None, "") and (not isinstance(target, str) or not self._has(target)):
+            if target not in (None, "") and (
+                not isinstance(target, str) or not self.has_entry(target)
+            ):
                 raise exceptions.NoEntry(f"label target {target!r} is not in the session")
             value = obj.get("label")
             if value is not None and not isinstance(value, str):
@@ -156,7 +158,7 @@ class SessionAppends(SessionLeaf):
                 call_id = item.get("call_id")
                 if not isinstance(call_id, str) or not call_id:
                     raise exceptions.CallIDEmpty("function_call call_id is empty")
-                if self._call_id_used(call_id):
+                if self.call_id_used(call_id):
                     raise exceptions.CallIDRepeated(f"call_id {call_id} is already used")
             return
         if etype not in ("decision", "dispatch"):
@@ -232,7 +234,7 @@ class SessionAppends(SessionLeaf):
         given_id = obj.pop("id", None)
         if "parent" in obj:
             parent = obj["parent"]
-            if parent is not None and (not isinstance(parent, str) or not self._has(parent)):
+            if parent is not None and (not isinstance(parent, str) or not self.has_entry(parent)):
                 raise exceptions.NoEntry(f"parent {parent!r} is not in the session")
         else:
             parent = self._leaf or None
@@ -288,7 +290,7 @@ class SessionAppends(SessionLeaf):
         new_id = entry_id(obj, plain=plain)
         if given_id is not None and given_id != new_id:
             raise exceptions.BadID(f"entry id {given_id} does not match its content ({new_id})")
-        held = self._held(new_id, fresh=fresh)
+        held = self.held_entry(new_id, fresh=fresh)
         if held is not None:
             return PendingAppend(
                 entry=held,
@@ -319,11 +321,11 @@ class SessionAppends(SessionLeaf):
     def commit(self, pending: PendingAppend) -> AppendResult:
         """Apply a :class:`PendingAppend` made by :meth:`prepare` on this session."""
         if pending.outcome is not Outcome.HELD:
-            if pending.base_len != len(self) or self._has(pending.entry.id):
+            if pending.base_len != len(self) or self.has_entry(pending.entry.id):
                 raise exceptions.ConcurrentWriter(
                     "the session changed between prepare and commit; prepare again"
                 )
-            self._add(pending.entry)
+            self.add_entry(pending.entry)
             self._leaf = pending.leaf
         entry = pending.entry
         return new_result(entry.id, entry.line, pending.outcome, entry, self._leaf, pending.seq)

@@ -146,7 +146,7 @@ class SessionLeaf(SessionTree):
 
     def branch(self, entry_id: str) -> None:
         """Move the in-memory leaf to ``entry_id`` (not stored); ``NoEntry`` if unknown."""
-        if not self._has(entry_id):
+        if not self.has_entry(entry_id):
             raise exceptions.NoEntry(f"no such entry: {entry_id}")
         if self.base and entry_id != self.base and self.is_prefix(entry_id):
             raise exceptions.BaseRule(f"entry {entry_id} is above the base {self.base}")

@@ -180,7 +180,7 @@ class Session(SessionAppends):
             if base and not in_prefix:
                 self._check_base_rule(parent, where)
             entry = Entry.from_object(obj, line)
-            self._add(entry)
+            self.add_entry(entry)
             if in_prefix and given == base:
                 in_prefix = False
                 path_ids = {e.id for e in self.path(base)}
@@ -248,7 +248,7 @@ class Session(SessionAppends):
             self._check_parents(obj.get("parents"), parent, "entry")
             if base:
                 self._check_base_rule(parent, "entry")
-            self._add(Entry.from_object(obj, line))
+            self.add_entry(Entry.from_object(obj, line))
         if resume:
             # A pass over the whole session: the live rule (extend_line's
             # caller) sets the leaf from the one line instead.
@@ -309,7 +309,7 @@ class Session(SessionAppends):
             out["parent_session"] = origin.id
         session = cls(fill_header(out, **fill))
         for e in prefix:
-            session._add(e)
+            session.add_entry(e)
         session._prefix = set(on_path)
         session._leaf = base
         return session

@@ -12,13 +12,19 @@
   repeat) and, in a fork, the ids of the copied prefix (``_prefix``);
 * the leaf (``_leaf``): the entry the next append hangs from.
 
-Every entry goes in through one method, ``_add``, whatever brought it (reading,
-an append's commit, a fork's prefix); the rules decide *whether* it may, never
-here. The tree's answers — :meth:`~SessionTree.entry`,
+Every entry goes in through one method, :meth:`~SessionTree.add_entry`,
+whatever brought it (reading, an append's commit, a fork's prefix); the rules
+decide *whether* it may, never here.
+
+The rules ask the tree only through its answers — :meth:`~SessionTree.entry`,
 :meth:`~SessionTree.seq_of`, :meth:`~SessionTree.path`,
-:meth:`~SessionTree.children`, :meth:`~SessionTree.is_prefix` — are what every
-rule asks, so a subclass that answers them without holding every entry (a
-store's session opened from its head row) obeys the same rules.
+:meth:`~SessionTree.is_prefix`, ``len`` — and three questions that are
+extension points and nothing else: :meth:`~SessionTree.has_entry`,
+:meth:`~SessionTree.call_id_used` and :meth:`~SessionTree.held_entry`. A
+subclass that answers them without holding every entry obeys the same rules:
+:class:`agentstore.stores.log_open.StoredSession`, a store's session opened from
+its head row, looks each one up in the database. Each hook's docstring says when
+it is called and what an override must keep true.
 """
 
 from __future__ import annotations
@@ -65,17 +71,6 @@ class SessionTree:
         #: Optional ``ts`` source for appends without ``ts`` (tests inject it).
         self.clock: Callable[[], str] | None = None
 
-    def _add(self, entry: Entry) -> None:
-        self._index[entry.id] = len(self._entries)
-        self._entries.append(entry)
-        self._children.setdefault(entry.parent, []).append(entry.id)
-        if entry.type == "item":
-            item = entry.data.get("item")
-            if isinstance(item, dict) and item.get("type") == "function_call":
-                call_id = item.get("call_id")
-                if isinstance(call_id, str) and call_id:
-                    self._call_ids.add(call_id)
-
     # -- basic accessors ------------------------------------------------------
 
     @property
@@ -111,27 +106,76 @@ class SessionTree:
         return iter(list(self._entries))
 
     def __contains__(self, entry_id: object) -> bool:
-        return isinstance(entry_id, str) and self._has(entry_id)
+        return isinstance(entry_id, str) and self.has_entry(entry_id)
 
-    def _has(self, entry_id: str) -> bool:
-        # The rules ask through _has, entry, seq_of, is_prefix and
-        # _call_id_used, so a store can answer them without holding every
-        # entry (agentstore.stores.log_open.StoredSession).
+    # -- extension points: how the rules ask the tree ---------------------------
+    #
+    # The rules ask through these hooks and entry, seq_of, is_prefix, path and
+    # len — never through the structures — so a subclass can answer them
+    # without holding every entry (agentstore.stores.log_open.StoredSession
+    # looks its lines up in the database). add_entry is the one way in.
+
+    def has_entry(self, entry_id: str) -> bool:
+        """Whether the session holds an entry with id ``entry_id``.
+
+        The rules' one membership test: ``entry_id in session``, an append's
+        ``parent``, its ``parents`` refs, a label's target, :meth:`branch
+        <agentstore.formats.agentsession.Session.branch>` and ``commit``'s
+        check that the entry was not added since ``prepare`` all call it. An
+        override must answer ``True`` for every entry the session holds — those
+        it was built with and every one added since through :meth:`add_entry`
+        — and ``False`` for any other id, without changing the session.
+        """
         return entry_id in self._index
 
-    def _call_id_used(self, call_id: str) -> bool:
-        """True when a ``function_call`` item of the session already has ``call_id``."""
+    def call_id_used(self, call_id: str) -> bool:
+        """Whether a ``function_call`` item of the session already has ``call_id``.
+
+        Called by ``prepare`` for each new ``function_call`` item, in every
+        branch (a call id never repeats in a session: ``CallIDRepeated``). An
+        override must count every entry the session holds, those added
+        through :meth:`add_entry` included, without changing the session.
+        """
         return call_id in self._call_ids
 
-    def _held(self, entry_id: str, *, fresh: bool) -> Entry | None:
-        """The entry :meth:`prepare` is about to add, if the session already holds it.
+    def held_entry(self, entry_id: str, *, fresh: bool) -> Entry | None:
+        """The entry ``prepare`` is about to add, if the session already holds it; else ``None``.
 
-        ``fresh``: its ``ts`` is the system clock's reading of this very
-        ``prepare`` (nanoseconds), which no stored entry can share — a store
-        that would have to look that up elsewhere may skip it
-        (``agentstore.stores.log_open.StoredSession``).
+        Called once by each ``prepare``, once the new entry's id is computed;
+        a held entry makes the append a no-op (``HELD``, the same id).
+        ``fresh``: the entry's ``ts`` is the system clock's reading of this
+        very ``prepare`` (nanoseconds), which no held entry can share. An
+        override must return the held entry, and may return ``None`` without
+        looking when ``fresh`` and looking is costly — provided
+        :meth:`has_entry` then answers ``False`` for that id too until it is
+        added (``commit`` asks it), and whatever stores the lines refuses a
+        duplicate.
         """
         return self.entry(entry_id)
+
+    def add_entry(self, entry: Entry) -> None:
+        """Put ``entry`` in the tree after the last entry; no rule is checked here.
+
+        Called once for every entry the session takes in: by reading
+        (``from_lines``, ``extend_line``), by ``commit`` (after ``prepare``
+        checked the rules) and by ``fork`` (the copied prefix). An extension
+        point, not a way to append: call ``append`` or ``prepare``/``commit``,
+        which check the rules first. An override must keep the tree's answers
+        (:meth:`has_entry`, :meth:`entry`, :meth:`seq_of`, :meth:`call_id_used`,
+        ``len``) in step with the entry added; this method, called on
+        ``super()``, does it for the in-memory structures.
+        """
+        self._index[entry.id] = len(self._entries)
+        self._entries.append(entry)
+        self._children.setdefault(entry.parent, []).append(entry.id)
+        if entry.type == "item":
+            item = entry.data.get("item")
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                call_id = item.get("call_id")
+                if isinstance(call_id, str) and call_id:
+                    self._call_ids.add(call_id)
+
+    # -- the tree's answers ---------------------------------------------------
 
     def entry(self, entry_id: str) -> Entry | None:
         """The entry with that id, or ``None``."""
