@@ -19,24 +19,12 @@ import os
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 RECORDS = ROOT / "docs" / "decisions"
 RESULTS = ROOT / "bench" / "results"
 
 #: Files that are a record of their day and keep the retired log's numbers.
 HISTORICAL = ("docs/decisions/", "bench/results/", "CHANGELOG.md")
-
-#: Files allowed, for now, to keep citations of the retired log: other work is
-#: splitting these modules, and their citations are rewritten once the module
-#: splits land (the list of what each should cite is in the commit that added this
-#: test). Empty this list then; a file listed here that no longer needs it fails.
-TEMPORARILY_ALLOWED = (
-    "agentstore/stores/log.py",
-    "agentstore/stores/log_open.py",
-    "agentstore/formats/agentsession/session.py",
-)
 
 SUFFIXES = {".py", ".md", ".html", ".txt", ".sh", ".toml", ".cfg", ".ini", ".yml", ".yaml"}
 SKIPPED_DIRS = {"__pycache__", "node_modules", "build", "dist", "htmlcov"}
@@ -96,21 +84,13 @@ def test_nothing_cites_the_retired_decision_log() -> None:
     found = {}
     for path in _files():
         name = _relative(path)
-        if _historical(name) or name in TEMPORARILY_ALLOWED:
+        if _historical(name):
             continue
         if cited := _cites_the_retired_log(_text(path)):
             found[name] = cited
     assert not found, (
         "cite the decision record (docs/decisions/README.md; bench/results/README.md maps "
         f"old numbers to records): {found}"
-    )
-
-
-@pytest.mark.parametrize("name", TEMPORARILY_ALLOWED)
-def test_a_temporarily_allowed_file_still_needs_it(name: str) -> None:
-    path = ROOT / name
-    assert path.exists() and _cites_the_retired_log(_text(path)), (
-        f"{name} no longer cites the retired decision log: take it off TEMPORARILY_ALLOWED"
     )
 
 

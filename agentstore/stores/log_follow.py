@@ -2,8 +2,8 @@
 
 The user-facing rules are in docs/log-store.md, "Following a session".
 
-Private to :mod:`agentstore.stores.log`; ``LogStore.follow`` and
-``LogStore.afollow`` drive :func:`steps`. It knows the database alias and the
+Private to the log store; ``LogStore.follow`` and ``LogStore.afollow``
+(:mod:`.log_reads`) drive :func:`steps`. It knows the database alias and the
 poll interval, not the store (which imports this module): it reads through
 :func:`agentstore.stores.log_rows.read_rows`, as the store does.
 

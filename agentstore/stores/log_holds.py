@@ -1,6 +1,7 @@
 """Holds: which store (process) has a session open for writing, for every kind of session.
 
-Private to :mod:`agentstore.stores.log`; the functions run *inside* the caller's
+Private to the log store (:mod:`.log_sessions` claims, :mod:`.log_appends` fences and
+beats); the functions run *inside* the caller's
 write transaction. The protocol (docs/log-store.md, "Holds: one writer per session"):
 
 * **claim** (in the transaction that creates or opens the session): no row →

@@ -1,6 +1,6 @@
 """Open a log session for append in O(1): trust what the database verified at write time.
 
-Private to :mod:`agentstore.stores.log`. Reading a session with
+Private to the log store (:mod:`agentstore.stores.log` and its parts). Reading a session with
 ``Session.from_lines`` parses and re-hashes every line (seconds at 100k lines);
 an append needs almost none of that. What it needs:
 
@@ -27,7 +27,7 @@ read whole (ids verified) up to the lines it knew at open, its own appends
 added, and from then on it is an ordinary in-memory ``Session``. Same answers,
 the old cost, only when asked.
 
-What it keeps of its own appends is bounded (decision 356): once the store
+What it keeps of its own appends is bounded (decision record 0030): once the store
 has committed them, :meth:`StoredSession.written` folds them into the lines
 "at open" — they are the database's now, found by the same lookups — and only
 the newest :data:`KEEP` entries stay in memory (a ``get_items(50)`` is served
@@ -139,8 +139,12 @@ def _filled(name: str) -> Any:
 class StoredSession(Session):
     """A log session opened from its head; lines looked up on demand (module docstring).
 
-    Behaves as :class:`Session` in every respect. :attr:`state` is the resume
-    state after its lines, kept as entries are added, for the store to write.
+    Behaves as :class:`Session` in every respect. It answers the format's
+    extension points (``has_entry``, ``call_id_used``, ``held_entry``, and
+    ``add_entry`` to take an entry in) and the tree's answers (``entry``,
+    ``seq_of``, ``is_prefix``, ``len``) from the rows until something needs the
+    whole tree. :attr:`state` is the resume state after its lines, kept as
+    entries are added, for the store to write.
     """
 
     _full: bool
@@ -217,7 +221,7 @@ class StoredSession(Session):
                 f"session {self.id} has {len(full)} lines, not the {self._opened} it had at open"
             )
         for entry, _state in self._appended:
-            full._add(entry)
+            full.add_entry(entry)
         self._become(full)
 
     _entries = _filled("_entries")
@@ -244,22 +248,22 @@ class StoredSession(Session):
         found = self._known[entry_id] = (int(row[0]), _entry(str(row[1])))
         return found
 
-    def _held(self, entry_id: str, *, fresh: bool) -> Entry | None:
+    def held_entry(self, entry_id: str, *, fresh: bool) -> Entry | None:
         if fresh and not self._full and entry_id not in self._known:
             # A ts read from the system clock just now cannot be a stored
-            # line's: skip the probe (decision 292), and tell commit's check
+            # line's: skip the probe (decision record 0040), and tell commit's check
             # the same. UNIQUE(session, entry_id) still refuses a duplicate row.
             if len(self._absent) > 64:
                 self._absent.clear()
             self._absent.add(entry_id)
             return None
-        return super()._held(entry_id, fresh=fresh)
+        return super().held_entry(entry_id, fresh=fresh)
 
     def __len__(self) -> int:
         return len(self._entries) if self._full else self._count
 
-    def _has(self, entry_id: str) -> bool:
-        return super()._has(entry_id) if self._full else self._lookup(entry_id) is not None
+    def has_entry(self, entry_id: str) -> bool:
+        return super().has_entry(entry_id) if self._full else self._lookup(entry_id) is not None
 
     def entry(self, entry_id: str) -> Entry | None:
         if self._full:
@@ -284,9 +288,9 @@ class StoredSession(Session):
         seq = self.seq_of(entry_id)
         return 0 < seq <= self._base_seq
 
-    def _call_id_used(self, call_id: str) -> bool:
+    def call_id_used(self, call_id: str) -> bool:
         if self._full:
-            return super()._call_id_used(call_id)
+            return super().call_id_used(call_id)
         if call_id in self._new_calls:
             return True
         with db.cursor(self._using) as cursor:
@@ -306,12 +310,12 @@ class StoredSession(Session):
         """The resume state after the session's lines (what the store writes)."""
         return self._state
 
-    def _add(self, entry: Entry) -> None:
+    def add_entry(self, entry: Entry) -> None:
         seq = len(self) + 1
         self._state = self.advance_resume(self._state, entry, seq)
         self._appended.append((entry, self._state))
         if self._full:
-            super()._add(entry)
+            super().add_entry(entry)
             return
         self._known[entry.id] = (seq, entry)
         self._absent.discard(entry.id)
@@ -333,7 +337,7 @@ class StoredSession(Session):
         if self._full:
             super().truncate(length, leaf)
         else:
-            if leaf and not self._has(leaf):
+            if leaf and not self.has_entry(leaf):
                 raise exceptions.NoEntry(f"no such entry: {leaf}")
             for entry, _state in self._appended[kept:]:
                 self._known.pop(entry.id, None)
@@ -353,7 +357,7 @@ class StoredSession(Session):
         from the rows, where they were verified when written), the record
         kept for undoing uncommitted appends (:meth:`truncate`) is dropped, and
         only the newest :data:`KEEP` looked-up or appended entries stay in
-        memory — bounded whatever the number of appends (decision 356). A
+        memory — bounded whatever the number of appends (decision record 0030). A
         session held whole in memory (created or imported by this store, or
         materialised) keeps its tree, as any in-memory ``Session`` does; it
         only drops the undo record.
@@ -364,7 +368,7 @@ class StoredSession(Session):
             self._opened = len(self)
             return
         self._opened = self._count
-        # Their call ids are rows below the count now: ``_call_id_used`` finds them.
+        # Their call ids are rows below the count now: ``call_id_used`` finds them.
         self._new_calls.clear()
         known = self._known
         excess = len(known) - KEEP

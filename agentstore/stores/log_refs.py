@@ -1,7 +1,7 @@
 """Ref names: the naming rules and the creation conflict rules (docs/log-store.md, "Refs").
 
 Private to the stores: :mod:`agentstore.stores.refs` (which owns the rows) and
-:mod:`agentstore.stores.log` (``session_for`` checks a name before creating).
+:mod:`agentstore.stores.log_named` (``session_for`` checks a name before creating).
 
 * A **name** is non-empty, at most 200 bytes, ``/``-separated segments, none
   empty, ``.`` or ``..``, characters ``[A-Za-z0-9._-]`` only — so ``a..b`` and

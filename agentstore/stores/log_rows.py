@@ -1,6 +1,6 @@
 """Rows of the log store: how agentsession lines become ``Session``/``Entry`` rows and back.
 
-Private to :mod:`agentstore.stores.log` and :mod:`.log_follow`. A log session is one ``Session`` row
+Private to the log store's modules (``log*.py``). A log session is one ``Session`` row
 (``kind="log"``, ``header`` = the exact header line) and one ``Entry`` row per
 line, in file order by ``seq`` (1-based, a fork's copied prefix included). The
 ``line`` column holds the exact line the format module wrote or read — never

@@ -183,11 +183,11 @@ def test_an_entry_stamped_now_skips_the_held_entry_probe() -> None:
 def test_a_repeated_fresh_stamp_is_refused_not_stored_twice(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agentstore.formats.agentsession import session as format_session
+    from agentstore.formats.agentsession import appending as format_appending
 
     # A system clock that repeats a reading (stepped back to the same nanosecond):
     # the unique index refuses the second row.
-    monkeypatch.setattr(format_session, "_now_ts", lambda: "2026-06-01T12:00:00.5Z")
+    monkeypatch.setattr(format_appending, "_now_ts", lambda: "2026-06-01T12:00:00.5Z")
     made = LogStore()
     try:
         sid = made.create({"id": "repeat"}).id

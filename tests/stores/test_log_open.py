@@ -278,3 +278,21 @@ def test_a_created_session_is_bounded_too_and_reads_the_same(h: Harness) -> None
         store.append(sid, call("c-first"))
     whole = same_as_read_whole(h, sid, created)
     assert [e.id for e in created.entries] == [e.id for e in whole.entries]  # materialised
+
+
+def test_stored_session_overrides_only_the_formats_public_hooks() -> None:
+    # StoredSession extends the format through its documented extension points
+    # (docs/agentsession-format.md, "Answering without every entry in memory"),
+    # never by replacing one of Session's underscore methods.
+    format_methods = {
+        name: klass
+        for klass in reversed(Session.__mro__[:-1])
+        for name, value in vars(klass).items()
+        if callable(value) or isinstance(value, (classmethod, staticmethod, property))
+    }
+    overridden = {name for name in vars(StoredSession) if name in format_methods}
+    private = {n for n in overridden if n.startswith("_") and not n.startswith("__")}
+    assert private == set()
+    for hook in ("has_entry", "call_id_used", "held_entry", "add_entry"):
+        assert hook in overridden
+        assert "override" in (getattr(Session, hook).__doc__ or "")

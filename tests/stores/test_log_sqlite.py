@@ -315,10 +315,10 @@ def test_failed_append_keeps_the_hold_until_release(
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr("agentstore.stores.log.insert_entries", boom)
+    monkeypatch.setattr("agentstore.stores.log_appends.insert_entries", boom)
     with pytest.raises(RuntimeError):
         store.append("fail", user("x"))
-    monkeypatch.setattr("agentstore.stores.log.insert_entries", log_rows.insert_entries)
+    monkeypatch.setattr("agentstore.stores.log_appends.insert_entries", log_rows.insert_entries)
     assert len(s) == 0
     assert store.lock_holder("fail") is not None  # still ours
     store.close()

@@ -20,10 +20,13 @@ Modules, each importing only those before it (no import cycle):
 :mod:`.canonical` (RFC 8785 + I-JSON), :mod:`.header`, :mod:`.entry` (envelope,
 hashes, ``ts``), :mod:`.legacy` (the pre-0.5 migration), :mod:`.context`
 (context building, the canonical request and request hash, ``extra`` helpers;
-functions take any object with ``path``/``entry``), :mod:`.session` (tree, leaf
-rules, append rules, forks), :mod:`.context_hash` (the RFC 0002 prefix-cache
-key), :mod:`.compaction` (compaction and branch-summary builders), :mod:`.jsonl`
-(whole files). ``docs/agentsession-format.md`` is the guide.
+functions take any object with ``path``/``entry``), :mod:`.results` (what an
+append returns, the resume state), then ``Session`` in layers — :mod:`.tree`
+(the entries and the tree's answers), :mod:`.leaf` (the leaf rules),
+:mod:`.appending` (the append rules, ``prepare``/``commit``), :mod:`.session`
+(reading, forks, verification) —, :mod:`.context_hash` (the RFC 0002
+prefix-cache key), :mod:`.compaction` (compaction and branch-summary builders),
+:mod:`.jsonl` (whole files). ``docs/agentsession-format.md`` is the guide.
 """
 
 from __future__ import annotations

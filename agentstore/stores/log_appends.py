@@ -1,0 +1,365 @@
+"""Appending to log sessions: one short write transaction per batch, fenced by the hold.
+
+:class:`LogAppends` adds the writes that extend a session to the store's base
+(:class:`~agentstore.stores.log_sessions.LogSessions`). An append runs in two
+halves so that memory changes only for what the database committed:
+
+1. **in memory**: each entry is ``prepare``d and ``commit``ted on the store's
+   shared session (the format's rules: ids, parents, leaf, call ids), so a
+   batch's entries can hang from one another. Anything that fails before the
+   transaction commits is undone with ``Session.truncate``: the caller's
+   session object is as it was.
+2. **in the database** (:meth:`LogAppends._append_statements`, one
+   transaction): the session row's UPDATE is the *fence* — zero rows means
+   this store's hold was broken or taken, and the store refuses the session
+   with ``SessionLocked`` before any line could interleave with the new
+   holder's —, then the heartbeat, the header raised if stale, and every
+   line in one INSERT. A UNIQUE clash on ``(session, seq)`` means a writer that
+   bypassed the hold appended: ``ConcurrentWriter``, the session refused until
+   ``release`` (:meth:`LogAppends._write_append`).
+
+The session row carries the *head* (line count and resume state,
+:func:`~agentstore.stores.log_open.encode_head`) that the next ``open``
+trusts, plus the name or successor the newest ``info``/``link`` line sets.
+``updated_at`` and the holder's heartbeat are written at most once per
+:data:`HEARTBEAT_EVERY` per held session (decision records 0031 and 0021): they sit in
+indexes, and "when did the holder last append" needs no finer grain.
+
+``continue_session`` lives here too: the successor's creation and the old
+session's ``link`` line commit in one transaction, the append path's fence
+included.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError
+
+from agentstore import exceptions
+from agentstore.db import SqlCursor, is_unique_violation
+from agentstore.formats.agentsession import (
+    CURRENT_FORMAT,
+    Outcome,
+    PendingAppend,
+    Session,
+    canonical_json,
+    parse_json,
+)
+from agentstore.sql import log as log_sql
+from agentstore.stores import log_holds
+from agentstore.stores.log_open import StoredSession, encode_head
+from agentstore.stores.log_rows import insert_entries
+from agentstore.stores.log_sessions import MAX_ID, MAX_NAME, LogSessions, stale_format
+from agentstore.types.log import LockInfo
+
+__all__ = ["HEARTBEAT_EVERY", "LogAppends"]
+
+#: How stale the heartbeat of a held session — and the session's ``updated_at`` —
+#: may get before an append writes it (decision records 0031 and 0021).
+HEARTBEAT_EVERY = timedelta(seconds=1)
+
+
+class LogAppends(LogSessions):
+    """The appends and continuations of a ``LogStore`` (see the module docstring)."""
+
+    def append(self, session_id: str, entry: dict[str, Any]) -> str:
+        """Append ``entry`` to the session (opening and holding it); return the entry id.
+
+        The entry is validated and hashed by the format's rules (parent defaults
+        to the leaf, ``ts`` to now). An entry the session already holds is a
+        no-op returning its id. Raises ``ReadOnly``, ``NoSession``,
+        ``SessionLocked`` (held elsewhere, or the hold was lost), ``ConcurrentWriter``,
+        and the format's errors (``BadID``, ``NoEntry``, ``BaseRule``, …).
+        """
+        self._writable()
+        with self._lock:
+            session = self._held_session(session_id)
+            try:
+                return self._append_many_open(session_id, session, [entry])[0]
+            finally:
+                # Same-store followers look now, whatever the outcome.
+                self._hub.ring()
+
+    def append_many(
+        self,
+        session_id: str,
+        entries: Sequence[dict[str, Any]],
+        *,
+        expected_leaf: str | None = None,
+    ) -> builtins.list[str]:
+        """Append ``entries`` in order in **one** write transaction; return their ids.
+
+        Each entry obeys the rules of :meth:`append`, applied as if appended one
+        after the other (an entry without ``parent`` hangs from the leaf the
+        previous one left). All or nothing: if any entry is refused, or the
+        transaction fails, nothing is stored and the session is as it was.
+        Entries the session already holds are no-ops (their ids are returned).
+
+        ``expected_leaf`` (a leaf read earlier, e.g. :attr:`Tail.leaf`; ``""``:
+        an empty session) makes the append conditional: if the session's leaf
+        is another one — someone wrote since that read — it raises
+        ``ConcurrentWriter`` and writes nothing (the session is not refused:
+        read again and retry).
+        """
+        self._writable()
+        if not isinstance(entries, Sequence) or isinstance(entries, str | bytes | dict):
+            raise exceptions.ValidationError("entries must be a list", field="entries")
+        if not entries:
+            return []
+        with self._lock:
+            session = self._held_session(session_id)
+            if expected_leaf is not None and session.leaf != expected_leaf:
+                raise exceptions.ConcurrentWriter(
+                    f"the leaf of {session_id} moved since it was read: "
+                    f"{session.leaf or 'none'}, not {expected_leaf or 'none'}"
+                )
+            try:
+                return self._append_many_open(session_id, session, entries)
+            finally:
+                # Same-store followers look now, whatever the outcome.
+                self._hub.ring()
+
+    def _append_many_open(
+        self, session_id: str, session: StoredSession, entries: Sequence[dict[str, Any]]
+    ) -> builtins.list[str]:
+        # Entries are applied to the session as they are prepared (each one's
+        # parent may be the previous one's id); if anything fails before the
+        # transaction commits, ``truncate`` undoes them, so the caller's object
+        # is as it was, and the rows are untouched (the transaction rolled back).
+        base_len, base_leaf = len(session), session.leaf
+        ids: builtins.list[str] = []
+        written: builtins.list[PendingAppend] = []
+        try:
+            for entry in entries:
+                pending = session.prepare(entry)
+                ids.append(pending.entry.id)
+                if pending.outcome is not Outcome.HELD:
+                    written.append(pending)
+                session.commit(pending)
+        except BaseException:
+            session.truncate(base_len, base_leaf)
+            raise
+        if not written:
+            return ids
+        raise_header = session_id in self._stale
+        now = self.now()
+        beat = self._beat_due(session_id, now)
+        statements = self._append_statements(
+            session_id, session, written, now, raise_header, beat=beat
+        )
+
+        try:
+            self._write_append(session_id, written[0], statements)
+        except BaseException:
+            session.truncate(base_len, base_leaf)
+            raise
+        # Committed: the session need not keep its appends to undo them (decision record 0030).
+        session.written()
+        if beat:
+            self._beats[session_id] = now
+        if raise_header:
+            session.raise_format()
+            self._stale.discard(session_id)
+        return ids
+
+    def _beat_due(self, session_id: str, now: datetime) -> bool:
+        """Whether an append at ``now`` writes the heartbeat and ``updated_at``: none this second.
+
+        The fence and the head run in every append regardless
+        (``SessionStore.update_held``); the heartbeat and the session's
+        ``updated_at`` only say when the holder last appended, to within
+        :data:`HEARTBEAT_EVERY` (decision records 0031 and 0021). A clock that went back
+        writes them too.
+        """
+        last = self._beats.get(session_id)
+        return last is None or not last <= now < last + HEARTBEAT_EVERY
+
+    def _append_statements(
+        self,
+        session_id: str,
+        session: StoredSession,
+        written: Sequence[PendingAppend],
+        now: datetime,
+        raise_header: bool,
+        *,
+        beat: bool = True,
+    ) -> Callable[[Any], None]:
+        """The statements (on a cursor, in a write transaction) of appends already in ``session``.
+
+        One session update that is also the fence (only while this store holds
+        the session: the head that the next open trusts — stores/log_open.py —,
+        the name or successor the last ``info``/``link`` among them sets, and
+        ``updated_at`` if ``beat``), the holder's heartbeat if ``beat``, the
+        header raised if stale, and every row in one statement.
+
+        ``updated_at`` sits in two session indexes (the session lists' order),
+        two WAL pages of a one-item append; like the heartbeat it is written
+        at most once a second per held session, so it is never more than
+        :data:`HEARTBEAT_EVERY` behind the session's last append (decision record 0021).
+        """
+        columns: dict[str, Any] = {"log_head": encode_head(len(session), session.state)}
+        if beat:
+            columns["updated_at"] = now
+        for new in (p.entry for p in written):
+            if new.type == "info":
+                name = new.data.get("name")
+                if isinstance(name, str) and name:
+                    columns["name"] = name[:MAX_NAME]
+            elif new.type == "link" and new.data.get("rel") == "continued_in":
+                successor = new.data.get("session")
+                if isinstance(successor, str) and successor:
+                    columns["superseded_by"] = successor[:MAX_ID]
+        first_seq = written[0].seq
+        rows = [p.entry for p in written]
+
+        def statements(cursor: Any) -> None:
+            # The fence first: zero rows means another store broke or took our
+            # hold (SessionLocked), before any row could clash with its appends.
+            if not self.sessions.update_held(cursor, session_id, self.token, **columns):
+                log_holds.lost(cursor, session_id)
+            if beat:
+                log_holds.heartbeat(cursor, session_id, self.token, now)
+            if raise_header:
+                self._raise_header(cursor, session_id)
+            insert_entries(cursor, session_id, first_seq, rows, now)
+
+        return statements
+
+    def _write_append(
+        self,
+        session_id: str,
+        pending: PendingAppend,
+        tx: Callable[[SqlCursor], None],
+        *,
+        orm: bool = False,
+    ) -> None:
+        """Run a transaction that appends ``pending`` to ``session_id``; map its failures.
+
+        A lost hold refuses the session (``SessionLocked``) and a UNIQUE clash on
+        the sequence means another writer appended (``ConcurrentWriter``), both
+        until :meth:`release`; any failure drops the cached session. ``orm``:
+        ``tx`` uses the ORM too (:meth:`StoreBase.write`).
+        """
+        new = pending.entry
+        try:
+            self.write(tx, orm=orm)
+        except exceptions.SessionLocked as exc:
+            self._drop(session_id)
+            self._held.discard(session_id)
+            self._beats.pop(session_id, None)
+            self._refused[session_id] = exc
+            raise
+        except IntegrityError as exc:
+            self._drop(session_id)
+            if not is_unique_violation(exc):
+                raise
+            # Someone appended since we loaded the session: refuse (until
+            # release) rather than re-parent under a leaf the agent never saw.
+            refusal = exceptions.ConcurrentWriter(
+                f"another writer appended to {session_id}: entry {new.id} at seq {pending.seq}"
+            )
+            self._refused[session_id] = refusal
+            raise refusal from exc
+        except BaseException:
+            self._drop(session_id)
+            raise
+
+    def _raise_header(self, cursor: Any, session_id: str) -> None:
+        cursor.execute(log_sql.HEADER, [session_id])
+        row = cursor.fetchone()
+        header = parse_json(str(row[0]))
+        if isinstance(header, dict) and stale_format(header):
+            raised = {**header, "format": CURRENT_FORMAT}
+            self.sessions.update(cursor, session_id, header=canonical_json(raised).decode("utf-8"))
+
+    # -- continuing: a successor and the old session's link, in one transaction ----
+
+    def continue_session(
+        self, session_id: str, summary_item: dict[str, Any] | None = None
+    ) -> Session:
+        """Start a successor of ``session_id`` and link the old session to it.
+
+        The successor (``parent_session`` = the old id; harness, records, cwd and
+        media copied) opens with a full ``config`` of the settings at the old
+        leaf, then ``summary_item`` as an item if given, then the old name as an
+        ``info``; the old session gets ``link{rel: continued_in}``, which sets its
+        ``superseded_by`` (``ListFilter(current=True)`` then hides it).
+
+        All of it is one write transaction: the successor with its entries and
+        the old session's link commit together or not at all, so a process
+        killed midway never leaves a successor its parent does not point to
+        (docs/log-store.md "Continuing a session").
+        """
+        self._writable()
+        with self._lock:
+            try:
+                return self._continue(session_id, summary_item)
+            finally:
+                self._hub.ring()
+
+    def _continue(self, session_id: str, summary_item: dict[str, Any] | None) -> Session:
+        old = self._held_session(session_id)
+        settings = old.context().settings if old.leaf else {}
+        header: dict[str, Any] = {"parent_session": session_id}
+        for member in ("harness", "records", "cwd", "media"):
+            if member in old.header:
+                header[member] = copy.deepcopy(old.header[member])
+        # Build the successor in memory first (every entry validated and hashed
+        # by the format), so a bad summary item refuses before anything is written.
+        successor = self._adopt(Session.new(header))
+        successor.append(_full_config(settings))
+        if summary_item is not None:
+            successor.append({"type": "item", "item": summary_item})
+        if old.name():
+            successor.append({"type": "info", "name": old.name()})
+        insert = self._creation(successor)
+        base_len, base_leaf = len(old), old.leaf
+        link = old.prepare({"type": "link", "rel": "continued_in", "session": successor.id})
+        old.commit(link)
+        raise_header = session_id in self._stale
+        append = self._append_statements(session_id, old, [link], self.now(), raise_header)
+        dead: builtins.list[LockInfo] = []
+
+        def tx(cursor: SqlCursor) -> None:
+            dead.clear()
+            taken = insert(cursor)
+            if taken is not None:
+                dead.append(taken)
+            append(cursor)
+
+        try:
+            # The successor's hold is claimed with a savepoint: Django opens it.
+            self._write_append(session_id, link, tx, orm=True)
+        except BaseException:
+            old.truncate(base_len, base_leaf)
+            raise
+        stored = self._created(successor, dead)
+        if raise_header:
+            old.raise_format()
+            self._stale.discard(session_id)
+        return stored
+
+
+def _full_config(settings: dict[str, Any]) -> dict[str, Any]:
+    """A ``config`` entry that sets every setting (``replace``) to ``settings``."""
+    config: dict[str, Any] = {"type": "config", "replace": True}
+    for member in ("model", "reasoning", "text", "omit"):
+        if settings.get(member):
+            config[member] = copy.deepcopy(settings[member])
+    parts = settings.get("instructions_parts")
+    if parts and all(isinstance(p, dict) and "text" in p for p in parts):
+        config["instructions_parts"] = copy.deepcopy(parts)
+    elif settings.get("instructions"):
+        config["instructions"] = settings["instructions"]
+    if settings.get("instructions_omitted"):
+        config["instructions_omitted"] = copy.deepcopy(settings["instructions_omitted"])
+    if settings.get("tools"):
+        config["tools_added"] = copy.deepcopy(settings["tools"])
+    if settings.get("extra"):
+        config["extra"] = copy.deepcopy(settings["extra"])
+    return config
