@@ -54,6 +54,7 @@ from django.utils import timezone
 from agentstore import db, sql
 from agentstore.db import SharedConnection, SqlCursor
 from agentstore.exceptions import NoSession, ValidationError
+from agentstore.formats.json_encoder import make_encoder
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import checkpoints as checkpoint_sql
@@ -824,31 +825,10 @@ def _json_param(value: Mapping[str, Any], connection: BaseDatabaseWrapper) -> An
     return connection.ops.adapt_json_value(dict(value), None)
 
 
-_JSON = json.JSONEncoder()
-
-
-def _encode_json_object(value: dict[str, Any]) -> str:
-    """``json.dumps(value)`` of a dict: what ``JSONEncoder().encode`` runs, without its layers.
-
-    ``encode`` → ``iterencode`` builds this same C encoder (a fresh circular
-    check, the defaults' separators, ASCII, ``allow_nan``) plus a closure it
-    does not use on this path, two frames twice a ``put`` (decision record 0069).
-    Identical text and errors.
-    """
-    return "".join(
-        _c_make_encoder(  # type: ignore[misc]
-            {}, _JSON.default, _encode_ascii, None, ": ", ", ", False, False, True
-        )(value, 0)
-    )
-
-
-_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-_encode_ascii = json.encoder.encode_basestring_ascii
-# json.dumps(value) without its argument checks: the encoder it builds for defaults
-# (its C part directly when the interpreter has it; the dicts of put only).
-_encode_json: Callable[[dict[str, Any]], str] = (
-    _JSON.encode if _c_make_encoder is None else _encode_json_object
-)
+#: ``json.dumps(value)`` with its defaults — what Django's ``adapt_json_value``
+#: writes — for the dicts of ``put``, without ``json.dumps``'s layers around the
+#: C encoder (decision record 0069; :mod:`agentstore.formats.json_encoder`).
+_encode_json: Callable[[Any], str] = make_encoder()
 
 
 def _record(

@@ -32,6 +32,7 @@ from typing import Any
 
 from agentstore import sql
 from agentstore.db import SqlCursor
+from agentstore.formats.json_encoder import make_encoder
 from agentstore.models import MessagePart
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import tree as tree_sql
@@ -282,30 +283,13 @@ def part_rows(pk: int, parts: Sequence[MessagePartEntity]) -> list[list[Any]]:
     ]
 
 
-def _make_data_encoder() -> Callable[[dict[str, Any]], str]:
-    """``json.dumps(data, separators=(",", ":"), ensure_ascii=False)`` for a dict, lean.
-
-    ``JSONEncoder.encode`` builds its C encoder in Python on every call (an
-    ``isinstance``, ``iterencode``'s closure and nine attribute reads: most of
-    encoding a small dict). This calls the same C factory with the same
-    arguments — a fresh ``markers`` dict each time, so a cycle is still
-    ``ValueError`` — and joins the chunks as ``encode`` does. Same text.
-    """
-    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-    make: Any = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - no C accelerator
-        return encoder.encode
-    default, string = encoder.default, json.encoder.encode_basestring
-
-    def encode(data: dict[str, Any]) -> str:
-        # The arguments JSONEncoder.iterencode passes, in its order.
-        return "".join(make({}, default, string, None, ":", ",", False, False, True)(data, 0))
-
-    return encode
-
-
-#: The data JSON of an entry (the ``line`` column; once per append).
-encode_data: Callable[[dict[str, Any]], str] = _make_data_encoder()
+#: The data JSON of an entry (the ``line`` column; once per append):
+#: ``json.dumps(data, separators=(",", ":"), ensure_ascii=False)`` without
+#: ``json.dumps``'s layers around the C encoder; a fresh cycle check per call
+#: (:mod:`agentstore.formats.json_encoder`).
+encode_data: Callable[[dict[str, Any]], str] = make_encoder(
+    separators=(",", ":"), ensure_ascii=False
+)
 
 
 # A compaction records the settings in force above it: a settings climb stops there.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,33 +80,101 @@ def test_fast_path_equals_rfc8785(value):
     assert canonical.dumps(value) == rfc8785.dumps(value)
 
 
-def _plain_before(value):
-    """``canonical.plain`` before its loops checked strings inline (decision record 0040)."""
-    kind = type(value)
-    if kind is str:
-        if value.isascii():
-            return True
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str or not key.isascii() or not _plain_before(item):
-                return False
-        return True
-    if kind is list:
-        return all(_plain_before(item) for item in value)
-    if value is None or kind is bool:
-        return True
-    if kind is int:
-        return bool(-(2**53) + 1 <= value <= 2**53 - 1)
-    return False
-
-
 class _Str(str):
     pass
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        False,
+        0,
+        2**53 - 1,
+        -(2**53) + 1,
+        "",
+        "ascii",
+        "é",
+        "\U0001f600",  # a whole astral character (no surrogate)
+        {},
+        [],
+        {"a": "é", "b": None},
+        ["é", 1, None, [{"k": True}]],
+        {"a": {"b": ["x", {"c": -5}]}},
+    ],
+)
+def test_plain_values(value):
+    assert canonical.plain(value) is True
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        2**53,  # an unsafe integer (dumps spells it as a double)
+        -(2**53),
+        2**60,
+        1.0,  # any float: Python's spelling is not ECMAScript's
+        0.5,
+        float("nan"),
+        "\ud800",  # a lone surrogate (normalise changes it)
+        "a\udfff",
+        {"é": 1},  # a non-ASCII member name (UTF-16 order may differ)
+        {1: "x"},  # a member name that is not a str
+        {"a": 1, 2: "x"},
+        ("a",),  # a tuple, not a list
+        _Str("a"),  # a subclass, not a str
+        {"a": _Str("x")},
+        [_Str("x")],
+        [1.0],
+        {"a": ["\ud800"]},
+        ["ok", 2**60],
+        {"a": (1,)},
+        [True, 1.5],
+        b"x",
+        object(),
+    ],
+)
+def test_values_that_are_not_plain(value):
+    assert canonical.plain(value) is False
+
+
+# Built only from what plain() accepts, with exact types.
+plain_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.text(max_size=6)  # hypothesis's text() draws no surrogates
+)
+plain_values = st.recursive(
+    plain_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=4), inner, max_size=4
+        )
+    ),
+    max_leaves=16,
+)
+# Each is not plain, and makes any value holding it not plain.
+not_plain = st.sampled_from(
+    [2**53, -(2**60), 1.0, -0.0, "\ud800", "x\udc00y", ("a",), _Str("a"), {"é": 1}, {1: 1}]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(plain_values)
+def test_what_is_built_of_plain_parts_is_plain(value):
+    assert canonical.plain(value) is True
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(plain_values, max_size=3), not_plain, st.integers(0, 3), st.booleans())
+def test_one_part_that_is_not_plain_makes_the_whole_not_plain(items, bad, at, as_member):
+    held = {"k": bad} if as_member else bad
+    value = [*items[:at], held, *items[at:]]
+    assert canonical.plain(value) is False
+    assert canonical.plain({"outer": value}) is False
 
 
 # Everything plain() must tell apart: big integers, floats, lone surrogates,
@@ -129,8 +198,18 @@ odd_values = st.recursive(
 
 @settings(max_examples=400, deadline=None)
 @given(odd_values)
-def test_plain_answers_as_before(value):
-    assert canonical.plain(value) is _plain_before(value)
+def test_a_plain_value_keeps_what_plain_promises(value):
+    # What plain() answers True for, checked against independent oracles:
+    # normalise leaves it alone, and json.dumps gives the RFC 8785 bytes.
+    import json
+
+    import rfc8785
+
+    if not canonical.plain(value):
+        return
+    assert canonical.normalise(value) == (value, [])
+    fast = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert fast.encode("utf-8") == rfc8785.dumps(value)
 
 
 @settings(max_examples=200, deadline=None)

@@ -117,11 +117,15 @@ def test_results_exceptions_and_context_variables_cross_over() -> None:
 
 
 def test_a_cancelled_read_leaves_the_thread_serving() -> None:
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
+
+    def read() -> bool:
+        started.set()
+        return release.wait(30)
 
     async def main() -> tuple[int, str]:
-        task = asyncio.ensure_future(db_thread.run(release.wait, 30))
-        await asyncio.sleep(0)
+        task = asyncio.ensure_future(db_thread.run(read))
+        await asyncio.to_thread(started.wait, 30)  # the call is running on the thread
         task.cancel()  # the caller stops waiting; the thread finishes the call
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from django.db import connection, connections
@@ -26,6 +27,7 @@ from agentstore import exceptions
 from agentstore.formats.agentsession import CURRENT_FORMAT, canonical_json, loads, parse_json
 from agentstore.models import Entry, Holder
 from agentstore.models import Session as SessionRow
+from agentstore.sql import log as log_sql
 from agentstore.stores import LogStore, TreeStore
 from agentstore.types import Change, LockInfo
 from tests.stores.test_log_support import Harness, user
@@ -359,25 +361,35 @@ def test_follow_woken_by_append() -> None:
     store = LogStore(follow_interval=3600)
     s = store.create({})
     arrived: list[Change] = []
-    ready = threading.Event()
+    idle = threading.Event()
     stop = threading.Event()
+
+    def watch(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        if sql == log_sql.FOLLOW_PROBE:
+            idle.set()  # the follower's poll found nothing: next, its one-hour wait
+        return result
 
     def follow() -> None:
         try:
-            for change in store.follow(s.id, stop=stop):
-                arrived.append(change)
-                ready.set()
-                if change.kind == "appended":
-                    return
+            # Django's execute_wrapper hook on the follower thread's own
+            # connection: it sees the follower's statements, and only those.
+            with connections["default"].execute_wrapper(watch):
+                for change in store.follow(s.id, stop=stop):
+                    arrived.append(change)
+                    if change.kind == "appended":
+                        return
         finally:
             connections.close_all()
 
     thread = threading.Thread(target=follow)
     thread.start()
-    assert ready.wait(10)
-    # Give the follower time to reach its one-hour wait, so that only the
-    # same-store wake-up (not its next poll) can deliver the append.
-    time.sleep(0.2)
+    # Append only once the follower's first poll has run (and found nothing):
+    # from then on it looks again only after its one-hour wait, so only the
+    # same-store wake-up (not a poll) can deliver the append. The append rings
+    # whether the follower is already parked or a moment from it: the wake-up
+    # is registered before the snapshot, and a rung wake-up skips the wait.
+    assert idle.wait(30), "the follower never polled"
     eid = store.append(s.id, user("wake up"))
     thread.join(60)  # a bound on a hang, not a timing: no poll comes for an hour
     finished_by_itself = not thread.is_alive()

@@ -135,12 +135,19 @@ def test_a_writer_waits_for_an_external_lock_then_succeeds() -> None:
     store = TreeStore()
     other = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
-    done = threading.Event()
+    begun, done = threading.Event(), threading.Event()
     outcome: list[Any] = []
+
+    def watch(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if sql.startswith("BEGIN"):
+            begun.set()  # the writer asks for the lock the other connection holds
+        return execute(sql, params, many, context)
 
     def create() -> None:
         try:
-            outcome.append(store.create_session("/waited"))
+            # Django's execute_wrapper hook on the writer thread's connection.
+            with connections["default"].execute_wrapper(watch):
+                outcome.append(store.create_session("/waited"))
         except BaseException as exc:  # pragma: no cover - asserted below
             outcome.append(exc)
         finally:
@@ -149,7 +156,10 @@ def test_a_writer_waits_for_an_external_lock_then_succeeds() -> None:
 
     thread = threading.Thread(target=create)
     thread.start()
-    assert not done.wait(0.3)  # still waiting on the lock, not failed
+    # Release the lock only once the writer has reached its BEGIN: it cannot
+    # have the lock before the COMMIT below, so it waits for it.
+    assert begun.wait(30), "the writer never began its transaction"
+    assert not done.wait(0.3)  # a while later: still waiting on the lock, not failed
     other.execute("COMMIT")
     other.close()
     thread.join(10)

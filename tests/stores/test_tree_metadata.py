@@ -166,63 +166,201 @@ def test_enriches_compaction_metadata(tree: TreeStore) -> None:
     assert compaction.token_estimate > 0
 
 
-# -- the append's shortcuts give what the general code gave (decision record 0036) ---
+# -- what an append writes back into data, member by member (decision record 0036) --------
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from agentstore.stores.tree_metadata import (  # noqa: E402
-    default_display,
-    default_model_facing,
-)
 from agentstore.stores.tree_rows import encode_data  # noqa: E402
 
+TOOL_TEXT = 'tool: read\narguments: {"a": 1}\nerror: no\n'  # 40 characters stripped
 
-def _derive_before(entry_type, *, role, content, summary, data):
-    """derive_metadata's put-per-key body as it was (its type checks and parsing reused)."""
-    from agentstore.stores import tree_metadata as tm
 
-    tm._check_types(data)
-    out = dict(data)
-    model_facing = data.get("model_facing")
-    if not isinstance(model_facing, bool):
-        model_facing = default_model_facing(entry_type, role)
-    display = data.get("display")
-    display_given = isinstance(display, bool)
-    if not isinstance(display, bool):
-        display = default_display(entry_type)
-    first_kept = tm._first_text(data, "compaction_first_kept_entry_id", "first_kept_entry_id")
-    tokens_before = tm._first_positive(data, "compaction_tokens_before", "tokens_before")
-    branch_from = tm._first_text(data, "branch_from_entry_id", "from_id")
-    tool_name = tool_status = tool_args = ""
-    if role == "toolResult":
-        sections = parse_tool_result(content)
-        tool_name = tm._first_text(data, "tool_name") or sections.get("tool", "").strip()
-        tool_status = tm._first_text(data, "tool_status") or (
-            "error" if sections.get("error", "").strip() else "success"
-        )
-        tool_args = tm._first_text(data, "tool_args_json") or tm._compact_json(
-            sections.get("arguments", "").strip()
-        )
+@pytest.mark.parametrize(
+    ("entry_type", "role", "content", "data", "members", "columns"),
+    [
+        # columns: (token_estimate, model_facing, display, tool_name, tool_status,
+        #           tool_args_json, first_kept, tokens_before, branch_from)
+        pytest.param(
+            "message", "user", "hi", {},
+            [("token_estimate", 1), ("model_facing", True), ("display", True)],
+            (1, True, True, "", "", "", "", 0, ""),
+            id="no-data",
+        ),
+        pytest.param(
+            "message", "user", "", {"token_estimate": 5},
+            [("model_facing", True), ("display", True)],
+            (0, True, True, "", "", "", "", 0, ""),
+            id="a-zero-estimate-removes-the-given-one",
+        ),
+        pytest.param(
+            "message", "user", "hi", {"extra": 1, "display": False, "token_estimate": 99},
+            [("extra", 1), ("display", False), ("token_estimate", 1), ("model_facing", True)],
+            (1, True, False, "", "", "", "", 0, ""),
+            id="given-members-keep-their-places",
+        ),
+        pytest.param(
+            "message", "assistant", "hi", {"model_facing": False, "display": None},
+            [("model_facing", False), ("display", True), ("token_estimate", 1)],
+            (1, False, True, "", "", "", "", 0, ""),
+            id="a-given-flag-wins-a-null-one-is-defaulted",
+        ),
+        pytest.param(
+            "message", "user", "hi", {"model_facing": None, "extra": "x"},
+            [("model_facing", True), ("extra", "x"), ("token_estimate", 1), ("display", True)],
+            (1, True, True, "", "", "", "", 0, ""),
+            id="a-null-model-facing-is-filled-in-place",
+        ),
+        pytest.param(
+            "label", "", "", {},
+            [("model_facing", False), ("display", False)],
+            (0, False, False, "", "", "", "", 0, ""),
+            id="a-hidden-type",
+        ),
+        pytest.param(
+            "custom", "", "x", {"display": True, "model_facing": True},
+            [("display", True), ("model_facing", True), ("token_estimate", 1)],
+            (1, True, True, "", "", "", "", 0, ""),
+            id="both-flags-given",
+        ),
+        pytest.param(
+            "compaction", "", "hi",
+            {"tokens_before": 7, "first_kept_entry_id": "k", "from_id": "f"},
+            [
+                ("tokens_before", 7),
+                ("first_kept_entry_id", "k"),
+                ("from_id", "f"),
+                ("token_estimate", 1),
+                ("model_facing", True),
+                ("compaction_first_kept_entry_id", "k"),
+                ("compaction_tokens_before", 7),
+                ("branch_from_entry_id", "f"),
+                ("display", True),
+            ],
+            (1, True, True, "", "", "", "k", 7, "f"),
+            id="legacy-keys-are-copied-to-the-current-ones",
+        ),
+        pytest.param(
+            "compaction", "", "hi",
+            {
+                "compaction_tokens_before": 3,
+                "tokens_before": 7,
+                "compaction_first_kept_entry_id": " ",
+                "first_kept_entry_id": "k",
+            },
+            [
+                ("compaction_tokens_before", 3),
+                ("tokens_before", 7),
+                ("compaction_first_kept_entry_id", "k"),
+                ("first_kept_entry_id", "k"),
+                ("token_estimate", 1),
+                ("model_facing", True),
+                ("display", True),
+            ],
+            (1, True, True, "", "", "", "k", 3, ""),
+            id="current-keys-first-blank-text-skipped",
+        ),
+        pytest.param(
+            "compaction", "", "hi",
+            {
+                "tokens_before": -2,
+                "compaction_tokens_before": 0,
+                "branch_from_entry_id": "",
+                "from_id": " ",
+            },
+            [
+                ("tokens_before", -2),
+                ("from_id", " "),
+                ("token_estimate", 1),
+                ("model_facing", True),
+                ("display", True),
+            ],
+            (1, True, True, "", "", "", "", 0, ""),
+            id="zero-negative-and-blank-pointers-are-none",
+        ),
+        pytest.param(
+            "message", "toolResult", TOOL_TEXT, {},
+            [
+                ("tool_name", "read"),
+                ("tool_status", "error"),
+                ("tool_args_json", '{"a":1}'),
+                ("token_estimate", 10),
+                ("model_facing", False),
+                ("display", True),
+            ],
+            (10, False, True, "read", "error", '{"a":1}', "", 0, ""),
+            id="a-tool-result-parsed",
+        ),
+        pytest.param(
+            "message", "toolResult", "hi", {"tool_name": "", "tool_status": " "},
+            [
+                ("tool_status", "success"),
+                ("token_estimate", 1),
+                ("model_facing", False),
+                ("display", True),
+            ],
+            (1, False, True, "", "success", "", "", 0, ""),
+            id="a-tool-result-without-sections",
+        ),
+        pytest.param(
+            "message", "toolResult", TOOL_TEXT,
+            {"tool_name": "write", "tool_status": "ok", "tool_args_json": "raw"},
+            [
+                ("tool_name", "write"),
+                ("tool_status", "ok"),
+                ("tool_args_json", "raw"),
+                ("token_estimate", 10),
+                ("model_facing", False),
+                ("display", True),
+            ],
+            (10, False, True, "write", "ok", "raw", "", 0, ""),
+            id="given-tool-members-win",
+        ),
+        pytest.param(
+            "message", "user", TOOL_TEXT,
+            {"tool_name": "kept", "tool_status": "", "tool_args_json": "x"},
+            [("token_estimate", 10), ("model_facing", True), ("display", True)],
+            (10, True, True, "", "", "", "", 0, ""),
+            id="tool-members-of-another-role-are-dropped",
+        ),
+    ],
+)  # fmt: skip
+def test_derived_members_and_columns(
+    entry_type: str,
+    role: str,
+    content: str,
+    data: dict[str, object],
+    members: list[tuple[str, object]],
+    columns: tuple[object, ...],
+) -> None:
+    given_data = dict(data)
+    got = derive_metadata(entry_type, role=role, content=content, summary="", data=data)
+    # The same members in the same order: the stored data JSON is their text.
+    assert list(got.data.items()) == members
+    assert (
+        got.token_estimate,
+        got.model_facing,
+        got.display,
+        got.tool_name,
+        got.tool_status,
+        got.tool_args_json,
+        got.compaction_first_kept_entry_id,
+        got.compaction_tokens_before,
+        got.branch_from_entry_id,
+    ) == columns
+    assert data == given_data  # the caller's dict is left alone
 
-    def put(key, value):
-        if value in ("", 0, None) and not isinstance(value, bool):
-            out.pop(key, None)
-        else:
-            out[key] = value
 
-    put("tool_name", tool_name)
-    put("tool_status", tool_status)
-    put("tool_args_json", tool_args)
-    put("token_estimate", estimate_tokens(content, summary))
-    out["model_facing"] = model_facing
-    put("compaction_first_kept_entry_id", first_kept)
-    put("compaction_tokens_before", tokens_before)
-    put("branch_from_entry_id", branch_from)
-    if not display_given:
-        out["display"] = display
-    return out, (model_facing, display, tool_name, tool_status, tool_args, first_kept)
-
+#: The members derive_metadata writes, each with its column and the value it omits.
+DERIVED = {
+    "tool_name": ("tool_name", ""),
+    "tool_status": ("tool_status", ""),
+    "tool_args_json": ("tool_args_json", ""),
+    "token_estimate": ("token_estimate", 0),
+    "compaction_first_kept_entry_id": ("compaction_first_kept_entry_id", ""),
+    "compaction_tokens_before": ("compaction_tokens_before", 0),
+    "branch_from_entry_id": ("branch_from_entry_id", ""),
+}
 
 known_values = st.none() | st.booleans() | st.integers(-2, 3) | st.sampled_from(["", "x", " "])
 data_dicts = st.dictionaries(
@@ -252,28 +390,23 @@ data_dicts = st.dictionaries(
 @given(
     st.sampled_from(["message", "custom", "compaction", "branch_summary", "label"]),
     st.sampled_from(["", "user", "assistant", "toolResult"]),
-    st.sampled_from(["", "hi", 'tool: read\narguments: {"a": 1}\nerror: no\n']),
+    st.sampled_from(["", "hi", TOOL_TEXT]),
     data_dicts,
 )
-def test_derived_metadata_is_as_before(entry_type, role, content, data) -> None:
+def test_the_data_written_back_agrees_with_the_columns(entry_type, role, content, data) -> None:
     try:
-        want = _derive_before(entry_type, role=role, content=content, summary="", data=data)
+        got = derive_metadata(entry_type, role=role, content=content, summary="", data=data)
     except exceptions.ValidationError as error:
-        with pytest.raises(exceptions.ValidationError, match=error.message):
-            derive_metadata(entry_type, role=role, content=content, summary="", data=data)
+        assert error.field.removeprefix("entry.data_json.") in data  # a given member's type
         return
-    got = derive_metadata(entry_type, role=role, content=content, summary="", data=data)
-    # The same members in the same order: the stored data JSON is their text.
-    assert list(got.data.items()) == list(want[0].items())
-    assert json.dumps(got.data) == json.dumps(want[0])
-    assert (
-        got.model_facing,
-        got.display,
-        got.tool_name,
-        got.tool_status,
-        got.tool_args_json,
-        got.compaction_first_kept_entry_id,
-    ) == want[1]
+    # Every derived member says what its column says (absent when that is zero) …
+    for key, (column, zero) in DERIVED.items():
+        assert got.data.get(key, zero) == getattr(got, column), key
+    assert got.data["model_facing"] is got.model_facing
+    assert got.data["display"] is got.display
+    # … and every other member is kept as given, in its order.
+    others = [(k, v) for k, v in data.items() if k not in (*DERIVED, "model_facing", "display")]
+    assert [(k, v) for k, v in got.data.items() if k in dict(others)] == others
 
 
 json_values = st.recursive(

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import json.encoder
 import math
 import re
 from collections.abc import Callable
@@ -38,9 +37,7 @@ from typing import Any, cast
 import rfc8785
 
 from agentstore import exceptions
-
-#: The C accelerator's encoder factory (typeshed does not declare it; CPython has it).
-_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+from agentstore.formats.json_encoder import make_encoder
 
 __all__ = [
     "HASH_PREFIX",
@@ -285,38 +282,17 @@ def _encodes(text: str) -> bool:
 _is_plain = plain
 
 
-def _make_plain_encoder() -> Callable[[Any], str]:
-    """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, built once.
-
-    ``json.dumps`` with those arguments builds a ``JSONEncoder`` and then a C
-    encoder on every call — a third of encoding one entry, and an append
-    encodes four values (content, envelope, line, the session's head). The C
-    encoder is built here once, without the circular-reference ``markers``
-    dict (a shared one would not be thread-safe): the values it sees are plain
-    (:func:`plain` walked them, which a cycle does not survive), and a cycle
-    would still end in ``RecursionError`` rather than loop. Same bytes: the
-    same C function with the same arguments.
-    """
-    encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    try:
-        # The arguments JSONEncoder.iterencode passes it, in its order.
-        encode = _c_make_encoder(
-            None,  # markers: no cycle check (see above)
-            encoder.default,  # raises TypeError, as json.dumps does
-            json.encoder.encode_basestring,  # ensure_ascii=False
-            None,  # indent
-            ":",
-            ",",
-            True,  # sort_keys
-            False,  # skipkeys
-            True,  # allow_nan (as json.dumps; plain values hold no floats)
-        )
-    except TypeError:  # pragma: no cover - no accelerator, or another signature
-        return encoder.encode
-    return lambda value: "".join(encode(value, 0))
-
-
-_encode_plain: Callable[[Any], str] = _make_plain_encoder()
+#: ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``,
+#: the encoder made once (:mod:`agentstore.formats.json_encoder`): ``json.dumps``
+#: builds it on every call — a third of encoding one entry, and an append
+#: encodes four values (content, envelope, line, the session's head). Made
+#: without the circular-reference check (a shared ``markers`` dict would not be
+#: thread-safe): the values it sees are plain (:func:`plain` walked them, which
+#: a cycle does not survive), and a cycle would still end in ``RecursionError``
+#: rather than loop. Same bytes: the same C function with the same arguments.
+_encode_plain: Callable[[Any], str] = make_encoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
+)
 
 
 def dumps(value: Any, *, plain: bool = False) -> bytes:
