@@ -102,9 +102,25 @@ class Supervisor:
         return True
 
 
+#: The ``application_name`` of the workers' PostgreSQL sessions (``worker_database_url``).
+WORKER_APPLICATION = "agentstore-test-worker"
+
+
+def worker_database_url(url: str) -> str:
+    """``url`` for a worker process: on PostgreSQL its sessions carry :data:`WORKER_APPLICATION`."""
+    if not url.startswith("postgres"):
+        return url
+    return f"{url}{'&' if '?' in url else '?'}application_name={WORKER_APPLICATION}"
+
+
 def _wait_for_other_sessions_to_close() -> None:
     """PostgreSQL: a SIGKILLed worker's server session ends a moment after it; let the test
-    database be dropped cleanly (bounded wait for a condition, not a timing assumption)."""
+    database be dropped cleanly (bounded wait for a condition, not a timing assumption).
+
+    Only the workers' sessions are waited for: this process's own (its LISTEN
+    connection, asgiref's thread) live until the session ends and are closed then
+    (``tests/conftest.py``); counting them made every wait run to its deadline.
+    """
     if connection.vendor != "postgresql":
         return
     deadline = time.monotonic() + 30
@@ -112,11 +128,13 @@ def _wait_for_other_sessions_to_close() -> None:
         while time.monotonic() < deadline:
             cursor.execute(
                 "SELECT COUNT(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                "WHERE datname = current_database() AND application_name = %s",
+                [WORKER_APPLICATION],
             )
             if cursor.fetchone()[0] == 0:
                 return
-            time.sleep(0.1)
+            time.sleep(0.1)  # polling a condition, not a barrier
+    pytest.fail("the workers' database sessions did not end")
 
 
 def test_workers_survive_sigkill_chaos() -> None:
@@ -124,7 +142,7 @@ def test_workers_survive_sigkill_chaos() -> None:
     succeeded = Task.objects.filter(state="succeeded")  # the test database holds only these
     env = {
         **os.environ,
-        "DATABASE_URL": database_url_of_test_db(),
+        "DATABASE_URL": worker_database_url(database_url_of_test_db()),
         "DJANGO_SETTINGS_MODULE": "project.settings",
     }
     supervisor = Supervisor(env)

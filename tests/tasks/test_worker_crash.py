@@ -32,7 +32,7 @@ from agentstore.tasks import TaskRepository
 from agentstore.tasks.framework import framework
 from tests.conftest import REPO_ROOT
 from tests.tasks import jobs
-from tests.tasks.test_worker_chaos import _wait_for_other_sessions_to_close
+from tests.tasks.test_worker_chaos import _wait_for_other_sessions_to_close, worker_database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -53,7 +53,7 @@ class WorkerProcess:
             cwd=REPO_ROOT,
             env={
                 **os.environ,
-                "DATABASE_URL": database_url,
+                "DATABASE_URL": worker_database_url(database_url),
                 "DJANGO_SETTINGS_MODULE": "project.settings",
             },
             stdout=subprocess.DEVNULL,
