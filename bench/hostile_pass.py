@@ -428,6 +428,28 @@ def bodies(c: Checks, limit: int) -> None:
         lambda: srv.exchange(chunked, b'd\r\n{"cwd": "/r"}\r\n0\r\n\r\n'),
         "411 length_required",
     )
+    # A declared charset is honoured (a text codec only), with every check after decoding.
+    utf16 = {"Content-Type": "application/json; charset=utf-16"}
+    nan16 = '{"cwd": "/r", "name": NaN}'.encode("utf-16")
+    c.expect("UTF-16 body with NaN", "POST", "/sessions", "400 parse_error", nan16, headers=utf16)
+    bz2 = {"Content-Type": "application/json; charset=bz2_codec"}  # bytes to bytes: refused
+    body = b'{"cwd": "/r"}'
+    c.expect("charset=bz2_codec", "POST", "/sessions", "400 parse_error", body, headers=bz2)
+    # Django drops a charset it does not know (HttpRequest.encoding stays UTF-8), so such a
+    # body is read as UTF-8, as request.POST would be: a valid body is created, not refused.
+    unknown = {"Content-Type": "application/json; charset=no-such-charset"}
+    answer = c.server.send("POST", f"{API}/sessions", b'{"cwd": "/r-unknown"}', headers=unknown)
+    created = answer.status == 201 and (answer.json() or {}).get("cwd") == "/r-unknown"
+    c.add(
+        "charset=no-such-charset",
+        "POST /sessions charset=no-such-charset, UTF-8 body",
+        "201 read as UTF-8 (Django ignores unknown charsets), or 400 shaped",
+        answer.describe(),
+        created or (answer.status == 400 and answer.shaped),
+    )
+    patch = {"Content-Type": "application/merge-patch+json"}
+    c.expect("merge-patch type", "POST", "/sessions", "415", b'{"cwd": "/r"}', headers=patch)
+    c.expect("TRACE", "TRACE", "/sessions", "405 method_not_allowed")
     c.expect("invalid JSON", "POST", "/sessions", "400 parse_error", b"{")
     c.expect("invalid UTF-8", "POST", "/sessions", "400 parse_error", b'{"cwd": "\xff"}')
     either = "400 validation_error|parse_error"

@@ -398,6 +398,17 @@ def commands(p: Project, made: list[str]) -> None:
         f"{len(after)} files again; differing: {differ or 'none'}",
         code == 0 and not differ and set(after) == set(before),
     )
+    # commands.md "Bounds and paths": hostile sources and targets are one line, never a traceback.
+    for args, said in [
+        (["import", "/dev/zero"], "a device is refused before anything is read"),
+        (["import", "moved"], "a directory is refused"),
+        (["export", "--all", "--out", "/proc/self"], "--out must be a writable directory"),
+    ]:
+        code, out = p.manage("agentstore", *args)
+        clean = code == 1 and "Traceback" not in out and len(out.strip().splitlines()) <= 2
+        p.record(
+            f"agentstore {' '.join(args)}", f"commands.md: {said}; exit 1", tail(out, 120), clean
+        )
     code, out = p.shell(
         "from agentstore.models import Session\n"
         "print('OWNERS', sorted({s.owner.username for s in Session.objects.all()}))"

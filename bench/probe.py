@@ -242,6 +242,8 @@ class Checks:
         else:
             shown_body = "" if body is None else repr(body[:60])
         request = f"{method} {shown}" + (f" {shown_body[:80]}" if shown_body else "")
+        if headers:
+            request += " [" + "; ".join(f"{k}: {v[:50]}" for k, v in headers.items()) + "]"
         return self.call(
             name,
             request + (f" ({note})" if note else ""),
