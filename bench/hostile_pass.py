@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/hostile_pass.py            # a Markdown table; exit 1 on a failure
     .venv/bin/python bench/hostile_pass.py --json     # and the probes as one JSON line
+    .venv/bin/python bench/hostile_pass.py --server uvicorn --workers 4 \\
+        --postgres postgres://postgres@127.0.0.1:5432/agentstore_hostile   # dropped first
 
 Not a benchmark (nothing is timed; ``bench/run_all.py`` lists it among its helpers): the
 re-runnable form of the hostile probe whose findings the API was hardened against. It
@@ -9,11 +11,14 @@ makes a fresh SQLite database in a temporary directory, migrates it, creates two
 users with tokens (``alice`` and ``bob``) and serves the demo project with the production
 settings (``project.settings_production``: ``DEBUG`` off, a random secret key) under
 gunicorn with two ``gthread`` workers of four threads, the deployment docs/operations.md
-describes. Then it throws requests at the API over raw sockets (``bench/probe.py``):
-another user's ids; ``..``, NUL and lone surrogates in ids, paths, names and bodies;
-``1e999``, ``NaN``; bodies over the size limit and deeply nested ones; multipart, form and
-other content types; missing and bad credentials; unknown keys; bad query parameters;
-races of identical creates and ref moves (8 threads released together); the follow caps.
+describes (``--server uvicorn``: ASGI, ``project.asgi``; ``--postgres URL``: that
+database, recreated, instead of SQLite). Then it throws requests at the API over raw
+sockets (``bench/probe.py``): another user's ids; ``..``, NUL and lone surrogates in ids,
+paths, names and bodies; ``1e999``, ``NaN``; bodies over the size limit and deeply nested
+ones; multipart, form and other content types and charsets; missing and bad credentials,
+a cookie login without CSRF; unknown keys; bad query parameters; races of identical
+creates, ref moves, compactions and a delete against appends (8 threads released
+together); the follow caps.
 
 Each probe records the request, the expected answer, what came back — status, code, and
 whether an error is in the one error shape of docs/api.md — and whether anything was
@@ -175,28 +180,33 @@ def cross_owner(c: Checks) -> None:
 
 
 def literal_key(c: Checks, label: str, raw: bytes) -> None:
-    """Path bytes that are not UTF-8 reach no store as such: Django re-escapes them.
+    """Path bytes that are not UTF-8 reach no store as such: the server decodes them first.
 
     Django's WSGI handler turns each byte of a path that does not decode as UTF-8 back into
-    its ``%XX`` text (``repercent_broken_unicode``), so ``/documents/%ED%A0%80`` names the
-    key ``"%ED%A0%80"``, nine ASCII characters and a valid name, never a lone surrogate. A
-    200 is right if that literal text is what was stored and it reads back.
+    its ``%XX`` text (``repercent_broken_unicode``): ``/documents/%ED%A0%80`` names the key
+    ``"%ED%A0%80"``, nine ASCII characters. uvicorn decodes the path with
+    ``errors="replace"``: the key is U+FFFD characters. Either is a valid name and never a
+    lone surrogate; a 200 is right if such a key is what was stored and it reads back.
     """
     from agentstore.models import Document
 
     text = raw.decode("ascii")
+    namespace = f"session:{c.ids['alice_tree']}"
+    keys = Document.objects.filter(namespace=namespace).values_list("key", flat=True)
+    before = set(keys)
     path = API.encode() + f"/sessions/{c.ids['alice_tree']}/documents/".encode() + raw
     answer = c.server.send("PUT", path, {"value": 1})
-    stored = set(Document.objects.filter(key__startswith="%").values_list("key", flat=True))
+    new = set(keys.all()) - before
     back = c.server.send("GET", path)
+    decoded = all(k == text or set(k) == {"\ufffd"} for k in new)
     ok = (answer.status in (400, 404) and answer.shaped) or (
-        answer.status == 200 and stored == {text} and back.status == 200
+        answer.status == 200 and len(new) == 1 and decoded and back.status == 200
     )
     c.add(
         f"document key {label}",
         f"PUT /sessions/<alice_tree>/documents/{text}",
-        f"400/404, or 200 storing the literal text {text!r} (Django re-escapes such bytes)",
-        f"{answer.describe()}; keys stored: {sorted(stored)}; GET back {back.status}",
+        f"400/404, or 200 storing {text!r} as text (WSGI) or U+FFFD (uvicorn), read back",
+        f"{answer.describe()}; key stored: {sorted(new)}; GET back {back.status}",
         ok,
     )
     c.server.send("DELETE", path)
@@ -210,6 +220,18 @@ BAD_SEGMENTS = [
     ("lone surrogate", b"%ED%A0%80"),
     ("invalid UTF-8", b"%FF"),
     ("%2e%2e%2f", b"%2e%2e%2fx"),
+]
+
+#: Lookups by an id in the path, each probed with every one of BAD_SEGMENTS.
+LOOKUPS = [
+    "/sessions/<alice_tree>/entries/",
+    "/sessions/<alice_tree>/documents/",
+    "/log-sessions/",
+    "/tasks/",
+    "/tool-tasks/",
+    "/agent-tasks/",
+    "/workflows/",
+    "/ref-log/alice/",
 ]
 
 #: JSON bodies carrying poison as JSON escapes: (name, method, path, body text).
@@ -353,6 +375,9 @@ NUMBERS = [
 def poison(c: Checks) -> None:
     for label, raw in BAD_SEGMENTS:
         c.expect(f"session id {label}", "GET", b"/sessions/" + raw, "400/404")
+        for where in LOOKUPS:
+            path = c.fill(where).encode() + raw
+            c.expect(f"{where.split('/')[1]} lookup {label}", "GET", path, "400/404")
         ref = {"expected": None, "next": {"session": "<alice_log>", "entry": ""}}
         c.expect(f"ref name {label}", "PUT", b"/refs/team/" + raw, "400/404", ref)
         if label in ("lone surrogate", "invalid UTF-8"):
@@ -693,14 +718,131 @@ def races(c: Checks) -> None:
         "200 409 ref_moved",
         {"agentstore.RefLog": 1},
     )
+    # Different operations on one parent: one compaction wins, the rest are told who won.
+    forks = []
+    barrier = threading.Barrier(RACERS)
+    path = API + c.fill(compaction)
+    # A fresh parent: the parent above was compacted by the race before.
+    reply = {"parent_id": entry, "message": {"role": "assistant", "content": "y"}}
+    leaf = srv.send("POST", f"{API}/sessions/{tree}/append/message", reply).json()["id"]
+    base = {"parent_id": leaf, "summary": "s", "first_kept_entry_id": leaf}
+
+    def compact_as(n: int) -> None:
+        barrier.wait()
+        forks.append(srv.send("POST", path, {**base, "operation_id": f"op-{n}"}))
+
+    before = counts()
+    threads = [threading.Thread(target=compact_as, args=(n,)) for n in range(RACERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    diff = changed(before, counts())
+    statuses = sorted(a.status for a in forks)
+    stale = [a for a in forks if a.status == 409]
+    ok = statuses == [201] + [409] * (RACERS - 1) and diff == {"agentstore.Entry": 1}
+    ok = ok and all(a.shaped and a.code == "stale_compaction_parent" for a in stale)
+    tally = ", ".join(f"{statuses.count(s)}× {s}" for s in sorted(set(statuses)))
+    c.add(
+        "race: compactions, one parent",
+        f"{RACERS} threads: POST {compaction}, each its own operation_id",
+        f"1× 201, {RACERS - 1}× 409 stale_compaction_parent; rows {{'agentstore.Entry': 1}}",
+        f"{tally}; codes {sorted({a.code for a in stale})}; rows {diff}",
+        ok,
+    )
+    delete_vs_appends(c)
     gone = {"agentstore.Session": -1, "agentstore.Grant": -1}
     one("race: delete", "DELETE", "/sessions/<alice_loop>", None, "204 404 no_session", gone)
 
 
-def follow_caps(c: Checks, workers: int, threads: int) -> None:
+def delete_vs_appends(c: Checks) -> None:
+    """Appends racing a delete of their session: each 201 or 404, and no orphan left."""
+    from agentstore.models import Entry, Session
+
+    srv = c.server
+    sid = srv.send("POST", f"{API}/sessions", {"cwd": "/doomed"}).json()["id"]
+    barrier = threading.Barrier(RACERS)
+    answers: list[Answer] = []
+    msg = {"parent_id": None, "message": {"role": "user", "content": "x"}}
+
+    def act(n: int) -> None:
+        barrier.wait()
+        if n == RACERS // 2:
+            answers.append(srv.send("DELETE", f"{API}/sessions/{sid}"))
+        else:
+            answers.append(srv.send("POST", f"{API}/sessions/{sid}/append/message", msg))
+
+    threads = [threading.Thread(target=act, args=(n,)) for n in range(RACERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    statuses = sorted(a.status for a in answers)
+    orphans = Entry.objects.filter(session_id=sid).count()
+    alive = Session.objects.filter(pk=sid).exists()
+    ok = set(statuses) <= {201, 204, 404} and statuses.count(204) == 1 and not alive
+    ok = ok and orphans == 0 and all(a.shaped for a in answers if a.status == 404)
+    tally = ", ".join(f"{statuses.count(s)}× {s}" for s in sorted(set(statuses)))
+    c.add(
+        "race: delete vs appends",
+        f"{RACERS - 1} appends and 1 DELETE of one session, together",
+        "appends 201 or 404 no_session, delete 204; no entry left without its session",
+        f"{tally}; session gone: {not alive}; orphan entries: {orphans}",
+        ok,
+    )
+
+
+def csrf(c: Checks) -> None:
+    """A browser login (session cookie) writes only with Django's CSRF token."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import (
+        BACKEND_SESSION_KEY,
+        HASH_SESSION_KEY,
+        SESSION_KEY,
+        get_user_model,
+    )
+
+    user = get_user_model().objects.get(username="alice")
+    store = import_module(settings.SESSION_ENGINE).SessionStore()
+    store[SESSION_KEY] = str(user.pk)
+    store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    store.save()
+    cookie = {"Cookie": f"{settings.SESSION_COOKIE_NAME}={store.session_key}"}
+    answer = c.server.send("GET", f"{API}/sessions", headers=cookie, user=None)
+    got = answer.describe() + f", count {(answer.json() or {}).get('count')}"
+    c.add(
+        "cookie login reads", "GET /sessions [Cookie: sessionid]", "200", got, answer.status == 200
+    )
+    forged = "403 permission_denied"
+    c.expect(
+        "cookie write, no CSRF",
+        "POST",
+        "/sessions",
+        forged,
+        {"cwd": "/csrf"},
+        headers=cookie,
+        user=None,
+    )
+    c.expect(
+        "cookie delete, no CSRF",
+        "DELETE",
+        "/sessions/<alice_tree>",
+        forged,
+        headers=cookie,
+        user=None,
+    )
+
+
+def follow_caps(c: Checks, kind: str, workers: int, threads: int) -> None:
     """More follow streams than the processes allow; ordinary requests must still answer."""
     srv = c.server
-    cap = workers * (threads // 2)  # docs/operations.md: half a gthread worker's threads
+    # docs/operations.md: a gthread worker serves half its threads, an ASGI process 16; one
+    # user at most FOLLOW_MAX_PER_USER (4) on each process.
+    per_process = threads // 2 if kind == "gunicorn" else 16
+    cap = workers * min(4, per_process)
     tries = cap + 4
     path = f"{API}/sessions/{c.ids['alice_tree']}/follow"
     head = srv.head(
@@ -727,8 +869,11 @@ def follow_caps(c: Checks, workers: int, threads: int) -> None:
     refused = [a for a in answers if a.status != 200]
     live = len(opened)
     ok = 1 <= live <= cap and all(a.status in (429, 503) for a in refused)
-    request = f"{tries} follow streams held open ({workers} workers × {threads} threads)"
-    expected = f"1 to {cap} live (half the threads of each worker), the rest refused"
+    shape = f"{workers} workers × {threads} threads" if kind == "gunicorn" else f"{workers} workers"
+    request = f"{tries} follow streams held open by one user ({kind}, {shape})"
+    expected = (
+        f"1 to {cap} live ({workers} × min(4 a user, {per_process} a process)), the rest refused"
+    )
     got = f"{live} live; refused: {[a.status for a in refused]}"
     c.add("follow caps", request, expected, got, ok)
     codes = ("follow_capacity", "too_many_followers")
@@ -743,9 +888,17 @@ def follow_caps(c: Checks, workers: int, threads: int) -> None:
     c.add("not starved", request, "200 each, within 10 s", f"{statuses} in {waited:.1f} s", fine)
 
 
-def setup(tmp: Path) -> tuple[str, dict[str, str]]:
-    """A migrated SQLite database with alice and bob and their tokens: (URL, tokens)."""
-    url = f"sqlite:///{tmp / 'hostile.sqlite3'}"
+def setup(tmp: Path, postgres: str) -> tuple[str, dict[str, str]]:
+    """A fresh migrated database with alice and bob and their tokens: (URL, tokens).
+
+    A SQLite file in ``tmp``, or the PostgreSQL database ``postgres`` names, dropped and
+    created again (name one the pass may own).
+    """
+    url = postgres or f"sqlite:///{tmp / 'hostile.sqlite3'}"
+    if postgres:
+        from bench.common import ensure_postgres_database
+
+        ensure_postgres_database(postgres, fresh=True)
     os.environ.update(
         {
             "DATABASE_URL": url,
@@ -773,23 +926,38 @@ def setup(tmp: Path) -> tuple[str, dict[str, str]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--server", choices=["gunicorn", "uvicorn"], default="gunicorn")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--postgres", default="", metavar="URL", help="a PostgreSQL database to recreate and use"
+    )
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--json", action="store_true", help="also print the probes as JSON")
     args = parser.parse_args()
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        url, tokens = setup(tmp)
+        url, tokens = setup(tmp, args.postgres)
         from django.conf import settings
 
         log = tmp / "server.log"
         # A follow stream notices a gone client only at its next write: do not wait for it.
-        extra = ["--error-logfile", str(log), "--graceful-timeout", "5"]
+        if args.server == "gunicorn":
+            extra = ["--error-logfile", str(log), "--graceful-timeout", "5"]
+        else:
+            extra = ["--timeout-graceful-shutdown", "5"]
         port = free_port()
-        server = start_server(
-            "gunicorn", url, port, args.workers, args.threads, tokens["alice"], extra=extra
-        )
+        # The server's stderr (uvicorn logs there) goes to the log file read at the end.
+        saved = os.dup(2)
+        with log.open("ab") as log_file:
+            os.dup2(log_file.fileno(), 2)
+            try:
+                server = start_server(
+                    args.server, url, port, args.workers, args.threads, tokens["alice"], extra=extra
+                )
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
         try:
             srv = Server(port, tokens)
             c = Checks(srv, fixtures(srv))
@@ -798,8 +966,9 @@ def main() -> int:
             bodies(c, int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2_621_440))
             queries(c)
             auth(c)
+            csrf(c)
             races(c)
-            follow_caps(c, args.workers, args.threads)
+            follow_caps(c, args.server, args.workers, args.threads)
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -807,14 +976,17 @@ def main() -> int:
         tracebacks = text.count("Traceback")
         got = f"{tracebacks} traceback(s)"
         c.add(
-            "server log", "gunicorn's error log after the run", "no traceback", got, not tracebacks
+            "server log", f"{args.server}'s log after the run", "no traceback", got, not tracebacks
         )
         if tracebacks:
             print(text[-4000:], file=sys.stderr)
     failed = [r for r in c.rows if not r.ok]
     print(
-        f"hostile pass: gunicorn, {args.workers} gthread workers × {args.threads} threads, "
-        f"project.settings_production, SQLite; {len(c.rows)} probes, {len(failed)} failed, "
+        f"hostile pass: {args.server}, {args.workers} workers"
+        + (f" (gthread, {args.threads} threads each)" if args.server == "gunicorn" else "")
+        + ", "
+        f"project.settings_production, {'PostgreSQL' if args.postgres else 'SQLite'}; "
+        f"{len(c.rows)} probes, {len(failed)} failed, "
         f"{time.monotonic() - started:.0f} s\n"
     )
     print(table(c.rows))

@@ -243,7 +243,10 @@ class Checks:
             shown_body = "" if body is None else repr(body[:60])
         request = f"{method} {shown}" + (f" {shown_body[:80]}" if shown_body else "")
         if headers:
-            request += " [" + "; ".join(f"{k}: {v[:50]}" for k, v in headers.items()) + "]"
+            shown_headers = {
+                k: v.split("=")[0] + "=…" if k == "Cookie" else v[:50] for k, v in headers.items()
+            }
+            request += " [" + "; ".join(f"{k}: {v}" for k, v in shown_headers.items()) + "]"
         return self.call(
             name,
             request + (f" ({note})" if note else ""),

@@ -272,7 +272,7 @@ class _LoggedPreparedCursor(_Logged, PreparedCursor, CursorDebugWrapper):
         if use_last_executed_query and params is not None:
             # On a DataError the statement's own text is logged, as for executemany.
             with suppress(self.db.Database.DataError):
-                sql = self.db.ops.compose_sql(sql, params)  # type: ignore[attr-defined]
+                sql = self.db.ops.compose_sql(sql, params)
         return CursorDebugWrapper.debug_sql(self, sql, params, False, many)
 
 

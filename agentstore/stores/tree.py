@@ -72,6 +72,7 @@ from agentstore.types.tree import (
     TreeRowEntity,
 )
 from agentstore.validation import (
+    could_be_stored,
     require_aware,
     require_json,
     require_max_length,
@@ -825,6 +826,8 @@ class TreeStore(StoreBase):
 
     def entry(self, session_id: str, entry_id: str) -> EntryEntity | None:
         """Return one entry of the session, or ``None``."""
+        if not could_be_stored(entry_id):
+            return None  # never stored; PostgreSQL could not even be asked (NUL)
         found = self._cursor_read(
             lambda c: self._select_entries(
                 c, "e.session_id = %s AND e.entry_id = %s", [session_id, entry_id], order=""
