@@ -376,7 +376,7 @@ def poison(c: Checks) -> None:
     for label, raw in BAD_SEGMENTS:
         c.expect(f"session id {label}", "GET", b"/sessions/" + raw, "400/404")
         for where in LOOKUPS:
-            path = c.fill(where).encode() + raw
+            path = where.encode() + raw
             c.expect(f"{where.split('/')[1]} lookup {label}", "GET", path, "400/404")
         ref = {"expected": None, "next": {"session": "<alice_log>", "entry": ""}}
         c.expect(f"ref name {label}", "PUT", b"/refs/team/" + raw, "400/404", ref)

@@ -231,7 +231,8 @@ class Checks:
         is wrong with it (a leak, say).
         """
         if isinstance(path, bytes):
-            shown, sent_path = path.decode("latin-1"), API.encode() + path
+            shown = path.decode("latin-1")
+            sent_path = API.encode() + self.fill(shown).encode("latin-1")
         else:
             shown, sent_path = path, API + self.fill(path)
         if isinstance(body, str):
