@@ -383,7 +383,7 @@ def poison(c: Checks) -> None:
         if label in ("lone surrogate", "invalid UTF-8"):
             literal_key(c, label, raw)
         else:
-            doc = f"/sessions/{c.ids['alice_tree']}/documents/".encode() + raw
+            doc = b"/sessions/<alice_tree>/documents/" + raw
             c.expect(f"document key {label}", "PUT", doc, "400/404", {"value": 1})
     ref = {"expected": None, "next": {"session": "<alice_log>", "entry": ""}}
     c.expect("ref name a/../b", "PUT", "/refs/a/../b", "400/404", ref)
@@ -484,7 +484,7 @@ def bodies(c: Checks, limit: int) -> None:
     path = "/sessions/<alice_tree>/append/custom"
     for depth in (101, 5000, 200_000):
         nested = b'{"a": ' * depth + b"1" + b"}" * depth
-        body = b'{"parent_id": "' + c.ids["alice_entry"].encode() + b'", "custom_type": "t", '
+        body = b'{"parent_id": "<alice_entry>", "custom_type": "t", '
         body += b'"data": ' + nested + b"}"
         deep = "400/413 parse_error|request_too_large"
         c.expect(f"nested {depth:,} deep", "POST", path, deep, body, note=f"{len(body):,} bytes")

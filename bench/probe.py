@@ -240,8 +240,11 @@ class Checks:
         elif isinstance(body, dict | list):
             shown_body = json.dumps(body)
             body = self.fill(shown_body)
+        elif isinstance(body, bytes):
+            shown_body = repr(body[:60])
+            body = self.fill(body.decode("latin-1")).encode("latin-1")
         else:
-            shown_body = "" if body is None else repr(body[:60])
+            shown_body = ""
         request = f"{method} {shown}" + (f" {shown_body[:80]}" if shown_body else "")
         if headers:
             shown_headers = {
