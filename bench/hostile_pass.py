@@ -118,7 +118,8 @@ def cross_owner(c: Checks) -> None:
     for sub in ("entries", "tree", "branch", "context", "messages", "transcript", "documents"):
         c.expect(f"other's {sub}", "GET", f"/sessions/<bob_tree>/{sub}", "404 no_session")
     for sub in ("documents/note", "hold", "entries/<bob_entry>"):
-        c.expect(f"other's {sub}", "GET", f"/sessions/<bob_tree>/{sub}", "404 no_session")
+        name = f"other's {sub.replace('<bob_entry>', 'entry')}"
+        c.expect(name, "GET", f"/sessions/<bob_tree>/{sub}", "404 no_session")
     msg = {"parent_id": None, "message": {"role": "user", "content": "x"}}
     step = {"step_index": 0, "step_type": "user", "content": "x"}
     refused = "404 no_session"
