@@ -34,6 +34,7 @@ from agentstore.exceptions import ValidationError
 __all__ = [
     "MAX_NAME_LENGTH",
     "UnstorableJSON",
+    "could_be_stored",
     "json_depth",
     "json_problem",
     "json_text_problem",
@@ -262,6 +263,17 @@ def storable_text_problem(value: object, limit: int | None = None, *, blank: boo
     if limit is not None and len(value) > limit:
         return f"is longer than {limit} characters"
     return _string_problem(value)
+
+
+def could_be_stored(value: object) -> bool:
+    """Whether a row could have ``value`` as a key: a lookup by anything else finds nothing.
+
+    For the lookups by an id a request names (the API's paths, bodies and filters): an
+    id with NUL or a lone surrogate was never stored (:func:`storable_text_problem`), so
+    it is "not there" without asking the database — which PostgreSQL could not be
+    asked (psycopg refuses NUL in a text parameter: a ``DataError``, a 500).
+    """
+    return not storable_text_problem(value)
 
 
 def require_storable_text(

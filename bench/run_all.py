@@ -172,8 +172,17 @@ PLAN: list[Bench] = [
     ),
 ]
 
-#: Files in bench/ that are not benchmarks.
-HELPERS = {"common", "apiclient", "floor", "run_all", "__init__"}
+#: Files in bench/ that are not benchmarks (the two passes check behaviour and time nothing).
+HELPERS = {
+    "common",
+    "apiclient",
+    "floor",
+    "run_all",
+    "__init__",
+    "hostile_pass",
+    "newuser_pass",
+    "probe",
+}
 
 
 # -- running ------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from agentstore.models.sessions import SessionQuerySet
 from agentstore.search import match_sql
 from agentstore.selectors.short_ids import resolve
 from agentstore.sql import sessions as session_sql
+from agentstore.validation import could_be_stored
 
 __all__ = [
     "is_staff",
@@ -61,6 +62,8 @@ def visible_session(user: Any, session_id: str, *, using: str = "default") -> Se
     """
     staff = is_staff(user)
     if not staff and (user is None or not getattr(user, "is_authenticated", False)):
+        return None
+    if not could_be_stored(session_id):
         return None
     statement = session_sql.VISIBLE if staff else session_sql.VISIBLE_TO_OWNER
     params = [session_id] if staff else [session_id, user.pk]

@@ -19,6 +19,7 @@ from django.db import DEFAULT_DB_ALIAS
 from agentstore.models import FunctionTask, Task, WorkflowAgentTask
 from agentstore.models.tasks import TaskQuerySet
 from agentstore.selectors.sessions import is_staff, sessions_visible_to
+from agentstore.validation import could_be_stored
 
 __all__ = [
     "FunctionCall",
@@ -82,4 +83,6 @@ def tasks_visible_to(user: Any, *, using: str = "default") -> TaskQuerySet:
 
 def visible_task(user: Any, task_id: str, *, using: str = "default") -> Task | None:
     """Return the task if ``user`` may see it, else ``None`` (missing or someone else's)."""
+    if not could_be_stored(task_id):
+        return None
     return tasks_visible_to(user, using=using).filter(pk=task_id).first()

@@ -44,6 +44,7 @@ from agentstore.types.tree import (
     TreeNodeEntity,
     TreeRowEntity,
 )
+from agentstore.validation import could_be_stored
 
 __all__ = ["TreeReads"]
 
@@ -73,6 +74,8 @@ class TreeReads(StoreBase):
 
     def entry(self, session_id: str, entry_id: str) -> EntryEntity | None:
         """Return one entry of the session, or ``None``."""
+        if not could_be_stored(entry_id):
+            return None  # never stored; PostgreSQL could not even be asked (NUL)
         found = self._cursor_read(
             lambda c: select_entries(
                 c, "e.session_id = %s AND e.entry_id = %s", [session_id, entry_id], order=""
