@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -14,6 +15,17 @@ from tests.conftest import REPO_ROOT
 
 @pytest.mark.slow
 def test_wheel_contents(tmp_path: Path) -> None:
+    # Built from a copy: setuptools writes build/ and *.egg-info into the tree it
+    # builds, and the SQLite and PostgreSQL runs of ./scripts/test run side by side.
+    source = tmp_path / "source"
+    shutil.copytree(
+        REPO_ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "var", "build", "dist", "*.egg-info", "__pycache__", "node_modules"
+        ),
+    )
+    wheels = tmp_path / "wheels"
     subprocess.run(
         [
             sys.executable,
@@ -24,13 +36,13 @@ def test_wheel_contents(tmp_path: Path) -> None:
             "--no-deps",
             "--no-build-isolation",
             "--wheel-dir",
-            str(tmp_path),
-            str(REPO_ROOT),
+            str(wheels),
+            str(source),
         ],
         check=True,
         capture_output=True,
     )
-    (wheel,) = tmp_path.glob("agentstore-*.whl")
+    (wheel,) = wheels.glob("agentstore-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/", 1)[0] for name in names}
 
