@@ -58,6 +58,7 @@ from agentstore.formats.json_encoder import make_encoder
 from agentstore.models import Checkpoint, CheckpointBlob, CheckpointWrite, Session
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import checkpoints as checkpoint_sql
+from agentstore.stores.base import false, lookup, none, nothing, zero
 from agentstore.stores.sessions import SessionStore
 from agentstore.types.checkpoints import ChannelBlob, CheckpointRecord, PendingWriteRow
 from agentstore.types.frozen import positional_builder, require_fields
@@ -374,6 +375,7 @@ class CheckpointStore:
         """
         delete_thread_rows(thread_id, using=self.using)
 
+    @lookup("run_ids", missing=zero)
     def delete_for_runs(self, run_ids: Sequence[str]) -> int:
         """Delete the checkpoints (and their writes) that the given runs saved.
 
@@ -402,6 +404,7 @@ class CheckpointStore:
 
         return db.write(delete, using=self.using, orm=True)
 
+    @lookup("source_thread_id", missing=false)
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> bool:
         """Copy every checkpoint, blob and write of a thread to another thread.
 
@@ -432,6 +435,7 @@ class CheckpointStore:
 
         return db.write(copy, using=self.using, orm=True)
 
+    @lookup("thread_ids", missing=none)
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads: ``"keep_latest"`` keeps the latest checkpoint of each namespace.
 
@@ -509,6 +513,7 @@ class CheckpointStore:
     # -- reads ------------------------------------------------------------------------
 
     @_on_connection
+    @lookup("thread_id", "checkpoint_ns", "checkpoint_id", missing=none)
     def get(
         self,
         connection: BaseDatabaseWrapper,
@@ -520,6 +525,7 @@ class CheckpointStore:
         with db.cursor_on(connection) as cursor:
             return _read(cursor, connection.vendor, thread_id, checkpoint_ns, checkpoint_id)
 
+    @lookup("thread_id", "checkpoint_ns", "checkpoint_id", "before", missing=lambda a: iter(()))
     def list(
         self,
         thread_id: str | None = None,
@@ -592,6 +598,7 @@ class CheckpointStore:
             if before is not None:
                 after &= Q(checkpoint_id__lt=before)
 
+    @lookup("thread_id", "checkpoint_ns", "checkpoint_id", "channel", missing=nothing)
     def writes_of(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, channel: str | None = None
     ) -> builtins.list[PendingWriteRow]:

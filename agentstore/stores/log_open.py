@@ -61,6 +61,7 @@ from agentstore.formats.agentsession import (
 )
 from agentstore.formats.agentsession.canonical import parse as parse_canonical
 from agentstore.sql import log as log_sql
+from agentstore.stores.base import lookup
 from agentstore.stores.log_rows import call_id_key, read_rows
 from agentstore.types.log import LogPage
 
@@ -467,6 +468,7 @@ def _check_line(session_id: str, seq: int, given: str, line: str) -> None:
         raise exceptions.BadID(f"session {session_id}: line {seq} does not match its id {given}")
 
 
+@lookup("session_id", missing=lambda arguments: (None, None))  # no row under an unstorable id
 def open_stored(
     cursor: SqlCursor, session_id: str, *, using: str
 ) -> tuple[str | None, StoredSession | None]:

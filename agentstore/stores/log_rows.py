@@ -28,6 +28,7 @@ from agentstore.formats.agentsession import Entry as LogEntry
 from agentstore.formats.agentsession.describe import searchable
 from agentstore.models import Entry
 from agentstore.sql import log as log_sql
+from agentstore.stores.base import lookup
 
 __all__ = [
     "LOG",
@@ -226,6 +227,7 @@ def require_log(session_id: str, kind: str | None) -> None:
         )
 
 
+@lookup("session_id", missing=lambda arguments: require_log(arguments["session_id"], None))
 def read_rows(
     using: str, session_id: str, *, up_to: int | None = None
 ) -> tuple[str, str, list[tuple[int, str]]]:

@@ -58,7 +58,7 @@ from agentstore.exceptions import NoSession, ValidationError
 from agentstore.models import Grant, Session, Step
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import steps as steps_sql
-from agentstore.stores.base import Clock, StoreBase
+from agentstore.stores.base import Clock, StoreBase, false, lookup, nothing
 from agentstore.stores.sessions import RowWriter, SessionStore, wrong_kind
 from agentstore.types.frozen import positional_builder, require_fields
 from agentstore.types.loop import (
@@ -154,6 +154,7 @@ class LoopStore(StoreBase):
 
         db.write(append, using=self.using, connection=connection)
 
+    @lookup("session_id", missing=nothing)
     def last_n(self, session_id: str, n: int) -> builtins.list[RunStep]:
         """Return the session's most recent ``n`` steps, oldest first (``n <= 0``: all of them).
 
@@ -183,6 +184,7 @@ class LoopStore(StoreBase):
 
     # -- SessionStore ------------------------------------------------------
 
+    @lookup("session_id", missing=lambda arguments: LoopSession())
     def get(self, session_id: str) -> LoopSession:
         """Return the session's snapshot; ``LoopSession()`` (id ``""``) if unknown; never create."""
         row = (
@@ -488,6 +490,7 @@ class LoopStore(StoreBase):
         created = self.write(write)
         return GrantInfo(session_id=sid, prompt=text, granted_at=stamp), created
 
+    @lookup("session_id", "prompt", missing=false)
     def is_granted(self, session_id: str, prompt: str) -> bool:
         """Tell whether exactly this ``prompt`` was approved in this session."""
         if not isinstance(prompt, str):
@@ -500,6 +503,7 @@ class LoopStore(StoreBase):
             .exists()
         )
 
+    @lookup("session_id", missing=nothing)
     def grants(self, session_id: str) -> builtins.list[str]:
         """Return the session's approved prompts, oldest grant first (ties by prompt)."""
         rows = Grant.objects.using(self.using).filter(session_id=session_id)

@@ -46,14 +46,13 @@ from agentstore.models import Grant, Holder, Session, Task
 from agentstore.models.sessions import SessionKind
 from agentstore.sql import sessions as session_sql
 from agentstore.stores import log_holds
-from agentstore.stores.base import StoreBase
+from agentstore.stores.base import StoreBase, false, lookup, no_session, none, nothing
 from agentstore.types.log import LockInfo
 from agentstore.types.sessions import SessionRecord, SessionRow
 from agentstore.validation import (
     require_aware,
     require_int,
     require_json,
-    require_max_length,
     require_name,
     require_storable_text,
     require_text,
@@ -195,10 +194,14 @@ class SessionStore(StoreBase):
         _check_kind(kind)
         sid = session_id or new_id()
         require_text(sid, "session.id")
-        require_max_length(sid, 255, "session.id")
-        require_max_length(name, 500, "session.name")
-        require_max_length(parent_session, 255, "session.parent_session")
-        require_max_length(model, 255, "session.model")
+        # The columns' sizes, and text PostgreSQL can hold (no NUL, no lone
+        # surrogate): SQLite would keep what PostgreSQL refuses.
+        require_storable_text(sid, "session.id", 255)
+        require_storable_text(cwd, "session.cwd")
+        require_storable_text(name, "session.name", 500)
+        require_storable_text(parent_session, "session.parent_session", 255)
+        require_storable_text(model, "session.model", 255)
+        require_storable_text(system_prompt, "session.system_prompt")
         stamp = self.now()  # before the transaction: a retried write reuses it
         values = {
             "owner_id": _owner_id(owner),
@@ -252,6 +255,7 @@ class SessionStore(StoreBase):
 
         return self.write(write)
 
+    @lookup("session_id", "kind", missing=none)
     def get(self, session_id: str, kind: str | None = None) -> SessionRecord | None:
         """The session (of ``kind``, when given), or ``None``."""
         rows = Session.objects.using(self.using).filter(pk=session_id)
@@ -260,11 +264,13 @@ class SessionStore(StoreBase):
         found = rows.values_list(*_RECORD_FIELDS).first()
         return None if found is None else _record(found)
 
+    @lookup("session_id", missing=none)
     def kind_of(self, session_id: str) -> str | None:
         """The session's kind, or ``None`` when there is no such session."""
         kind = Session.objects.using(self.using).filter(pk=session_id).values_list("kind").first()
         return None if kind is None else str(kind[0])
 
+    @lookup("kind", "cwd", "parent_session", missing=nothing)
     def list(  # noqa: A003
         self,
         kind: str | None = None,
@@ -291,6 +297,7 @@ class SessionStore(StoreBase):
 
     # -- ownership and deletion ------------------------------------------------------
 
+    @lookup("session_id", missing=false)
     def transfer(self, session_id: str, owner: Any, *, only_unowned: bool = False) -> bool:
         """Give the session to ``owner`` (``None``: nobody); ``False`` when nothing changed.
 
@@ -319,7 +326,7 @@ class SessionStore(StoreBase):
         def write(cursor: SqlCursor) -> None:
             found = self.lock_kind(cursor, session_id)
             if found is None:
-                raise exceptions.NoSession(f"no such session: {session_id}")
+                raise no_session({"session_id": session_id})
             if kind is not None and found != kind:
                 raise wrong_kind(session_id, kind, (found,))
             self.delete_rows(cursor, session_id, found)
@@ -328,6 +335,7 @@ class SessionStore(StoreBase):
 
     # -- holds -----------------------------------------------------------------------
 
+    @lookup("session_id", missing=none)
     def hold(self, session_id: str) -> LockInfo | None:
         """Which process holds the session for writing (any kind), or ``None``."""
 
@@ -338,6 +346,7 @@ class SessionStore(StoreBase):
 
         return self.read(read)
 
+    @lookup("session_id", missing=false)
     def break_hold(self, session_id: str) -> bool:
         """Remove the session's hold whoever has it; ``False`` when it had none.
 
@@ -354,6 +363,7 @@ class SessionStore(StoreBase):
 
     # -- export and import of whole sessions (docs/commands.md, "Files") -----------
 
+    @lookup("session_id", missing=none)
     def export_row(self, session_id: str) -> SessionRow | None:
         """The session's columns as an export file carries them; ``None`` when missing."""
         found = (
@@ -640,6 +650,7 @@ class SessionStore(StoreBase):
             return
         self.upsert(cursor, self.prepare_upsert(kind, session_id, stamp=stamp))
 
+    @lookup("session_id", missing=none)
     def lock_kind(self, cursor: SqlCursor, session_id: str) -> str | None:
         """The session's kind, its row locked on PostgreSQL; ``None`` when missing."""
         cursor.execute(session_sql.lock_kind(cursor.db.vendor), [session_id])
@@ -700,7 +711,7 @@ def _not_touched(
 ) -> exceptions.AgentStoreError:
     """Why a touch changed no row: ``row`` is the session's ``(kind,)``, ``None`` when missing."""
     if row is None:
-        return exceptions.NoSession(f"no such session: {session_id}")
+        return no_session({"session_id": session_id})
     return wrong_kind(session_id, kind, row)
 
 

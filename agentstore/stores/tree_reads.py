@@ -27,7 +27,7 @@ from typing import Any
 from agentstore import db, exceptions
 from agentstore.db import SqlCursor
 from agentstore.sql import tree as tree_sql
-from agentstore.stores.base import StoreBase
+from agentstore.stores.base import Missing, StoreBase, false, lookup, none, nothing
 from agentstore.stores.tree_context import build_context, entries_needing_parts
 from agentstore.stores.tree_rows import (
     build_entries,
@@ -36,7 +36,14 @@ from agentstore.stores.tree_rows import (
     message_parts,
     select_entries,
 )
-from agentstore.stores.tree_walks import ContextRow, Key, TreeWalk, branch_rows, context_rows
+from agentstore.stores.tree_walks import (
+    ContextRow,
+    Key,
+    TreeWalk,
+    branch_rows,
+    context_rows,
+    no_entry,
+)
 from agentstore.types.tree import (
     EntryEntity,
     SessionContextEntity,
@@ -44,7 +51,6 @@ from agentstore.types.tree import (
     TreeNodeEntity,
     TreeRowEntity,
 )
-from agentstore.validation import could_be_stored
 
 __all__ = ["TreeReads"]
 
@@ -54,6 +60,26 @@ _C_PK = tree_sql.C_PK
 _C_ROLE = tree_sql.C_ROLE
 _C_CONTENT = tree_sql.C_CONTENT
 _C_PARTS = tree_sql.C_PARTS
+
+
+def _entry_or(name: str, empty: object) -> Missing:
+    """The ``missing`` of a read that starts at entry ``name`` (``""``: at the default one).
+
+    An explicit entry the session cannot hold is ``NoEntry``; without one, an
+    unknown session simply has nothing (``empty``) — what the query would answer.
+    """
+
+    def missing(arguments: dict[str, Any]) -> object:
+        entry_id = arguments[name]
+        return no_entry(arguments["session_id"], entry_id) if entry_id else empty
+
+    return missing
+
+
+def _leaf(leaf_id: str) -> str:
+    if not leaf_id or not leaf_id.strip():
+        raise exceptions.ValidationError("context entry id is required", field="leaf_id")
+    return leaf_id
 
 
 def _require_count(value: Any, field: str) -> int:
@@ -72,10 +98,9 @@ class TreeReads(StoreBase):
 
         return self.read(run)
 
+    @lookup("session_id", "entry_id", missing=none)
     def entry(self, session_id: str, entry_id: str) -> EntryEntity | None:
         """Return one entry of the session, or ``None``."""
-        if not could_be_stored(entry_id):
-            return None  # never stored; PostgreSQL could not even be asked (NUL)
         found = self._cursor_read(
             lambda c: select_entries(
                 c, "e.session_id = %s AND e.entry_id = %s", [session_id, entry_id], order=""
@@ -83,12 +108,14 @@ class TreeReads(StoreBase):
         )
         return found[0] if found else None
 
+    @lookup("session_id", missing=nothing)
     def entries(self, session_id: str) -> list[EntryEntity]:
         """All entries of the session in append order (timestamp, then insertion)."""
         return list(
             self._cursor_read(lambda c: select_entries(c, "e.session_id = %s", [session_id]))
         )
 
+    @lookup("session_id", missing=nothing)
     def entries_after(
         self, session_id: str, after_seq: int = 0, limit: int = 0
     ) -> list[EntryEntity]:
@@ -111,6 +138,7 @@ class TreeReads(StoreBase):
             )
         )
 
+    @lookup("session_id", missing=none)
     def leaf_entry(self, session_id: str) -> EntryEntity | None:
         """The most recent entry by timestamp (not necessarily childless)."""
         found = self._cursor_read(
@@ -123,6 +151,7 @@ class TreeReads(StoreBase):
         )
         return found[0] if found else None
 
+    @lookup("session_id", "parent_id", missing=nothing)
     def children(self, session_id: str, parent_id: str | None) -> list[EntryEntity]:
         """Direct children of ``parent_id`` (``None``: the roots), in append order."""
         if parent_id is None:
@@ -131,6 +160,7 @@ class TreeReads(StoreBase):
             where, params = "e.session_id = %s AND e.parent_id = %s", [session_id, parent_id]
         return list(self._cursor_read(lambda c: select_entries(c, where, params)))
 
+    @lookup("session_id", "entry_id", missing=_entry_or("entry_id", []))
     def branch(self, session_id: str, entry_id: str = "", limit: int = 0) -> list[EntryEntity]:
         """The path from the root to ``entry_id`` (``""``: the most recent childless entry).
 
@@ -163,6 +193,7 @@ class TreeReads(StoreBase):
                     return build_entries(cursor, rows, True)  # no statement: no parts
         return list(self._cursor_read(query))
 
+    @lookup("session_id", "entry_id", missing=_entry_or("entry_id", 0))
     def branch_length(self, session_id: str, entry_id: str = "", at_most: int = 0) -> int:
         """How many entries the path root → ``entry_id`` has, counting no further than ``at_most``.
 
@@ -178,6 +209,7 @@ class TreeReads(StoreBase):
 
         return int(self._cursor_read(query))
 
+    @lookup("session_id", "after_entry_id", missing=_entry_or("after_entry_id", []))
     def tree_page(
         self,
         session_id: str,
@@ -206,9 +238,7 @@ class TreeReads(StoreBase):
             if after_entry_id:
                 current = walk.key(after_entry_id)
                 if current is None:
-                    raise exceptions.NoEntry(
-                        f'entry "{after_entry_id}" not found in session "{session_id}"'
-                    )
+                    raise no_entry(session_id, after_entry_id)
                 if after_depth is None:
                     depth = len(branch_rows(cursor, session_id, after_entry_id, "e.id")) - 1
                 else:
@@ -282,6 +312,7 @@ class TreeReads(StoreBase):
             )
         return [built[root.id] for root in roots if root.id in built]
 
+    @lookup("session_id", missing=none)
     def label(self, session_id: str, target_id: str) -> str | None:
         """The label of ``target_id`` (the last label entry for it wins; ``None`` if cleared)."""
         labels = self._cursor_read(
@@ -297,16 +328,19 @@ class TreeReads(StoreBase):
                 current = value if isinstance(value, str) else None
         return current
 
+    @lookup("session_id", missing=nothing)
     def messages(self, session_id: str) -> list[SessionMessageEntity]:
         """Every message of the session (all branches, hidden ones too), in append order."""
         return self._messages("e.session_id = %s AND e.role <> ''", [session_id])
 
+    @lookup("session_id", missing=nothing)
     def transcript_messages(self, session_id: str) -> list[SessionMessageEntity]:
         """The session's displayed messages, in append order."""
         return self._messages(
             "e.session_id = %s AND e.role <> '' AND e.display = %s", [session_id, True]
         )
 
+    @lookup("session_id", "after_entry_id", missing=_entry_or("after_entry_id", []))
     def messages_page(
         self,
         session_id: str,
@@ -337,9 +371,7 @@ class TreeReads(StoreBase):
                 cursor.execute(tree_sql.sort_key(cursor.db.vendor), [session_id, after_entry_id])
                 key = cursor.fetchone()
                 if key is None:
-                    raise exceptions.NoEntry(
-                        f'entry "{after_entry_id}" not found in session "{session_id}"'
-                    )
+                    raise no_entry(session_id, after_entry_id)
                 # (created_at, seq) > key, spelled with a plain lower bound
                 # first so both backends' planners start the index range there.
                 sql_where += " AND e.created_at >= %s AND (e.created_at > %s OR e.seq > %s)"
@@ -350,6 +382,7 @@ class TreeReads(StoreBase):
 
         return [message_from_entry(entry) for entry in self._cursor_read(query)]
 
+    @lookup("session_id", "entry_id", missing=none)
     def message_for_entry(self, session_id: str, entry_id: str) -> SessionMessageEntity | None:
         """The message an entry carries, or ``None`` (unknown entry or no message)."""
         found = self._messages(
@@ -361,6 +394,7 @@ class TreeReads(StoreBase):
         entries = self._cursor_read(lambda c: select_entries(c, where, params))
         return [message_from_entry(entry) for entry in entries]
 
+    @lookup("session_id", "entry_id", missing=false)
     def context_has_image_parts(self, session_id: str, entry_id: str) -> bool:
         """Whether the entry or any ancestor carries an image part (unknown id: ``False``)."""
 
@@ -373,6 +407,9 @@ class TreeReads(StoreBase):
 
         return bool(self._cursor_read(query))
 
+    @lookup(
+        "session_id", "leaf_id", missing=lambda a: no_entry(a["session_id"], _leaf(a["leaf_id"]))
+    )
     def build_context(self, session_id: str, leaf_id: str) -> SessionContextEntity:
         """What the model would see at ``leaf_id`` (required: there is no default leaf).
 
@@ -381,8 +418,7 @@ class TreeReads(StoreBase):
         the leaf, plus the nearest model and thinking-level changes above them,
         so a compacted long session costs what its tail costs.
         """
-        if not leaf_id or not leaf_id.strip():
-            raise exceptions.ValidationError("context entry id is required", field="leaf_id")
+        _leaf(leaf_id)
 
         def query(cursor: SqlCursor) -> SessionContextEntity:
             # Lean on purpose: the rows are read as light row views, and only
@@ -404,6 +440,7 @@ class TreeReads(StoreBase):
         result: SessionContextEntity = self._cursor_read(query)
         return result
 
+    @lookup("session_id", "leaf_id", missing=lambda a: no_entry(a["session_id"], a["leaf_id"]))
     def context_length(self, session_id: str, leaf_id: str, at_most: int = 0) -> int:
         """How many entries :meth:`build_context` reads at ``leaf_id`` (up to ``at_most + 1``).
 

@@ -71,6 +71,11 @@ _to_datetime = sql.utc
 # -- paths to the root ---------------------------------------------------------------
 
 
+def no_entry(session_id: str, entry_id: str) -> exceptions.NoEntry:
+    """The one error for an entry id the session does not hold."""
+    return exceptions.NoEntry(f'entry "{entry_id}" not found in session "{session_id}"')
+
+
 def branch_rows(
     cursor: SqlCursor, session_id: str, entry_id: str, columns: str, limit: int = 0
 ) -> list[Sequence[Any]]:
@@ -95,7 +100,7 @@ def branch_rows(
     )
     rows = cursor.fetchall()
     if not rows:
-        raise exceptions.NoEntry(f'entry "{entry_id}" not found in session "{session_id}"')
+        raise no_entry(session_id, entry_id)
     # Both backends emit a recursive CTE's rows level by level, but SQL does
     # not promise it; sorting in Python only when needed is cheaper than an
     # ORDER BY over 10,000 wide rows.
@@ -192,7 +197,7 @@ def context_rows(
     columns = tree_sql.context_select_list(cursor.db.vendor)
     tail = climb(cursor, session_id, leaf_id, columns, ("type", "compaction"), limit)
     if not tail:
-        raise exceptions.NoEntry(f'entry "{leaf_id}" not found in session "{session_id}"')
+        raise no_entry(session_id, leaf_id)
     top, above_id = tail[-1]
     if top[_C_TYPE] != "compaction" or above_id is None or (limit and len(tail) >= limit):
         # No compaction on the branch (the walk reached the root), a

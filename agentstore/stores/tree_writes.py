@@ -48,7 +48,7 @@ from agentstore.db import SqlCursor, is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Entry
 from agentstore.sql import tree as tree_sql
-from agentstore.stores.base import StoreBase
+from agentstore.stores.base import StoreBase, lookup, no_session, none
 from agentstore.stores.sessions import SessionStore
 from agentstore.stores.tree_context import NO_SETTINGS, Settings, apply_settings
 from agentstore.stores.tree_metadata import derive_metadata
@@ -545,6 +545,9 @@ class TreeWrites(StoreBase):
         )
         return self._write_draft(session_id, parent_id, draft, rename)
 
+    # The session id is looked up, not stored: an id no session can have is
+    # "no such session" (a new entry's own id is validated in _prepare).
+    @lookup("session_id", missing=no_session)
     def _write_draft(
         self, session_id: str, parent_id: str | None, draft: Draft, rename: str | None = None
     ) -> EntryEntity:
@@ -734,6 +737,7 @@ class TreeWrites(StoreBase):
 
     # -- deleting a branch -----------------------------------------------------------
 
+    @lookup("session_id", "entry_id", missing=none)
     def delete_entry_branch(self, session_id: str, entry_id: str) -> None:
         """Delete an entry and all its descendants (with their parts); touch the session."""
         stamp = self.now()

@@ -29,6 +29,7 @@ from agentstore.exceptions import NoSession, ValidationError
 from agentstore.ids import new_id
 from agentstore.models import AgentTask, Session
 from agentstore.models.sessions import SessionKind
+from agentstore.stores.base import false, lookup, none, nothing
 from agentstore.stores.sessions import SessionStore
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.lifecycle.vocabulary import clamp_limit, coded, task_from_model
@@ -241,6 +242,7 @@ class AgentTaskRepository(SharesTasks):
             AgentTask.objects.using(self.using).select_related("task").filter(task__kind=AGENT_KIND)
         )
 
+    @lookup("task_id", missing=false)
     def exists(self, task_id: str) -> bool:
         """Tell whether ``task_id`` is an agent task."""
         return bool(self._rows().filter(task_id=task_id).exists())
@@ -251,11 +253,13 @@ class AgentTaskRepository(SharesTasks):
         assert created is not None
         return created
 
+    @lookup("task_id", missing=none)
     def get(self, task_id: str) -> AgentTaskEntity | None:
         """Return the agent task with its lifecycle, or ``None``."""
         row = self._rows().filter(task_id=task_id).first()
         return None if row is None else agent_from_model(row)
 
+    @lookup("owner_session_id", missing=nothing)
     def list_by_owner(self, owner_session_id: str, limit: int = 0) -> list[AgentTaskEntity]:
         """Return the owner's agent tasks, newest first; ``limit`` ≤ 0 gives 100."""
         rows = (
@@ -265,6 +269,7 @@ class AgentTaskRepository(SharesTasks):
         )
         return [agent_from_model(row) for row in rows]
 
+    @lookup("task_ids", missing=nothing)
     def list_by_ids(self, task_ids: Sequence[str]) -> list[AgentTaskEntity]:
         """Return the agent tasks among ``task_ids`` (no ordering guarantee)."""
         if not task_ids:

@@ -38,6 +38,7 @@ from agentstore.ids import new_id
 from agentstore.models import Session, ToolTask
 from agentstore.models.tasks import TOOL_ARGUMENTS_MAX_BYTES
 from agentstore.sql import tasks as task_sql
+from agentstore.stores.base import lookup, none, nothing
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.lifecycle.vocabulary import (
     QUEUED,
@@ -363,6 +364,10 @@ class ToolTaskRepository(SharesTasks):
     def get_by_invocation(self, owner_session_id: str, invocation_id: str) -> ToolTaskEntity | None:
         """Return the tool task admitted for the owner's invocation id, or ``None``."""
         owner = require_uuid7(owner_session_id, "tool_task.owner_session_id")
+        return self._by_invocation(owner, invocation_id)
+
+    @lookup("invocation_id", missing=none)  # after the owner's check, as without it
+    def _by_invocation(self, owner: str, invocation_id: str) -> ToolTaskEntity | None:
         row = self._rows().filter(owner_session_id=owner, invocation_id=invocation_id).first()
         return None if row is None else tool_from_model(row)
 
@@ -373,6 +378,7 @@ class ToolTaskRepository(SharesTasks):
         row = self._rows().filter(task_id=task_id, owner_session_id=owner).first()
         return None if row is None else tool_from_model(row)
 
+    @lookup("task_ids", missing=nothing)
     def list_by_ids(self, task_ids: Sequence[str]) -> list[ToolTaskEntity]:
         """Return the tool tasks among ``task_ids`` (no ordering guarantee)."""
         if not task_ids:

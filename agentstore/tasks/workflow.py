@@ -39,7 +39,7 @@ from agentstore.ids import new_id
 from agentstore.models import WorkflowAgentTask, WorkflowRun
 from agentstore.models.tasks import ACTIVE_STATES
 from agentstore.sql import tasks as task_sql
-from agentstore.stores.base import Clock
+from agentstore.stores.base import Clock, lookup, none, nothing
 from agentstore.tasks._graph import SharesTasks
 from agentstore.tasks.agent import AgentTaskRepository
 from agentstore.tasks.lifecycle.vocabulary import clamp_limit, coded, task_from_model
@@ -187,17 +187,20 @@ class WorkflowRepository(SharesTasks):
             .filter(task__kind=WORKFLOW_KIND)
         )
 
+    @lookup("task_id", missing=none)
     def get(self, task_id: str) -> WorkflowRunEntity | None:
         """Return the workflow run with its lifecycle, or ``None``."""
         row = self._runs().filter(task_id=task_id).first()
         return None if row is None else workflow_from_model(row)
 
+    @lookup("task_ids", missing=nothing)
     def list_by_ids(self, task_ids: Sequence[str]) -> list[WorkflowRunEntity]:
         """Return the workflow runs among ``task_ids`` (no ordering guarantee)."""
         if not task_ids:
             return []
         return [workflow_from_model(row) for row in self._runs().filter(task_id__in=list(task_ids))]
 
+    @lookup("owner_session_id", missing=nothing)
     def list_by_owner(self, owner_session_id: str, limit: int = 0) -> list[WorkflowRunEntity]:
         """Return the owner's workflow runs, newest first; ``limit`` ≤ 0 gives 100."""
         rows = (
@@ -207,6 +210,7 @@ class WorkflowRepository(SharesTasks):
         )
         return [workflow_from_model(row) for row in rows]
 
+    @lookup("owner_session_id", missing=nothing)
     def list_active_by_owner(
         self, owner_session_id: str, limit: int = 0
     ) -> list[WorkflowRunEntity]:
@@ -434,6 +438,7 @@ class WorkflowRepository(SharesTasks):
             )
         return invocation_index
 
+    @lookup("workflow_task_id", "node_key", missing=none)
     def find_agent_task(
         self, workflow_task_id: str, node_key: str, invocation_index: int
     ) -> WorkflowAgentTaskEntity | None:
@@ -449,6 +454,7 @@ class WorkflowRepository(SharesTasks):
         )
         return None if row is None else link_from_model(row)
 
+    @lookup("workflow_task_id", missing=nothing)
     def list_agent_tasks(self, workflow_task_id: str) -> list[WorkflowAgentTaskEntity]:
         """Return the workflow's links in launch order."""
         rows = (
@@ -458,6 +464,7 @@ class WorkflowRepository(SharesTasks):
         )
         return [link_from_model(row) for row in rows]
 
+    @lookup("workflow_task_ids", missing=nothing)
     def list_agent_task_details(
         self, workflow_task_ids: Sequence[str]
     ) -> list[WorkflowAgentTaskDetail]:

@@ -26,6 +26,7 @@ from agentstore.exceptions import ValidationError
 from agentstore.ids import new_id
 from agentstore.models import TaskEvent
 from agentstore.sql import tasks as task_sql
+from agentstore.stores.base import lookup, none, nothing
 from agentstore.tasks.lifecycle.rows import TaskRows
 from agentstore.tasks.lifecycle.vocabulary import (
     EVENT_FIELDS,
@@ -122,6 +123,7 @@ class TaskEvents(TaskRows):
         )
         return events[0] if appended else None
 
+    @lookup("task_id", missing=none)
     def latest_event(self, task_id: str) -> TaskEventEntity | None:
         """Return the task's highest-sequence event, or ``None``."""
         row = (
@@ -133,6 +135,7 @@ class TaskEvents(TaskRows):
         )
         return None if row is None else event_from_values(row)
 
+    @lookup("task_id", missing=nothing)
     def list_events(self, task_id: str, after: int = 0, limit: int = 0) -> list[TaskEventEntity]:
         """Return events with ``sequence > after`` in replay order; ``limit`` ≤ 0 gives 100."""
         rows = (

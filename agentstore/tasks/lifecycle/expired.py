@@ -38,6 +38,7 @@ from agentstore.db import SqlCursor
 from agentstore.exceptions import TaskCrashed, ValidationError
 from agentstore.ids import new_id
 from agentstore.sql import tasks as task_sql
+from agentstore.stores.base import lookup
 from agentstore.tasks.lifecycle.rows import TaskRows
 from agentstore.tasks.lifecycle.vocabulary import (
     LEASED,
@@ -110,6 +111,7 @@ class ExpiredLeases(TaskRows):
             after_each=after_each,
         )[1]
 
+    @lookup("kind", missing=lambda arguments: ([], []))
     def rescue_kind(
         self,
         *,

@@ -25,6 +25,7 @@ from agentstore.db import SqlCursor
 from agentstore.exceptions import ValidationError
 from agentstore.ids import new_id
 from agentstore.sql import tasks as task_sql
+from agentstore.stores.base import false, lookup
 from agentstore.tasks.lifecycle.rows import TaskRows
 from agentstore.tasks.lifecycle.vocabulary import require_event
 from agentstore.validation import require_aware
@@ -98,6 +99,7 @@ class TaskLeases(TaskRows):
 
         return self.write(retry_it)
 
+    @lookup("task_id", "lease_owner", missing=false)
     def release(self, task_id: str, lease_owner: str) -> bool:
         """Give a claimed task back to its queue unrun (a stopping worker); fenced on the lease.
 

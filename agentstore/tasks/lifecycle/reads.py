@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentstore.models import Task
+from agentstore.stores.base import lookup, none, nothing
 from agentstore.tasks.lifecycle.rows import TaskRows
 from agentstore.tasks.lifecycle.vocabulary import (
     QUEUED,
@@ -34,11 +35,13 @@ __all__ = ["TaskReads"]
 class TaskReads(TaskRows):
     """Tasks read back as entities (the ORM; no transaction of their own)."""
 
+    @lookup("task_id", missing=none)
     def get(self, task_id: str) -> TaskEntity | None:
         """Return the task (any kind), or ``None``."""
         row = Task.objects.using(self.using).filter(pk=task_id).values(*TASK_FIELDS).first()
         return None if row is None else task_from_values(row)
 
+    @lookup("owner_session_id", "kinds", missing=nothing)
     def list_owned(
         self,
         owner_session_id: str,
@@ -58,10 +61,12 @@ class TaskReads(TaskRows):
         rows = qs.newest_first().values(*TASK_FIELDS)[: clamp_limit(limit)]
         return [task_from_values(row) for row in rows]
 
+    @lookup("kind", "owner_session_id", missing=nothing)
     def list_by_owner(self, kind: str, owner_session_id: str, limit: int = 0) -> list[TaskEntity]:
         """Return the owner's tasks of one kind, newest first."""
         return self.list_owned(owner_session_id, [kind], (), limit)
 
+    @lookup("kind", missing=nothing)
     def list_by_states(self, kind: str, states: Sequence[str], limit: int = 0) -> list[TaskEntity]:
         """Return tasks of ``kind`` in any of ``states``, oldest first; ``limit`` ≤ 0 is unlimited.
 
@@ -79,6 +84,7 @@ class TaskReads(TaskRows):
             qs = qs[:limit]
         return [task_from_values(row) for row in qs]
 
+    @lookup(excluded=("kinds",))
     def list_queued_excluding(self, kinds: Sequence[str] = (), limit: int = 0) -> list[TaskEntity]:
         """Return queued tasks whose kind is not in ``kinds``, oldest first, across owners.
 
