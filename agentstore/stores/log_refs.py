@@ -36,7 +36,9 @@ def check_name(name: object) -> str:
     """Return ``name`` if it is a valid ref name, else raise ``RefNameError``."""
     if not isinstance(name, str) or not name:
         raise exceptions.RefNameError("ref name is required", field="name")
-    if len(name.encode("utf-8")) > MAX_NAME:
+    # "surrogatepass": a lone surrogate is measured here and refused below as a
+    # name_problem, not a UnicodeEncodeError out of the length check.
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME:
         raise exceptions.RefNameError(f"ref name is longer than {MAX_NAME} bytes", field="name")
     for segment in name.split("/"):
         # The shared rule for names (agentstore.validation) holds for every
@@ -53,7 +55,7 @@ def check_prefix(prefix: object) -> str:
     """Return ``prefix`` if it is a valid listing prefix, else raise ``RefNameError``."""
     if not isinstance(prefix, str):
         raise exceptions.RefNameError("ref prefix must be a string", field="prefix")
-    if len(prefix.encode("utf-8")) > MAX_NAME or not _PREFIX.match(prefix):
+    if len(prefix.encode("utf-8", "surrogatepass")) > MAX_NAME or not _PREFIX.match(prefix):
         raise exceptions.RefNameError(
             f"ref prefix {prefix!r}: at most {MAX_NAME} bytes of [A-Za-z0-9._/-]",
             field="prefix",
@@ -66,7 +68,7 @@ def check_after(after: object) -> str:
 
     The prefix rules (``""`` allowed, need not be a whole name), on ``field: after``.
     """
-    if not isinstance(after, str) or len(after.encode("utf-8")) > MAX_NAME:
+    if not isinstance(after, str) or len(after.encode("utf-8", "surrogatepass")) > MAX_NAME:
         raise exceptions.RefNameError(
             f"after: at most {MAX_NAME} bytes of [A-Za-z0-9._/-]", field="after"
         )
