@@ -186,8 +186,12 @@ def lookup(
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
             for index, name, exclusion in slots:
                 value = args[index] if index < len(args) else kwargs.get(name)
-                if isinstance(value, str):
-                    if not exclusion and not could_be_stored(value):
+                if type(value) is str or isinstance(value, str):
+                    # An ASCII id without NUL (every UUID) is storable: decided
+                    # without the full check, which only the rest need.
+                    if (value.isascii() and "\x00" not in value) or exclusion:
+                        continue
+                    if not could_be_stored(value):
                         return answer(args, kwargs)  # type: ignore[no-any-return]
                 elif isinstance(value, list | tuple | set | frozenset) and any(
                     _unstorable(member) for member in value
