@@ -77,6 +77,7 @@ from agentstore.validation import (
     require_json,
     require_max_length,
     require_name,
+    require_storable_text,
     require_text,
 )
 
@@ -474,6 +475,7 @@ class TreeWrites(StoreBase):
             require_max_length(parent_id, 128, "parent_id")
         require_text(entry_type, "type")
         message = message or MessageEntity(role="")
+        _require_storable_message(message, custom_type, summary)
         created_at = (
             require_aware(message.timestamp, "message.timestamp")
             if message.timestamp is not None
@@ -758,3 +760,31 @@ class TreeWrites(StoreBase):
                 cursor.execute(tree_sql.delete_entries(len(chunk)), chunk)
 
         self.write(write)
+
+
+def _require_storable_message(message: MessageEntity, custom_type: str, summary: str) -> None:
+    """Refuse text no column can keep (NUL, a lone surrogate), naming the field.
+
+    The one text rule (:func:`~agentstore.validation.require_storable_text`), as the
+    API applies it to the same fields: without it SQLite would keep a NUL that
+    PostgreSQL refuses with a raw ``DataError``, and a lone surrogate would fail
+    as a ``UnicodeEncodeError`` inside the write. A scan per field: well under a
+    microsecond for a 1 KB message.
+    """
+    for field, value in (
+        ("message.role", message.role),
+        ("message.content", message.content),
+        ("message.provider", message.provider),
+        ("message.model", message.model),
+        ("custom_type", custom_type),
+        ("summary", summary),
+    ):
+        require_storable_text(value, field)
+    for index, part in enumerate(message.parts):
+        for field, value in (
+            ("text", part.text),
+            ("type", part.type),
+            ("mime_type", part.mime_type),
+            ("name", part.name),
+        ):
+            require_storable_text(value, f"message.parts[{index}].{field}")

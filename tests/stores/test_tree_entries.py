@@ -11,7 +11,12 @@ from agentstore import exceptions
 from agentstore.ids import is_uuid7
 from agentstore.models import Entry, Session
 from agentstore.stores.tree import TreeStore
-from agentstore.types.tree import AppendCompactionInput, EntryTokenUsageEntity, MessageEntity
+from agentstore.types.tree import (
+    AppendCompactionInput,
+    EntryTokenUsageEntity,
+    MessageEntity,
+    MessagePartEntity,
+)
 from tests.stores.conftest import assistant, user
 
 pytestmark = pytest.mark.django_db
@@ -349,3 +354,41 @@ def test_tree_of_a_very_deep_chain(tree: TreeStore) -> None:
         (node,) = node.children
         depth += 1
     assert len(forest) == 1 and depth == 3000 and node.entry.id == ids[-1]
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "a\ud800b"], ids=["NUL", "lone surrogate"])
+@pytest.mark.parametrize(
+    ("field", "message", "extra"),
+    [
+        ("message.content", lambda bad: MessageEntity(role="user", content=bad), {}),
+        ("message.model", lambda bad: MessageEntity(role="assistant", content="x", model=bad), {}),
+        ("message.role", lambda bad: MessageEntity(role=bad, content="x"), {}),
+        (
+            "message.parts[0].name",
+            lambda bad: MessageEntity(
+                role="user",
+                parts=(
+                    MessagePartEntity(
+                        type="image",
+                        mime_type="image/png",
+                        name=bad,
+                        data=b"png",
+                        width=1,
+                        height=1,
+                    ),
+                ),
+            ),
+            {},
+        ),
+    ],
+)
+def test_text_no_database_can_keep_is_refused_by_name(
+    tree: TreeStore, bad: str, field: str, message: object, extra: dict[str, object]
+) -> None:
+    # The HTTP API refuses these bodies; the Python API refuses them alike, on both
+    # backends (SQLite would keep a NUL, PostgreSQL raise its own DataError).
+    session = tree.create_session("/repo")
+    with pytest.raises(exceptions.ValidationError, match=field.replace("[", r"\[")) as refused:
+        tree.append_message(session.id, None, message(bad), **extra)  # type: ignore[operator]
+    assert refused.value.field == field
+    assert tree.entries(session.id) == []
