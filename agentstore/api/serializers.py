@@ -120,7 +120,9 @@ class StrictSerializer(serializers.Serializer[Any]):
         except serializers.ValidationError as exc:
             if not wrong or not isinstance(exc.detail, dict):
                 raise
-            raise serializers.ValidationError({**exc.detail, **wrong}) from None
+            # DRF's detail may be keyed by int (list errors); the merged keys are field names.
+            merged: dict[Any, Any] = {**exc.detail, **wrong}
+            raise serializers.ValidationError(merged) from None
         if wrong:
             raise serializers.ValidationError(wrong)
         return value
