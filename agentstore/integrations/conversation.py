@@ -1,21 +1,27 @@
 """One conversation kept as a LogStore session: what every integration shares.
 
     log = ConversationLog("conv-1", owner=user, harness="my-framework")
-    entries = log.read(50, types={"item"})      # no hold; remembers the leaf it saw
-    log.write([{"type": "item", "item": {...}}])  # holds, creates if new, one transaction
-    log.close()                                 # let go of the hold
+    entries = log.read(50, types={"item"})      # remembers the leaf it saw
+    log.write([{"type": "item", "item": {...}}])  # creates if new, one transaction
+    log.close()                                 # optional: forget the cached view
 
 A framework's memory object (``openai_agents.AgentStoreSession``,
 ``pydantic_ai.MessageHistory``) maps its own calls onto these few:
 
-* **Reads take no hold** (:meth:`ConversationLog.read`, via
-  :meth:`LogStore.tail`): a reader — a web page showing the conversation —
-  must never lock the agent out. On a session this object already holds the
-  read is O(limit); otherwise it reads the session afresh.
-* **Writes hold the session** (LogStore holds: one writer process at a time;
-  another gets ``SessionLocked`` until :meth:`close` or process exit) and are
-  one transaction each (:meth:`LogStore.append_many`).
-* **A write after a read is conditional** on the leaf that read saw
+* **No lasting hold.** A conversation is served by whichever process gets
+  its next message — several gunicorn workers, several objects in one
+  process — and none of them is ever closed. So the object's own store is a
+  ``LogStore(holds=False)``: it keeps a view of the session that one indexed
+  read of the session row shows current (or reopens), and each write is
+  fenced by that row instead of a hold. A store passed in that does take
+  holds is held for the one write only (claimed and released around it).
+  A session another store *does* hold (a harness that opened it) refuses
+  the write with ``SessionLocked``, as before.
+* **Reads** (:meth:`ConversationLog.read`, via :meth:`LogStore.tail`) are
+  O(limit): from the view when it is current, else from the head row and a
+  walk of the newest lines.
+* **Writes** are one transaction each (:meth:`LogStore.append_many`), and **a
+  write after a read is conditional** on the leaf that read saw
   (``append_many(expected_leaf=...)``): a turn computed from history another
   writer has since extended is refused with ``ConcurrentWriter`` instead of
   being hung after a conversation the agent never saw. Read again and retry.
@@ -75,7 +81,8 @@ class ConversationLog:
     """A conversation stored as the log session ``session_id`` (see the module docstring).
 
     ``store`` shares a :class:`LogStore` (default: one of this object's own on
-    ``using``, closed by :meth:`close`). ``harness`` names the framework in the
+    ``using``, without holds; best shared as ``LogStore(holds=False)``).
+    ``harness`` names the framework in the
     header of a session this object creates (``harness.name``); ``header``
     adds members to it (``cwd``, …).
     """
@@ -97,12 +104,12 @@ class ConversationLog:
             require_json_value(header, "header")
         self.session_id = session_id
         self.owner = owner
-        self.store = store if store is not None else LogStore(using=using)
+        self.store = store if store is not None else LogStore(using=using, holds=False)
         self._own_store = store is None
         self._header = {"harness": {"name": harness}, **(header or {}), "id": session_id}
         # One operation at a time per object (a read-then-write must not interleave).
         self.lock = threading.RLock()
-        #: The owner was checked against the session row (once per hold).
+        #: The owner was checked against the session row (once per object).
         self._owner_checked = False
         #: The leaf the last read or write of this object saw (None: none yet).
         self.seen_leaf: str | None = None
@@ -124,41 +131,29 @@ class ConversationLog:
             raise exceptions.NoSession(f"no such session: {self.session_id}")
         return False
 
-    def _open(self, *, create: bool) -> None:
-        """Open (hold) the session, creating it if ``create`` (else ``NoSession``)."""
-        sid = self.session_id
-        try:
-            self.store.open(sid)
-        except exceptions.NoSession:
-            if not create:
-                raise
-            try:
-                # Owned from its first transaction (the API's and admin's scope).
-                self.store.create(dict(self._header), owner=self.owner)
-            except exceptions.SessionExists:
-                # Created meanwhile by another process — or a session of
-                # another kind under this id, which this open refuses.
-                self.store.open(sid)
-            else:
-                self._owner_checked = True
-                return
+    def _check_owner(self) -> None:
+        """``NoSession`` for a session the owner may not see (checked once per object)."""
         if self._owner_checked or self.owner is None:
             return
-        if visible_session(self.owner, sid, using=self.store.using) is None:
-            self.store.release(sid)  # not this owner's: let go at once
-            raise exceptions.NoSession(f"no such session: {sid}")
+        if visible_session(self.owner, self.session_id, using=self.store.using) is None:
+            if self._exists():
+                raise exceptions.NoSession(f"no such session: {self.session_id}")
+            return  # none yet: the write creates it, owned
         self._owner_checked = True
 
-    @mapped
-    def hold(self) -> bool:
-        """Open the session for writing (holding it); ``False`` when there is none."""
+    def _create(self) -> None:
+        """Create the session, owned from its first transaction (a race lost is fine)."""
         try:
-            self._open(create=False)
-        except exceptions.NoSession:
-            if self._exists():
-                raise
-            return False
-        return True
+            self.store.create(dict(self._header), owner=self.owner)
+        except exceptions.SessionExists:
+            # Created meanwhile by another process — or a session of another
+            # kind under this id, which the append then refuses (NoSession).
+            pass
+        else:
+            self._owner_checked = True
+        finally:
+            if self.store.holds:
+                self.store.release(self.session_id)
 
     # -- reading and writing --------------------------------------------------
 
@@ -190,17 +185,30 @@ class ConversationLog:
 
     @mapped
     def write(self, entries: Sequence[dict[str, Any]], *, create: bool = True) -> list[str]:
-        """Append ``entries`` in one transaction, holding (and if new creating) the session.
+        """Append ``entries`` in one transaction (creating the session if new and ``create``).
 
         Conditional on the leaf of this object's last read or write: if another
         writer moved the session on since, ``ConcurrentWriter`` and nothing is
-        written.
+        written. ``SessionLocked`` if another store holds the session.
         """
         if not entries:
             return []
-        self._open(create=create)
-        ids = self.store.append_many(self.session_id, entries, expected_leaf=self.seen_leaf)
-        self.seen_leaf = self.store.open(self.session_id).leaf
+        sid = self.session_id
+        self._check_owner()
+        try:
+            try:
+                ids = self.store.append_many(sid, entries, expected_leaf=self.seen_leaf)
+            except exceptions.NoSession:
+                if not create or self._exists():
+                    raise
+                self._create()
+                self._check_owner()
+                ids = self.store.append_many(sid, entries, expected_leaf=self.seen_leaf)
+            self.seen_leaf = self.store.known_leaf(sid)
+        finally:
+            if self.store.holds:
+                # Held for this write only: the next one may come from anywhere.
+                self.store.release(sid)
         return ids
 
     def empty_root(self, reason: str, mark: str) -> list[dict[str, Any]]:
@@ -216,7 +224,7 @@ class ConversationLog:
 
     @mapped
     def close(self) -> None:
-        """Release this object's hold (its own store: every hold, and forget the cache)."""
+        """Forget this object's view of the session (it holds nothing between writes)."""
         self._owner_checked = False
         if self._own_store:
             self.store.close()

@@ -5,7 +5,8 @@
 
     session = AgentStoreSession("conv-1", owner=request.user)   # owner optional
     result = await Runner.run(agent, "What is 2+2?", session=session)
-    await session.aclose()          # release the hold (servers: once per request)
+    # Never closed, as the SDK documents: the next turn may be served by this
+    # object or by another one in any process (no hold is kept between writes).
 
 :class:`AgentStoreSession` implements the SDK's session protocol
 (``agents.memory.SessionABC``: ``session_id``, ``session_settings``,
@@ -40,9 +41,11 @@ the event loop (:func:`agentstore.db.thread.run`: the thread of a
 waiting synchronous caller or of a Django request, as ``sync_to_async`` would
 choose; else one thread of agentstore's own), so the event loop never blocks.
 The ``*_sync`` twins serve synchronous code.
-Writing holds the session (LogStore holds): another process writing the same
-conversation gets ``SessionLocked`` until this one calls :meth:`close` (or
-exits); different conversations never contend beyond SQLite's writer queue.
+No hold is kept between writes (:class:`.ConversationLog`): any number of
+objects in any number of processes serve one conversation turn after turn,
+none of them closed, and a turn computed from stale history is refused with
+``ConcurrentWriter``. Different conversations never contend beyond SQLite's
+writer queue.
 """
 
 from __future__ import annotations
@@ -191,7 +194,7 @@ class AgentStoreSession(SessionABC):
         session as an abandoned branch (the admin's tree view shows it).
         """
         with self.log.lock:
-            last = self.log.read(1, types=_ITEM_TYPES) if self.log.hold() else []
+            last = self.log.read(1, types=_ITEM_TYPES)
             if not last:
                 return None
             popped = last[0]
@@ -211,11 +214,11 @@ class AgentStoreSession(SessionABC):
         ``LogStore.delete(session_id)``.
         """
         with self.log.lock:
-            if self.log.hold() and self.log.read(1, types=_ITEM_TYPES):
+            if self.log.read(1, types=_ITEM_TYPES):
                 self.log.write(self.log.empty_root("clear_session", MARK), create=False)
 
     def close(self) -> None:
-        """Release this object's hold on the session (its own store: every hold)."""
+        """Forget this object's cached view of the session (optional: it holds nothing)."""
         with self.log.lock:
             self.log.close()
 

@@ -6,7 +6,8 @@
     history = MessageHistory("chat-42", owner=request.user)     # owner optional
     result = agent.run_sync("And in Oslo?", message_history=history.load())
     history.save(result)        # the run's new messages, one transaction
-    history.close()             # release the hold (servers: once per request)
+    # No close needed: no hold is kept between saves, so the next request may
+    # be served by any process.
 
 Pydantic AI hands an agent its memory as ``message_history`` (a list of
 ``ModelMessage``) and gives back what a run added as ``result.new_messages()``.
@@ -22,11 +23,11 @@ The log store keeps each entry's JSON as written and hashes it, so one entry
 per message — ``{"type": "pydantic_ai:message", "message": <the message as
 ModelMessagesTypeAdapter dumps it>}``, an agentsession *extension* entry —
 comes back through ``ModelMessagesTypeAdapter`` equal to what was saved. It also
-brings what the issue asks of memory: holds against two writers, one
-transaction per save, ``verify()``, export as JSONL and live ``follow``
+brings what memory needs: a save refused rather than interleaved with
+another writer's, one transaction per save, ``verify()``, export as JSONL and live ``follow``
 (decision record 0065).
 
-The storage rules (no hold for reads, held one-transaction writes, a save after
+The storage rules (no hold kept between writes, one-transaction writes, a save after
 a load refused with ``ConcurrentWriter`` if another writer moved the
 conversation on meanwhile, the optional owner) are
 :class:`~agentstore.integrations.conversation.ConversationLog`'s.
@@ -112,7 +113,7 @@ class MessageHistory:
         return len(entries)
 
     def close(self) -> None:
-        """Release this object's hold on the session (its own store: every hold)."""
+        """Forget this object's cached view of the session (optional: it holds nothing)."""
         with self.log.lock:
             self.log.close()
 

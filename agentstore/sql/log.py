@@ -26,6 +26,8 @@ LOOKUP = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND entry_id = %s
 CALL = f"SELECT seq FROM {ENTRY} WHERE session_id = %s AND call_id = %s AND NOT (call_id = '')"
 #: The session's kind, header and persisted head (``log_open``).
 HEAD = f"SELECT {names(Session, 'kind', 'header', 'log_head')} FROM {SESSION} WHERE id = %s"
+#: The session's kind and persisted head alone: a cached view is current while it is unchanged.
+HEAD_TEXT = f"SELECT {names(Session, 'kind', 'log_head')} FROM {SESSION} WHERE id = %s"
 NEWEST = f"SELECT seq, entry_id, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq DESC LIMIT 1"
 #: A page of lines walking down from ``seq``; params: session, highest seq, limit.
 PATH = (

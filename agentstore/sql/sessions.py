@@ -79,6 +79,24 @@ def update_held(names: tuple[str, ...], vendor: str) -> str:
 
 
 @lru_cache(maxsize=128)
+def update_unheld(names: tuple[str, ...]) -> str:
+    """:func:`update`, only while the head is unchanged and no other store holds the session.
+
+    Params: …, id, the head read, id, token. The fence of an append by a store
+    that takes no lasting holds (docs/log-store.md, "Writing without a hold"):
+    a compare-and-set on ``log_head`` — every append rewrites it, so no row
+    changed means someone appended since the head was read, or another store
+    holds the session. On PostgreSQL the UPDATE's row lock makes two such
+    appends wait for each other and re-check the head; SQLite's writer lock
+    already orders them.
+    """
+    return (
+        f"{update(names)} AND log_head = %s AND NOT EXISTS (SELECT 1 FROM {HOLDER} "
+        "WHERE session_id = %s AND token <> %s)"
+    )
+
+
+@lru_cache(maxsize=128)
 def upsert(kind: str, names: tuple[str, ...]) -> str:
     """Insert a session of ``kind``, or set ``updated_at`` and ``names`` on one of that kind.
 

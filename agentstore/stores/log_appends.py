@@ -18,6 +18,12 @@ halves so that memory changes only for what the database committed:
    bypassed the hold appended: ``ConcurrentWriter``, the session refused until
    ``release`` (:meth:`LogAppends._write_append`).
 
+A store without holds (``holds=False``) fences each append by the head its
+view was opened at instead (``SessionStore.update_unheld``: a compare-and-set
+that also requires no other store to hold the session), writes no heartbeat,
+and refuses nothing for later: a failed append drops the view, and the next
+operation reads the session as it is now.
+
 The session row carries the *head* (line count and resume state,
 :func:`~agentstore.stores.log_open.encode_head`) that the next ``open``
 trusts, plus the name or successor the newest ``info``/``link`` line sets.
@@ -160,6 +166,8 @@ class LogAppends(LogSessions):
             raise
         # Committed: the session need not keep its appends to undo them (decision record 0030).
         session.written()
+        if not self.holds:
+            self._heads[session_id] = encode_head(len(session), session.state)
         if beat:
             self._beats[session_id] = now
         if raise_header:
@@ -202,7 +210,8 @@ class LogAppends(LogSessions):
         at most once a second per held session, so it is never more than
         :data:`HEARTBEAT_EVERY` behind the session's last append (decision record 0021).
         """
-        columns: dict[str, Any] = {"log_head": encode_head(len(session), session.state)}
+        head = encode_head(len(session), session.state)
+        columns: dict[str, Any] = {"log_head": head}
         if beat:
             columns["updated_at"] = now
         for new in (p.entry for p in written):
@@ -217,18 +226,37 @@ class LogAppends(LogSessions):
         first_seq = written[0].seq
         rows = [p.entry for p in written]
 
+        read_at = self._heads.get(session_id, "")
+
         def statements(cursor: Any) -> None:
             # The fence first: zero rows means another store broke or took our
             # hold (SessionLocked), before any row could clash with its appends.
-            if not self.sessions.update_held(cursor, session_id, self.token, **columns):
-                log_holds.lost(cursor, session_id)
-            if beat:
-                log_holds.heartbeat(cursor, session_id, self.token, now)
+            if self.holds:
+                if not self.sessions.update_held(cursor, session_id, self.token, **columns):
+                    log_holds.lost(cursor, session_id)
+                if beat:
+                    log_holds.heartbeat(cursor, session_id, self.token, now)
+            else:
+                self._unheld_fence(cursor, session_id, read_at, columns)
             if raise_header:
                 self._raise_header(cursor, session_id)
             insert_entries(cursor, session_id, first_seq, rows, now)
 
         return statements
+
+    def _unheld_fence(
+        self, cursor: SqlCursor, session_id: str, read_at: str, columns: dict[str, Any]
+    ) -> None:
+        """A store without holds: the session UPDATE, only on the head its view read.
+
+        Zero rows: another store holds the session (``SessionLocked``) or
+        someone appended since (``ConcurrentWriter``); a dead process's hold on
+        this host is cleared and the fence runs again (log_holds.unheld_refusal).
+        """
+        update = self.sessions.update_unheld
+        while not update(cursor, session_id, read_at, self.token, **columns):
+            dead = log_holds.unheld_refusal(cursor, session_id, token=self.token, host=self.host)
+            self._report([dead])
 
     def _write_append(
         self,
@@ -250,20 +278,24 @@ class LogAppends(LogSessions):
             self.write(tx, orm=orm)
         except exceptions.SessionLocked as exc:
             self._drop(session_id)
-            self._held.discard(session_id)
-            self._beats.pop(session_id, None)
-            self._refused[session_id] = exc
+            if self.holds:
+                self._held.discard(session_id)
+                self._beats.pop(session_id, None)
+                self._refused[session_id] = exc
             raise
         except IntegrityError as exc:
             self._drop(session_id)
             if not is_unique_violation(exc):
                 raise
-            # Someone appended since we loaded the session: refuse (until
-            # release) rather than re-parent under a leaf the agent never saw.
             refusal = exceptions.ConcurrentWriter(
                 f"another writer appended to {session_id}: entry {new.id} at seq {pending.seq}"
             )
-            self._refused[session_id] = refusal
+            if self.holds:
+                # Someone appended since we loaded the session: refuse (until
+                # release) rather than re-parent under a leaf the agent never
+                # saw. A store without holds refuses nothing for later: its
+                # next operation reads the session as it is now.
+                self._refused[session_id] = refusal
             raise refusal from exc
         except BaseException:
             self._drop(session_id)
@@ -339,6 +371,8 @@ class LogAppends(LogSessions):
             old.truncate(base_len, base_leaf)
             raise
         stored = self._created(successor, dead)
+        if not self.holds:
+            self._heads[session_id] = encode_head(len(old), old.state)
         if raise_header:
             old.raise_format()
             self._stale.discard(session_id)

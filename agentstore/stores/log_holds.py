@@ -17,6 +17,14 @@ write transaction. The protocol (docs/log-store.md, "Holds: one writer per sessi
   a second old or more — "last append" to within a second, informational
   (decision record 0031).
 * **release**: delete our row (``token = ours`` so we never drop another's).
+* **no hold** (a store made with ``holds=False``, what the framework
+  integrations use): nothing is claimed; every append's session UPDATE is
+  a compare-and-set on the head the store read, and runs only while no
+  other store holds the session (``SessionStore.update_unheld``). When it
+  changes no row, :func:`unheld_refusal` says why — a live holder
+  (``SessionLocked``), or an append since the head was read
+  (``ConcurrentWriter``) — and clears a dead process's hold on this host, as
+  a claim would, so the append can go on.
 
 The token identifies one *store instance*, not a connection or a thread:
 Django connections are per thread and come and go, a hold must not.
@@ -37,7 +45,15 @@ from agentstore.models import Holder
 from agentstore.sql import log as log_sql
 from agentstore.types.log import LockInfo
 
-__all__ = ["claim", "describe", "heartbeat", "lock_info", "lost", "pid_alive"]
+__all__ = [
+    "claim",
+    "describe",
+    "heartbeat",
+    "lock_info",
+    "lost",
+    "pid_alive",
+    "unheld_refusal",
+]
 
 
 def pid_alive(pid: int) -> bool:
@@ -161,3 +177,22 @@ def lost(cursor: SqlCursor, session_id: str) -> NoReturn:
     current = lock_info(cursor, session_id)
     holder = describe(session_id, current[0]) if current else "no holder"
     raise exceptions.SessionLocked(f"hold on {session_id} lost to {holder}")
+
+
+def unheld_refusal(cursor: SqlCursor, session_id: str, *, token: str, host: str) -> LockInfo:
+    """Why an unheld append's fence changed no row; returns only for a dead holder it cleared.
+
+    Raises ``SessionLocked`` when a live process (or one on another host)
+    holds ``session_id``, and ``ConcurrentWriter`` when nobody does — so the
+    head moved: another writer appended since it was read. A holder that is
+    a dead process on this host is deleted and returned (the caller reports
+    it and runs its fence again), as :func:`claim` takes such a hold over.
+    """
+    current = lock_info(cursor, session_id)
+    if current is None or current[1] == token:
+        raise exceptions.ConcurrentWriter(f"another writer appended to {session_id}")
+    info, holder_token = current
+    if info.host != host or pid_alive(info.pid):
+        raise exceptions.SessionLocked(describe(session_id, info))
+    cursor.execute(log_sql.DELETE_HOLDER, [session_id, holder_token])
+    return info

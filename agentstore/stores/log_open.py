@@ -65,7 +65,15 @@ from agentstore.stores.base import lookup
 from agentstore.stores.log_rows import call_id_key, read_rows
 from agentstore.types.log import LogPage
 
-__all__ = ["KEEP", "StoredSession", "encode_head", "open_stored", "read_page", "walk_path"]
+__all__ = [
+    "KEEP",
+    "StoredSession",
+    "encode_head",
+    "open_stored",
+    "read_head",
+    "read_page",
+    "walk_path",
+]
 
 #: How the canonical encoder writes a string (``json``'s C function).
 _encode_string = json.encoder.encode_basestring
@@ -466,6 +474,20 @@ def _check_line(session_id: str, seq: int, given: str, line: str) -> None:
         raise exceptions.BadID(f"session {session_id}: line {seq} does not parse") from exc
     if not isinstance(obj, dict) or obj.get("id") != given or entry_id(obj) != given:
         raise exceptions.BadID(f"session {session_id}: line {seq} does not match its id {given}")
+
+
+@lookup("session_id", missing=lambda arguments: (None, ""))  # no row under an unstorable id
+def read_head(cursor: SqlCursor, session_id: str) -> tuple[str | None, str]:
+    """The kind of the row under ``session_id`` (``None``: no row) and its persisted head text.
+
+    Every append rewrites the head, so a view opened at this text is current
+    while the text is unchanged: one indexed read instead of an open.
+    """
+    cursor.execute(log_sql.HEAD_TEXT, [session_id])
+    row = cursor.fetchone()
+    if row is None:
+        return None, ""
+    return str(row[0]), str(row[1] or "")
 
 
 @lookup("session_id", missing=lambda arguments: (None, None))  # no row under an unstorable id

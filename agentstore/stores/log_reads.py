@@ -42,7 +42,7 @@ from agentstore.formats.agentsession import Session, canonical_json, dumps, pars
 from agentstore.models import Entry
 from agentstore.models import Session as SessionRow
 from agentstore.stores import log_follow
-from agentstore.stores.log_open import read_page
+from agentstore.stores.log_open import StoredSession, read_page
 from agentstore.stores.log_rows import LOG, OctetLength, time_ns
 from agentstore.stores.log_sessions import LogSessions
 from agentstore.types.log import Change, ListFilter, LogPage, Summary, Tail
@@ -101,7 +101,9 @@ class LogReads(LogSessions):
         kept entries: O(limit) plus the skipped entries, not O(session length).
         Otherwise the walk starts from the leaf the session's head row names
         (no hold; the same cost), in one read snapshot; a session without a
-        trusted head is read whole first (as :meth:`read`). ``types`` keeps only entries of those
+        trusted head is read whole first (as :meth:`read`). A store without holds
+        uses its view once the head row shows it is current, else opens the
+        session again (and keeps that view). ``types`` keeps only entries of those
         types (``{"item"}``: the conversation); ``limit=None`` walks the whole
         path. The entries may be the store's own (read-only). Raises ``NoSession``.
         """
@@ -109,13 +111,29 @@ class LogReads(LogSessions):
             raise exceptions.ValidationError("limit must not be negative", field="limit")
         wanted = frozenset(types) if types is not None else None
         with self._lock:
-            session = self._open.get(session_id)
+            session: StoredSession | None
+            if not self.holds and not self.read_only:
+                session = self._current(session_id)  # a view checked against the head
+            else:
+                session = self._open.get(session_id)
             if session is not None:
                 out, leaf = session.tail(limit, wanted), session.leaf
             else:
                 out, leaf = self._snapshot(lambda: self._tail_stored(session_id, limit, wanted))
         out.reverse()
         return Tail(entries=out, leaf=leaf)
+
+    def known_leaf(self, session_id: str) -> str | None:
+        """The leaf of this store's own view of the session, as its last operation left it.
+
+        No database read: after :meth:`append_many` it is the leaf that write
+        left (what a conditional next write expects). ``None`` when the store
+        has no view of the session (never opened, released, or dropped after
+        a failed write).
+        """
+        with self._lock:
+            session = self._open.get(session_id)
+            return None if session is None else session.leaf
 
     def _tail_stored(
         self, session_id: str, limit: int | None, wanted: frozenset[str] | None

@@ -18,6 +18,14 @@ what it keeps:
   is shared by threads (each with its own Django connection) while a
   ``Session`` is not thread-safe.
 
+A store made with ``holds=False`` (what the framework integrations use: any
+number of processes and objects serve one conversation) claims no hold. Its
+cache is a *view*, trusted only while the session's head row is the one it
+was opened at (``_heads``; :meth:`LogSessions._current` checks it with one
+indexed read before every use and opens the session again when it moved),
+and each append is fenced by a compare-and-set on that head
+(:mod:`.log_appends`). At most :data:`MAX_VIEWS` views are kept.
+
 Creating, forking and importing insert the session row and its entry rows in
 one write transaction (:meth:`LogSessions._insert_session`); creating and
 opening also claim the hold in that transaction (:mod:`.log_holds`), so a
@@ -55,7 +63,7 @@ from agentstore.models import Entry, Holder
 from agentstore.sql import log as log_sql
 from agentstore.stores import log_follow, log_holds
 from agentstore.stores.base import Clock, StoreBase
-from agentstore.stores.log_open import StoredSession, encode_head, open_stored
+from agentstore.stores.log_open import StoredSession, encode_head, open_stored, read_head
 from agentstore.stores.log_rows import LOG, insert_entries, parse_time, read_rows, require_log
 from agentstore.stores.refs import RefStore
 from agentstore.stores.sessions import SessionStore
@@ -63,7 +71,7 @@ from agentstore.types.log import LockInfo
 from agentstore.validation import json_problem, require_name
 from agentstore.validation import parse_json as parse_strict_json
 
-__all__ = ["CURRENT_MINOR", "MAX_ID", "MAX_NAME", "LogSessions", "stale_format"]
+__all__ = ["CURRENT_MINOR", "MAX_ID", "MAX_NAME", "MAX_VIEWS", "LogSessions", "stale_format"]
 
 T = TypeVar("T")
 S = TypeVar("S", bound=Session)
@@ -74,6 +82,8 @@ logger = logging.getLogger("agentstore.stores.log")
 MAX_ID = 255
 #: The longest session name kept on the session row (longer ``info`` names are cut).
 MAX_NAME = 500
+#: How many sessions a store without holds keeps a view of (the least recently used go).
+MAX_VIEWS = 64
 #: The minor version of the format this store writes.
 CURRENT_MINOR = format_version(CURRENT_FORMAT)[1]
 
@@ -93,6 +103,7 @@ class LogSessions(StoreBase):
         using: str = "default",
         clock: Clock | None = None,
         read_only: bool = False,
+        holds: bool = True,
         follow_interval: float = 0.1,
         stale_lock_report: Callable[[LockInfo], None] | None = None,
     ) -> None:
@@ -102,6 +113,9 @@ class LogSessions(StoreBase):
                 "follow_interval must be positive", field="follow_interval"
             )
         self.read_only = read_only
+        #: Whether opening a session claims its hold until release (see the
+        #: module docstring for a store without).
+        self.holds = holds
         self.follow_interval = float(follow_interval)
         self.stale_lock_report = stale_lock_report
         self._explicit_clock = clock is not None
@@ -119,6 +133,8 @@ class LogSessions(StoreBase):
         self._held: set[str] = set()
         #: When this store last wrote each held session's heartbeat (decision record 0031).
         self._beats: dict[str, datetime] = {}
+        #: The head text each view of a store without holds was opened at or wrote.
+        self._heads: dict[str, str] = {}
         self._hub = log_follow.Hub()
         #: The owner of the session rows and holds (this store keeps the lines).
         self.sessions = SessionStore(using=using, clock=clock)
@@ -156,6 +172,7 @@ class LogSessions(StoreBase):
 
     def _drop(self, session_id: str) -> None:
         self._open.pop(session_id, None)
+        self._heads.pop(session_id, None)
         self._stale.discard(session_id)
 
     # -- sessions ---------------------------------------------------------------
@@ -214,6 +231,8 @@ class LogSessions(StoreBase):
 
         def statements(cursor: Any) -> LockInfo | None:
             self._insert_session(cursor, session, created_at, now, cwd, parent, owner)
+            if not self.holds:
+                return None
             return log_holds.claim(
                 cursor, sid, pid=self.pid, host=self.host, token=self.token, now=now
             )
@@ -224,7 +243,11 @@ class LogSessions(StoreBase):
         """Record a session this store created (and holds) once its transaction committed."""
         sid = session.id
         self._report(dead)
-        self._held.add(sid)
+        if self.holds:
+            self._held.add(sid)
+        else:
+            # What _insert_session wrote: the view is current until it changes.
+            self._heads[sid] = encode_head(len(session), session.resume_state())
         self._refused.pop(sid, None)
         if len(session):
             stored = self._open[sid] = self._stored(session)  # a fork: its prefix in memory
@@ -288,6 +311,8 @@ class LogSessions(StoreBase):
 
     def _held_session(self, session_id: str) -> StoredSession:
         """:meth:`open`, typed as the store's own session class."""
+        if not self.holds and not self.read_only:
+            return self._current(session_id)
         with self._lock:
             refused = self._refused.get(session_id)
             if refused is not None:
@@ -334,6 +359,47 @@ class LogSessions(StoreBase):
             self._open[session_id] = self._adopt(session)
             if stale_format(session.header):
                 self._stale.add(session_id)
+            return session
+
+    def _current(self, session_id: str) -> StoredSession:
+        """A store without holds: its view of the session as the database has it now.
+
+        The cached view is kept while the session's head row is the text it
+        was opened at or last wrote (one indexed read);
+        otherwise the session is opened again from its head — or read whole
+        when the head is not trusted. Raises ``NoSession``.
+        """
+        with self._lock:
+            cached = self._open.get(session_id)
+            if cached is not None:
+                # One statement is its own snapshot: no transaction around it.
+                with db.cursor(self.using) as cursor:
+                    kind, head = read_head(cursor, session_id)
+                require_log(session_id, kind)
+                if head == self._heads.get(session_id):
+                    # Most recently used last: the eviction below takes the oldest.
+                    self._open[session_id] = self._open.pop(session_id)
+                    return cached
+
+            def look() -> tuple[str, StoredSession | None]:
+                with db.cursor(self.using) as cursor:
+                    kind, head = read_head(cursor, session_id)
+                    require_log(session_id, kind)
+                    kind, stored = open_stored(cursor, session_id, using=self.using)
+                require_log(session_id, kind)
+                return head, stored
+
+            head, found = self._snapshot(look)
+            self._drop(session_id)
+            # Read whole outside the head's snapshot: if the session moved in
+            # between, the next append's fence finds the head changed.
+            session = found or self._stored(self._load(session_id))
+            self._open[session_id] = self._adopt(session)
+            self._heads[session_id] = head
+            if stale_format(session.header):
+                self._stale.add(session_id)
+            while len(self._open) > MAX_VIEWS:
+                self._drop(next(iter(self._open)))
             return session
 
     def _open_stored(self, session_id: str) -> StoredSession | None:
@@ -392,6 +458,7 @@ class LogSessions(StoreBase):
         with self._lock:
             held = sorted(self._held | set(self._refused))
             self._open.clear()
+            self._heads.clear()
             self._refused.clear()
             self._stale.clear()
             self._held.clear()

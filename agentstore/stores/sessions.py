@@ -593,6 +593,27 @@ class SessionStore(StoreBase):
         notify.session_changed(self.using, session_id)
         return True
 
+    def update_unheld(
+        self, cursor: SqlCursor, session_id: str, head: str, token: str, **values: Any
+    ) -> bool:
+        """:meth:`update`, only while the session's head is ``head`` and no other store holds it.
+
+        ``False``: someone appended since ``head`` was read, or another store
+        (not ``token``) holds the session — the caller tells which. The fence
+        of an append by a store that takes no lasting holds.
+        """
+        _check_columns(values)
+        statement = session_sql.update_unheld(tuple(values))
+        params = [
+            sql.adapt_datetime(cursor.db, v) if isinstance(v, datetime) else v
+            for v in values.values()
+        ]
+        cursor.execute(statement, [*params, session_id, head, session_id, token])
+        if cursor.rowcount == 0:
+            return False
+        notify.session_changed(self.using, session_id)
+        return True
+
     def prepare_upsert(
         self, kind: str, session_id: str, *, stamp: datetime, **values: Any
     ) -> PreparedUpsert:

@@ -9,6 +9,7 @@ session's coroutines do their database work on another thread
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,7 +22,7 @@ from django.contrib.auth.models import User
 
 from agentstore import exceptions
 from agentstore.integrations.openai_agents import HARNESS, MARK, AgentStoreSession
-from agentstore.models import Entry
+from agentstore.models import Entry, Holder
 from agentstore.models import Session as SessionRow
 from agentstore.stores import LogStore, TreeStore
 from tests.integrations.agents_fakes import WeatherModel, offline, weather_agent
@@ -131,8 +132,9 @@ def test_items_come_back_exactly_and_limit_takes_the_newest() -> None:
 
 
 def test_add_items_is_one_transaction_and_all_or_nothing() -> None:
-    store = LogStore()
-    session = AgentStoreSession("tx", store=store)
+    session = AgentStoreSession("tx")
+    store = session.store
+    assert not store.holds  # its own store keeps no hold between writes
     session.add_items_sync([USER])
     writes: list[int] = []
     original = store.write
@@ -236,16 +238,69 @@ def test_a_session_of_another_kind_is_refused() -> None:
         session.get_items_sync()
 
 
-def test_a_second_writer_of_one_session_is_refused() -> None:
-    first = AgentStoreSession("one-writer")
+def test_objects_never_closed_serve_one_conversation_turn_after_turn() -> None:
+    # The SDK's documented use: one object per conversation, never closed —
+    # and a server has one per worker process. Each turn reads, then writes.
+    first = AgentStoreSession("many-objects")
+    second = AgentStoreSession("many-objects")  # its own LogStore: another process
+    turns: list[Any] = []
+    for turn in range(6):
+        serving = (first, second)[turn % 2]
+        assert serving.get_items_sync() == turns
+        said = {"role": "user", "content": f"turn {turn}"}
+        serving.add_items_sync([said])
+        turns.append(said)
+    assert first.get_items_sync() == second.get_items_sync() == turns
+    assert LogStore().lock_holder("many-objects") is None  # nobody holds it between turns
+    LogStore().read("many-objects").verify()
+
+
+def test_a_session_another_store_holds_refuses_the_write() -> None:
+    harness = LogStore()  # a store that takes holds: it opened the session to write
+    harness.create({"id": "held"})
+    session = AgentStoreSession("held")
+    assert session.get_items_sync() == []  # reads never wait for a hold
+    with pytest.raises(exceptions.SessionLocked, match="held by pid"):
+        session.add_items_sync([USER])
+    harness.release("held")
+    session.add_items_sync([USER])
+    assert session.get_items_sync() == [USER]
+    # The harness opens it again and appends: the object's next turn sees it.
+    harness.append("held", {"type": "item", "item": ANSWER})
+    harness.release("held")
+    assert session.get_items_sync() == [USER, ANSWER]
+
+
+def test_a_dead_processs_hold_does_not_block_the_conversation() -> None:
+    AgentStoreSession("orphan").add_items_sync([USER])
+    since = datetime(2026, 1, 1, tzinfo=UTC)
+    Holder.objects.create(  # a process of this host that no longer exists held it
+        session_id="orphan",
+        pid=2147483000,
+        host=socket.gethostname(),
+        token="gone",
+        since=since,
+        heartbeat=since,
+    )
+    session = AgentStoreSession("orphan")
+    session.get_items_sync()
+    session.add_items_sync([ANSWER])  # the dead hold is cleared, as open would
+    assert not Holder.objects.filter(session_id="orphan").exists()
+    assert session.get_items_sync() == [USER, ANSWER]
+
+
+def test_a_shared_store_that_takes_holds_holds_only_during_the_write() -> None:
+    store = LogStore()  # holds=True: a hold for each write, released after it
+    first = AgentStoreSession("shared-held", store=store)
+    other = AgentStoreSession("shared-held")
     first.add_items_sync([USER])
-    second = AgentStoreSession("one-writer")  # its own LogStore: another writer
-    with pytest.raises(exceptions.SessionLocked):
-        second.add_items_sync([ANSWER])
-    first.close()
-    second.add_items_sync([ANSWER])
-    assert second.get_items_sync() == [USER, ANSWER]
-    second.close()
+    assert store.lock_holder("shared-held") is None
+    other.get_items_sync()
+    other.add_items_sync([ANSWER])
+    first.get_items_sync()
+    first.add_items_sync([{**ANSWER, "id": "msg_3"}])
+    assert store.lock_holder("shared-held") is None
+    assert len(item_entries("shared-held")) == 3
 
 
 def test_the_event_loop_keeps_running_during_database_work() -> None:

@@ -8,8 +8,10 @@ before the server runs wait in the socket's backlog), then announces ready,
 waits for the start file and serves ``project`` on that socket:
 
 * ``uvicorn`` — ASGI (``project.asgi``), one process;
-* ``gunicorn`` — WSGI (``project.wsgi``), one gthread worker with 8 threads,
-  on the inherited socket (``--bind fd://N``).
+* ``gunicorn`` — WSGI (``project.wsgi``), ``--workers`` gthread workers (1)
+  with ``--threads`` threads each (8), on the inherited socket (``--bind fd://N``).
+
+``DJANGO_SETTINGS_MODULE`` in the environment picks the settings.
 
 Also the ``echo`` task handler of ``tests/workers/multiserver_settings.py``.
 """
@@ -36,6 +38,8 @@ def main() -> None:
     parser.add_argument("--kind", choices=["uvicorn", "gunicorn"], required=True)
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--start-file", default="")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args()
     os.environ["DATABASE_URL"] = args.database_url
 
@@ -64,11 +68,11 @@ def main() -> None:
             "--bind",
             f"fd://{sock.fileno()}",
             "--workers",
-            "1",
+            str(args.workers),
             "--worker-class",
             "gthread",
             "--threads",
-            "8",
+            str(args.threads),
             "--log-level",
             "warning",
             "project.wsgi:application",

@@ -1,0 +1,171 @@
+"""A ``LogStore(holds=False)``: views checked against the head row, appends fenced by it.
+
+What the framework integrations run on (docs/log-store.md, "Writing without a
+hold"): nothing is claimed, so any number of stores — processes — write one
+session turn after turn; a view is used only while the session row's head is
+the one it was opened at or wrote; each append is a compare-and-set on that
+head; a store that does hold the session refuses the others' appends.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agentstore import exceptions
+from agentstore.models import Holder
+from agentstore.models import Session as SessionRow
+from agentstore.stores import LogStore
+from agentstore.stores.log_sessions import MAX_VIEWS
+from agentstore.types import LockInfo
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def item(text: str) -> dict[str, object]:
+    return {"type": "item", "item": {"type": "message", "role": "user", "content": text}}
+
+
+@pytest.fixture
+def stores() -> Iterator[tuple[LogStore, LogStore]]:
+    a, b = LogStore(holds=False), LogStore(holds=False)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def texts(store: LogStore, session_id: str) -> list[object]:
+    return [e.data["item"]["content"] for e in store.tail(session_id, None).entries]
+
+
+def test_two_stores_take_turns_on_one_session(stores: tuple[LogStore, LogStore]) -> None:
+    a, b = stores
+    sid = a.create({"id": "turns"}).id
+    assert not Holder.objects.exists()  # creating claimed nothing
+    for turn in range(6):
+        writer = (a, b)[turn % 2]
+        leaf = writer.tail(sid, 10).leaf
+        writer.append_many(sid, [item(f"t{turn}")], expected_leaf=leaf)
+    assert texts(a, sid) == texts(b, sid) == [f"t{n}" for n in range(6)]
+    assert not Holder.objects.exists()
+    LogStore().read(sid).verify()
+
+
+def test_a_current_view_costs_one_read_and_a_stale_one_is_reopened(
+    stores: tuple[LogStore, LogStore],
+) -> None:
+    a, b = stores
+    sid = a.create({"id": "views"}).id
+    a.append(sid, item("one"))
+    with CaptureQueriesContext(connection) as reads:
+        assert texts(a, sid) == ["one"]
+    assert len(reads) == 1  # the head row only: the view is current
+    b.append(sid, item("two"))  # another store moves the head
+    assert texts(a, sid) == ["one", "two"]  # a saw it changed and reopened
+    # A leaf seen before the other store's append is refused, nothing written.
+    old_leaf = a.tail(sid, 1).leaf
+    b.append(sid, item("three"))
+    with pytest.raises(exceptions.ConcurrentWriter, match="moved since it was read"):
+        a.append_many(sid, [item("stale")], expected_leaf=old_leaf)
+    # Nothing is refused for later: read again, write.
+    a.append_many(sid, [item("four")], expected_leaf=a.tail(sid, 1).leaf)
+    assert texts(b, sid) == ["one", "two", "three", "four"]
+
+
+def test_an_append_racing_another_is_refused_by_the_head(
+    stores: tuple[LogStore, LogStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = stores
+    sid = a.create({"id": "race"}).id
+    a.append(sid, item("one"))
+    view = a._current  # noqa: SLF001 - the view check the race slips past
+    raced: list[bool] = []
+
+    def then_b_appends(session_id: str):  # type: ignore[no-untyped-def]
+        session = view(session_id)
+        if not raced:
+            raced.append(True)
+            b.append(sid, item("between"))  # after a's check, before its write
+        return session
+
+    monkeypatch.setattr(a, "_current", then_b_appends)
+    with pytest.raises(exceptions.ConcurrentWriter, match="another writer appended"):
+        a.append(sid, item("late"))
+    monkeypatch.undo()
+    assert texts(a, sid) == ["one", "between"]  # the fence kept "late" out
+    a.append(sid, item("two"))  # and refused nothing for later
+    assert texts(b, sid) == ["one", "between", "two"]
+    LogStore().read(sid).verify()
+
+
+def test_a_store_that_holds_the_session_refuses_the_others(
+    stores: tuple[LogStore, LogStore],
+) -> None:
+    a, _b = stores
+    harness = LogStore()  # holds=True: opening claims the session
+    sid = harness.create({"id": "held"}).id
+    harness.append(sid, item("harness"))
+    assert texts(a, sid) == ["harness"]  # reads never wait for a hold
+    with pytest.raises(exceptions.SessionLocked, match="held by pid"):
+        a.append(sid, item("no"))
+    harness.close()
+    a.append(sid, item("yes"))
+    assert texts(a, sid) == ["harness", "yes"]
+    # The harness opens it again: it sees a's append and goes on after it.
+    harness.append(sid, item("harness again"))
+    harness.close()
+    assert texts(a, sid) == ["harness", "yes", "harness again"]
+
+
+def test_a_dead_processs_hold_is_cleared_and_reported() -> None:
+    reports: list[LockInfo] = []
+    store = LogStore(holds=False, stale_lock_report=reports.append)
+    sid = store.create({"id": "orphan"}).id
+    since = datetime(2026, 1, 1, tzinfo=UTC)
+    Holder.objects.create(
+        session_id=sid,
+        pid=2147483000,
+        host=socket.gethostname(),
+        token="dead",
+        since=since,
+        heartbeat=since,
+    )
+    store.append(sid, item("after"))
+    assert [(r.pid, r.since) for r in reports] == [(2147483000, since)]
+    assert not Holder.objects.exists()
+    Holder.objects.create(
+        session_id=sid, pid=2147483000, host="elsewhere", token="t", since=since, heartbeat=since
+    )
+    with pytest.raises(exceptions.SessionLocked, match="elsewhere"):
+        store.append(sid, item("refused"))  # another host's process may be alive
+    store.close()
+
+
+def test_views_are_bounded() -> None:
+    store = LogStore(holds=False)
+    writer = LogStore(holds=False)
+    ids = [writer.create({"id": f"v{n}"}).id for n in range(MAX_VIEWS + 5)]
+    writer.close()
+    for sid in ids:
+        store.tail(sid, 1)
+    assert store.known_leaf(ids[0]) is None  # the least recently used went
+    assert store.known_leaf(ids[-1]) == ""
+    assert sum(store.known_leaf(s) is not None for s in ids) == MAX_VIEWS
+    store.close()
+
+
+def test_updated_at_and_head_follow_appends() -> None:
+    store = LogStore(holds=False)
+    sid = store.create({"id": "head"}).id
+    store.append(sid, item("a"))
+    row = SessionRow.objects.get(pk=sid)
+    assert '"lines":1' in row.log_head
+    fresh = LogStore()  # a holding store opens from that head in O(1)
+    assert fresh.tail(sid, 5).leaf == store.known_leaf(sid)
+    fresh.close()
+    store.close()
