@@ -84,6 +84,7 @@ __all__ = [
     "WORKFLOW_RUN",
     "adapt_datetime",
     "column_names",
+    "column_types",
     "columns",
     "for_update",
     "marks",
@@ -118,6 +119,14 @@ def _writable_fields(model: type[models.Model]) -> list[models.Field[Any, Any]]:
         for f in model._meta.concrete_fields
         if not isinstance(f, models.AutoField | models.BigAutoField | models.SmallAutoField)
     ]
+
+
+def column_types(
+    model: type[models.Model], connection: Any, *, exclude: Iterable[str] = ()
+) -> list[str]:
+    """The database types of :func:`column_names`' columns on ``connection`` (for casts)."""
+    skip = set(exclude)
+    return [str(f.db_type(connection)) for f in _writable_fields(model) if f.name not in skip]
 
 
 def column_names(model: type[models.Model], *, exclude: Iterable[str] = ()) -> list[str]:

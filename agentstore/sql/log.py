@@ -11,8 +11,20 @@ checks them against the models.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from agentstore.models import Entry, Holder, Session
-from agentstore.sql import ENTRY, HOLDER, SESSION, columns, marks, names
+from agentstore.sql import (
+    ENTRY,
+    HOLDER,
+    SESSION,
+    column_names,
+    column_types,
+    columns,
+    marks,
+    names,
+)
+from agentstore.sql import sessions as session_sql
 
 #: Every entry column: a log line fills the text projection its readers use; the
 #: tree-only metadata columns keep their model defaults (``sql.row``).
@@ -24,6 +36,18 @@ LOOKUP = f"SELECT seq, line FROM {ENTRY} WHERE session_id = %s AND entry_id = %s
 # only when the query implies it (a bound parameter could be "").
 # (No seq bound or MIN() here: with either, SQLite's planner prefers the seq index.)
 CALL = f"SELECT seq FROM {ENTRY} WHERE session_id = %s AND call_id = %s AND NOT (call_id = '')"
+
+
+@lru_cache(maxsize=32)
+def calls(count: int) -> str:
+    """:data:`CALL` for ``count`` call ids at once; params: session, the ids. Gives call_id, seq."""
+    marks_ = ", ".join(["%s"] * count)
+    return (
+        f"SELECT call_id, seq FROM {ENTRY} WHERE session_id = %s AND call_id IN ({marks_}) "
+        "AND NOT (call_id = '')"
+    )
+
+
 #: The session's kind, header and persisted head (``log_open``).
 HEAD = f"SELECT {names(Session, 'kind', 'header', 'log_head')} FROM {SESSION} WHERE id = %s"
 #: The session's kind and persisted head alone: a cached view is current while it is unchanged.
@@ -60,3 +84,43 @@ FOLLOW_PROBE = (
 INSERT_HOLDER = f"INSERT INTO {HOLDER} ({columns(Holder)}) VALUES ({marks(Holder)})"
 DELETE_HOLDER = f"DELETE FROM {HOLDER} WHERE session_id = %s AND token = %s"
 HEARTBEAT = f"UPDATE {HOLDER} SET heartbeat = %s WHERE session_id = %s AND token = %s"
+
+
+#: Lines a fenced insert (:func:`fenced_insert`) carries at most; more go in plain inserts after.
+FENCED_ROWS = 500
+
+
+@lru_cache(maxsize=256)
+def fenced_insert(update_names: tuple[str, ...], rows: int, notify: bool, types: str) -> str:
+    """PostgreSQL: an append by a store without holds as **one** statement.
+
+    The session row's compare-and-set (``sessions.update_unheld``; params:
+    its values, id, head, id, token), then ``pg_notify(channel, payload)`` if
+    ``notify``, then ``rows`` entry rows, each every column but ``session_id``
+    in :func:`column_names` order. The rows are joined to what the UPDATE
+    returned, so when the fence refuses (no row updated) nothing is inserted
+    and no error is raised: the row count says it. Autocommit makes the one
+    statement its own transaction — one round trip for a turn's append.
+    ``types`` is the ``column_types`` of the entry columns, joined by ``|``
+    (the casts a ``VALUES`` list needs: its parameters have no column to take
+    a type from).
+    """
+    cols = column_names(Entry)
+    casts = types.split("|")
+    at = cols.index("session_id")
+    value_cols = [c for i, c in enumerate(cols) if i != at]
+    returning = " RETURNING id" + (", pg_notify(%s, %s)" if notify else "")
+    row = "(" + ", ".join(["%s"] * len(value_cols)) + ")"
+    selected = ", ".join(
+        "fence.id" if i == at else f"v.{c}::{casts[i]}" for i, c in enumerate(cols)
+    )
+    return (
+        f"WITH fence AS MATERIALIZED ({session_sql.update_unheld(update_names)}{returning}) "
+        f"INSERT INTO {ENTRY} ({columns(Entry)}) SELECT {selected} "
+        f"FROM fence, (VALUES {', '.join([row] * rows)}) AS v ({', '.join(value_cols)})"
+    )
+
+
+def entry_types(connection: object) -> str:
+    """:func:`fenced_insert`'s ``types`` on ``connection``."""
+    return "|".join(column_types(Entry, connection))

@@ -44,9 +44,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import IntegrityError
+from django.db import IntegrityError, connections
 
-from agentstore import exceptions
+from agentstore import exceptions, notify
 from agentstore.db import SqlCursor, is_unique_violation
 from agentstore.formats.agentsession import (
     CURRENT_FORMAT,
@@ -56,10 +56,14 @@ from agentstore.formats.agentsession import (
     canonical_json,
     parse_json,
 )
+from agentstore.formats.agentsession import (
+    Entry as LogEntry,
+)
 from agentstore.sql import log as log_sql
+from agentstore.sql.log import FENCED_ROWS
 from agentstore.stores import log_holds
 from agentstore.stores.log_open import StoredSession, encode_head
-from agentstore.stores.log_rows import insert_entries
+from agentstore.stores.log_rows import insert_entries, insert_fenced
 from agentstore.stores.log_sessions import MAX_ID, MAX_NAME, LogSessions, stale_format
 from agentstore.types.log import LockInfo
 
@@ -84,9 +88,8 @@ class LogAppends(LogSessions):
         """
         self._writable()
         with self._lock:
-            session = self._held_session(session_id)
             try:
-                return self._append_many_open(session_id, session, [entry])[0]
+                return self._append_to(session_id, [entry], None)[0]
             finally:
                 # Same-store followers look now, whatever the outcome.
                 self._hub.ring()
@@ -118,17 +121,46 @@ class LogAppends(LogSessions):
         if not entries:
             return []
         with self._lock:
-            session = self._held_session(session_id)
-            if expected_leaf is not None and session.leaf != expected_leaf:
-                raise exceptions.ConcurrentWriter(
-                    f"the leaf of {session_id} moved since it was read: "
-                    f"{session.leaf or 'none'}, not {expected_leaf or 'none'}"
-                )
             try:
-                return self._append_many_open(session_id, session, entries)
+                return self._append_to(session_id, entries, expected_leaf)
             finally:
                 # Same-store followers look now, whatever the outcome.
                 self._hub.ring()
+
+    def _append_to(
+        self, session_id: str, entries: Sequence[dict[str, Any]], expected_leaf: str | None
+    ) -> builtins.list[str]:
+        """Append to the held session — or, without holds, to the store's view of it.
+
+        A store without holds writes from the view it has without reading the
+        head first: the append's fence is a compare-and-set on the head the
+        view was opened at, so a stale view cannot write. When the append is
+        refused (by the fence, or by a rule the stale view answered wrongly),
+        the view is dropped and the append runs once more on the session as
+        the database has it now — whose answer stands. The common turn (a read,
+        then a write) so reads the head once, not twice.
+        """
+        view = None if self.holds else self._open.get(session_id)
+        if view is not None:
+            try:
+                return self._append_on(session_id, view, entries, expected_leaf)
+            except exceptions.AgentStoreError:
+                self._drop(session_id)
+        return self._append_on(session_id, self._held_session(session_id), entries, expected_leaf)
+
+    def _append_on(
+        self,
+        session_id: str,
+        session: StoredSession,
+        entries: Sequence[dict[str, Any]],
+        expected_leaf: str | None,
+    ) -> builtins.list[str]:
+        if expected_leaf is not None and session.leaf != expected_leaf:
+            raise exceptions.ConcurrentWriter(
+                f"the leaf of {session_id} moved since it was read: "
+                f"{session.leaf or 'none'}, not {expected_leaf or 'none'}"
+            )
+        return self._append_many_open(session_id, session, entries)
 
     def _append_many_open(
         self, session_id: str, session: StoredSession, entries: Sequence[dict[str, Any]]
@@ -140,6 +172,8 @@ class LogAppends(LogSessions):
         base_len, base_leaf = len(session), session.leaf
         ids: builtins.list[str] = []
         written: builtins.list[PendingAppend] = []
+        # The batch's function calls, asked about in one look-up (a turn has several).
+        session.expect_calls(_function_call_ids(entries))
         try:
             for entry in entries:
                 pending = session.prepare(entry)
@@ -150,6 +184,8 @@ class LogAppends(LogSessions):
         except BaseException:
             session.truncate(base_len, base_leaf)
             raise
+        finally:
+            session.expect_calls(())
         if not written:
             return ids
         raise_header = session_id in self._stale
@@ -160,7 +196,8 @@ class LogAppends(LogSessions):
         )
 
         try:
-            self._write_append(session_id, written[0], statements)
+            single = self._single_statement(written, raise_header)
+            self._write_append(session_id, written[0], statements, single=single)
         except BaseException:
             session.truncate(base_len, base_leaf)
             raise
@@ -236,27 +273,64 @@ class LogAppends(LogSessions):
                     log_holds.lost(cursor, session_id)
                 if beat:
                     log_holds.heartbeat(cursor, session_id, self.token, now)
+                done = 0
             else:
-                self._unheld_fence(cursor, session_id, read_at, columns)
+                done = self._unheld_fence(
+                    cursor, session_id, read_at, columns, first_seq, rows, now
+                )
             if raise_header:
                 self._raise_header(cursor, session_id)
-            insert_entries(cursor, session_id, first_seq, rows, now)
+            if done < len(rows):
+                insert_entries(cursor, session_id, first_seq + done, rows[done:], now)
 
         return statements
 
     def _unheld_fence(
-        self, cursor: SqlCursor, session_id: str, read_at: str, columns: dict[str, Any]
-    ) -> None:
+        self,
+        cursor: SqlCursor,
+        session_id: str,
+        read_at: str,
+        columns: dict[str, Any],
+        first_seq: int,
+        rows: Sequence[LogEntry],
+        now: datetime,
+    ) -> int:
         """A store without holds: the session UPDATE, only on the head its view read.
+
+        Returns how many of ``rows`` went in with it: on PostgreSQL the fence,
+        the notification and the first ``FENCED_ROWS`` rows are one statement
+        (``log_rows.insert_fenced``: with autocommit, one round trip and its own
+        transaction); on SQLite, where an UPDATE cannot sit in a ``WITH``, the
+        fence is its own statement and the caller inserts every row.
 
         Zero rows: another store holds the session (``SessionLocked``) or
         someone appended since (``ConcurrentWriter``); a dead process's hold on
         this host is cleared and the fence runs again (log_holds.unheld_refusal).
         """
-        update = self.sessions.update_unheld
-        while not update(cursor, session_id, read_at, self.token, **columns):
+        while True:
+            if cursor.db.vendor == "postgresql":
+                first = rows[:FENCED_ROWS]
+                fence = self.sessions.unheld_fence(
+                    cursor, session_id, read_at, self.token, **columns
+                )
+                payload = notify.payload_of(self.using, notify.session_key(session_id))
+                if insert_fenced(
+                    cursor, session_id, first_seq, first, now, fence=fence, payload=payload
+                ):
+                    return len(first)
+            elif self.sessions.update_unheld(cursor, session_id, read_at, self.token, **columns):
+                return 0
             dead = log_holds.unheld_refusal(cursor, session_id, token=self.token, host=self.host)
             self._report([dead])
+
+    def _single_statement(self, written: Sequence[PendingAppend], raise_header: bool) -> bool:
+        """Whether an append's transaction is one statement (see :meth:`_unheld_fence`)."""
+        return (
+            not self.holds
+            and not raise_header
+            and len(written) <= FENCED_ROWS
+            and connections[self.using].vendor == "postgresql"
+        )
 
     def _write_append(
         self,
@@ -265,6 +339,7 @@ class LogAppends(LogSessions):
         tx: Callable[[SqlCursor], None],
         *,
         orm: bool = False,
+        single: bool = False,
     ) -> None:
         """Run a transaction that appends ``pending`` to ``session_id``; map its failures.
 
@@ -275,7 +350,7 @@ class LogAppends(LogSessions):
         """
         new = pending.entry
         try:
-            self.write(tx, orm=orm)
+            self.write(tx, orm=orm, single=single)
         except exceptions.SessionLocked as exc:
             self._drop(session_id)
             if self.holds:
@@ -377,6 +452,23 @@ class LogAppends(LogSessions):
             old.raise_format()
             self._stale.discard(session_id)
         return stored
+
+
+def _function_call_ids(entries: Sequence[Any]) -> set[str]:
+    """The call ids of the ``function_call`` items among ``entries`` (as given, unchecked).
+
+    Only a hint of what the format will ask (``StoredSession.expect_calls``);
+    the format's own rules still decide every entry.
+    """
+    found: set[str] = set()
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("type") == "item":
+            item = entry.get("item")
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                call_id = item.get("call_id")
+                if isinstance(call_id, str) and call_id:
+                    found.add(call_id)
+    return found
 
 
 def _full_config(settings: dict[str, Any]) -> dict[str, Any]:

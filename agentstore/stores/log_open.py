@@ -183,6 +183,9 @@ class StoredSession(Session):
         #: This object's appends in order, with the resume state after each.
         self._appended: list[tuple[Entry, ResumeState]] = []
         self._new_calls: set[str] = set()
+        #: Call ids an append asked about in one look-up (:meth:`expect_calls`):
+        #: call_id -> used. Only for the append that asked.
+        self._looked_up_calls: dict[str, bool] = {}
         self._base_seq = -1
 
     @classmethod
@@ -297,11 +300,37 @@ class StoredSession(Session):
         seq = self.seq_of(entry_id)
         return 0 < seq <= self._base_seq
 
+    def expect_calls(self, call_ids: Collection[str]) -> None:
+        """Look up, in one query, the call ids the next appends will ask about.
+
+        An append of a turn carries several ``function_call`` items; the format
+        asks :meth:`call_id_used` for each. One ``IN`` look-up answers them all
+        (three statements become one; on PostgreSQL three round trips). The
+        answers serve until :meth:`expect_calls` is called again (``()``
+        forgets them): the store asks before an append's prepares and forgets
+        after.
+        """
+        self._looked_up_calls = {}
+        if self._full or not call_ids:
+            return
+        keys = {call_id_key(c): c for c in call_ids}
+        found: set[str] = set()
+        with db.cursor(self._using) as cursor:
+            cursor.execute(log_sql.calls(len(keys)), [self.id, *keys])
+            for key, seq in cursor.fetchall():
+                # A line beyond the count is another writer's: not in this session.
+                if int(seq) <= self._opened:
+                    found.add(keys[str(key)])
+        self._looked_up_calls = {c: c in found for c in call_ids}
+
     def call_id_used(self, call_id: str) -> bool:
         if self._full:
             return super().call_id_used(call_id)
         if call_id in self._new_calls:
             return True
+        known = self._looked_up_calls.get(call_id)
+        if known is not None:
+            return known
         with db.cursor(self._using) as cursor:
             cursor.execute(log_sql.CALL, [self.id, call_id_key(call_id)])
             # A line beyond the count is another writer's: not in this session.

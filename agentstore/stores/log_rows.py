@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db.models import Func, IntegerField
 
-from agentstore import db, exceptions, sql
+from agentstore import db, exceptions, notify, sql
 from agentstore.db import SqlCursor
 from agentstore.formats.agentsession import Entry as LogEntry
 from agentstore.formats.agentsession.describe import searchable
@@ -212,6 +212,45 @@ def insert_entries(
         cursor.execute(log_sql.INSERT_ENTRY, rows[0])
     elif rows:
         cursor.executemany(log_sql.INSERT_ENTRY, rows)
+
+
+def insert_fenced(
+    cursor: SqlCursor,
+    session_id: str,
+    first_seq: int,
+    entries: Sequence[LogEntry],
+    fallback: datetime,
+    *,
+    fence: tuple[tuple[str, ...], list[Any]],
+    payload: str | None,
+) -> bool:
+    """PostgreSQL: the session's fence, its notification and ``entries`` in one statement.
+
+    ``fence`` is ``SessionStore.unheld_fence``'s names and parameters; ``payload``
+    what to ``pg_notify`` (``None``: nothing). ``False`` when the fence refused
+    (nothing was written). At most ``sql.log.FENCED_ROWS`` entries.
+    """
+    names, fence_params = fence
+    params: list[Any] = [*fence_params]
+    if payload is not None:
+        params += [notify.CHANNEL, payload]
+    at = _SESSION_AT
+    for i, entry in enumerate(entries):
+        row = entry_params(cursor, session_id, first_seq + i, entry, fallback)
+        del row[at]
+        params += row
+    types = _ENTRY_TYPES.get(cursor.db.vendor)
+    if types is None:
+        types = _ENTRY_TYPES[cursor.db.vendor] = log_sql.entry_types(cursor.db)
+    statement = log_sql.fenced_insert(names, len(entries), payload is not None, types)
+    cursor.execute(statement, params)
+    return cursor.rowcount > 0
+
+
+#: Where ``session_id`` sits in an entry row's parameters.
+_SESSION_AT = sql.column_names(Entry).index("session_id")
+#: ``sql.log.entry_types`` per vendor (the casts of a fenced insert).
+_ENTRY_TYPES: dict[str, str] = {}
 
 
 def require_log(session_id: str, kind: str | None) -> None:

@@ -602,17 +602,27 @@ class SessionStore(StoreBase):
         (not ``token``) holds the session — the caller tells which. The fence
         of an append by a store that takes no lasting holds.
         """
-        _check_columns(values)
-        statement = session_sql.update_unheld(tuple(values))
-        params = [
-            sql.adapt_datetime(cursor.db, v) if isinstance(v, datetime) else v
-            for v in values.values()
-        ]
-        cursor.execute(statement, [*params, session_id, head, session_id, token])
+        names, params = self.unheld_fence(cursor, session_id, head, token, **values)
+        cursor.execute(session_sql.update_unheld(names), params)
         if cursor.rowcount == 0:
             return False
         notify.session_changed(self.using, session_id)
         return True
+
+    def unheld_fence(
+        self, cursor: SqlCursor, session_id: str, head: str, token: str, **values: Any
+    ) -> tuple[tuple[str, ...], builtins.list[Any]]:
+        """The column names and parameters of :meth:`update_unheld`'s statement, checked.
+
+        For a statement that carries the fence inside it (on PostgreSQL, the
+        log store's one-statement append, ``sql.log.fenced_insert``).
+        """
+        _check_columns(values)
+        params = [
+            sql.adapt_datetime(cursor.db, v) if isinstance(v, datetime) else v
+            for v in values.values()
+        ]
+        return tuple(values), [*params, session_id, head, session_id, token]
 
     def prepare_upsert(
         self, kind: str, session_id: str, *, stamp: datetime, **values: Any

@@ -77,30 +77,33 @@ def test_a_current_view_costs_one_read_and_a_stale_one_is_reopened(
     assert texts(b, sid) == ["one", "two", "three", "four"]
 
 
-def test_an_append_racing_another_is_refused_by_the_head(
-    stores: tuple[LogStore, LogStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_stale_view_never_writes(stores: tuple[LogStore, LogStore]) -> None:
     a, b = stores
-    sid = a.create({"id": "race"}).id
+    sid = a.create({"id": "stale-view"}).id
     a.append(sid, item("one"))
-    view = a._current  # noqa: SLF001 - the view check the race slips past
-    raced: list[bool] = []
-
-    def then_b_appends(session_id: str):  # type: ignore[no-untyped-def]
-        session = view(session_id)
-        if not raced:
-            raced.append(True)
-            b.append(sid, item("between"))  # after a's check, before its write
-        return session
-
-    monkeypatch.setattr(a, "_current", then_b_appends)
-    with pytest.raises(exceptions.ConcurrentWriter, match="another writer appended"):
-        a.append(sid, item("late"))
-    monkeypatch.undo()
-    assert texts(a, sid) == ["one", "between"]  # the fence kept "late" out
-    a.append(sid, item("two"))  # and refused nothing for later
+    b.append(sid, item("between"))  # a's view is now stale; a does not read first
+    # Unconditional: the head's fence refuses the stale view's write, and the
+    # append runs again on the session as it is — after b's entry.
+    a.append(sid, item("two"))
     assert texts(b, sid) == ["one", "between", "two"]
+    b.append(sid, item("three"))
+    # Conditional on a leaf that moved: refused, nothing written, nothing refused later.
+    leaf = a.known_leaf(sid)
+    with pytest.raises(exceptions.ConcurrentWriter, match="moved since it was read"):
+        a.append_many(sid, [item("late")], expected_leaf=leaf)
+    assert texts(a, sid) == ["one", "between", "two", "three"]
     LogStore().read(sid).verify()
+
+
+def test_a_turn_reads_the_head_once(stores: tuple[LogStore, LogStore]) -> None:
+    a, _b = stores
+    sid = a.create({"id": "one-read"}).id
+    a.append(sid, item("one"))
+    with CaptureQueriesContext(connection) as turn:
+        leaf = a.tail(sid, 50).leaf
+        a.append_many(sid, [item("two")], expected_leaf=leaf)
+    heads = [q for q in turn.captured_queries if "log_head FROM" in q["sql"]]
+    assert len(heads) == 1  # the read's; the write trusts its fence
 
 
 def test_a_store_that_holds_the_session_refuses_the_others(
