@@ -12,8 +12,8 @@ user's message, three ``function_call`` items with ~1 KB of JSON ``arguments`` e
 their three ``function_call_output`` items (~1 KB each) and the assistant's answer
 message (call ids unique within a conversation). ``--sessions`` conversations (200)
 of ``--turns`` turns each (10: 2,000 turns, 16,000 items), round-robin across the
-conversations, so every turn finds its conversation's history cold in the caches and
-the database file grows as a busy service's does.
+conversations, so consecutive turns touch different conversations and the rows of
+one conversation lie spread through the file, as a busy service's do.
 
 The stores, each on a fresh database per run, with the same durability:
 
