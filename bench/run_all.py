@@ -107,6 +107,13 @@ PLAN: list[Bench] = [
     Bench(
         "openai_session", ["--items", "100000", "--ops", "10000"], ["--items", "50", "--ops", "5"]
     ),
+    Bench(
+        # Its PostgreSQL side (--database postgresql) uses its own local databases.
+        "sdk_turn",
+        ["--sessions", "200", "--turns", "10", "--processes", "1", "8"],
+        ["--quick"],
+        postgres="",
+    ),
     Bench("tree_context", ["--entries", "100000", "--repeats", "20"], ["--entries", "600"]),
     Bench(
         "tasks_claim",
