@@ -116,6 +116,11 @@ PLAN: list[Bench] = [
     ),
     Bench("tree_context", ["--entries", "100000", "--repeats", "20"], ["--entries", "600"]),
     Bench(
+        "session_list",
+        ["--sessions", "100000", "--repeats", "2000"],
+        ["--sessions", "300", "--users", "3", "--repeats", "5"],
+    ),
+    Bench(
         "tasks_claim",
         ["--tasks", "10000", "--workers", "1", "2", "4", "--dtdb-python", PY],
         ["--tasks", "20", "--workers", "1", "--skip-dtdb"],

@@ -76,6 +76,8 @@ class Session(models.Model):
         null=True,
         blank=True,
         related_name="agentstore_sessions",
+        # The (owner, -updated_at, -id) index below serves every owner lookup.
+        db_index=False,
     )
     cwd = models.TextField(_("working directory"), default="", blank=True)
     name = models.CharField(_("name"), max_length=500, default="", blank=True)
@@ -119,6 +121,12 @@ class Session(models.Model):
             models.Index(fields=["parent_session"], name="agentstore_session_parent"),
             models.Index(fields=["kind", "-updated_at", "-id"], name="agentstore_session_kind_upd"),
             models.Index(fields=["-updated_at", "-id"], name="agentstore_session_updated"),
+            # A user's newest sessions (the API's and the admin's list for a
+            # non-staff user) read in order, without sorting all of theirs; it
+            # also serves the owner foreign key, which so needs no index of its own.
+            models.Index(
+                fields=["owner", "-updated_at", "-id"], name="agentstore_session_owner_upd"
+            ),
             models.Index(fields=["created_at"], name="agentstore_session_created"),
         ]
         constraints = [

@@ -20,6 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from agentstore import exceptions
 from agentstore.models import Holder
 from agentstore.models import Session as SessionRow
+from agentstore.sql.log import FENCED_ROWS
 from agentstore.stores import LogStore
 from agentstore.stores.log_sessions import MAX_VIEWS
 from agentstore.types import LockInfo
@@ -172,3 +173,55 @@ def test_updated_at_and_head_follow_appends() -> None:
     assert fresh.tail(sid, 5).leaf == store.known_leaf(sid)
     fresh.close()
     store.close()
+
+
+def call(call_id: str) -> dict[str, object]:
+    return {
+        "type": "item",
+        "item": {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"},
+    }
+
+
+@pytest.mark.postgres_only
+def test_on_postgresql_an_append_is_one_statement_after_the_call_id_look_up() -> None:
+    store = LogStore(holds=False)
+    sid = store.create({"id": "round-trips"}).id
+    store.append(sid, item("one"))
+    with CaptureQueriesContext(connection) as sent:
+        store.append_many(sid, [item("q"), call("c1"), call("c2"), call("c3"), item("a")])
+    statements = [q["sql"] for q in sent.captured_queries]
+    assert len(statements) == 2, statements
+    assert statements[0].startswith("SELECT call_id") and "IN (" in statements[0]
+    assert statements[1].startswith("WITH fence AS MATERIALIZED (UPDATE")
+    with CaptureQueriesContext(connection) as sent:
+        store.append(sid, item("no calls"))
+    assert len(sent.captured_queries) == 1
+    LogStore().read(sid).verify()
+    store.close()
+
+
+def test_a_repeated_call_id_is_refused_in_a_batch_and_across_batches() -> None:
+    store = LogStore(holds=False)
+    sid = store.create({"id": "calls"}).id
+    store.append_many(sid, [call("c1"), call("c2")])
+    with pytest.raises(exceptions.CallIDRepeated):
+        store.append_many(sid, [call("c3"), call("c1")])
+    with pytest.raises(exceptions.CallIDRepeated):
+        store.append_many(sid, [call("c4"), call("c4")])
+    store.append_many(sid, [call("c3"), call("c4")])
+    assert len(LogStore().read(sid).entries) == 4
+    store.close()
+
+
+def test_a_batch_beyond_one_statement_is_stored_whole() -> None:
+    store = LogStore(holds=False)
+    sid = store.create({"id": "big-batch"}).id
+    store.append(sid, item("first"))
+    store.append_many(sid, [item(f"m{n}") for n in range(FENCED_ROWS + 37)])
+    assert len(texts(store, sid)) == FENCED_ROWS + 38
+    LogStore().read(sid).verify()
+    other = LogStore(holds=False)
+    other.append(sid, item("after"))  # the head the big batch wrote is what others read
+    assert texts(store, sid)[-1] == "after"
+    store.close()
+    other.close()
