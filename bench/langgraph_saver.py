@@ -6,7 +6,8 @@
 
 Workload, the same for every saver on the same database engine:
 
-* a one-node ``StateGraph`` (``{"n": int}``, the node adds one) invoked
+* a ``StateGraph`` of ``--nodes`` nodes in a chain (``{"n": int}``, each node
+  adds one; 1 by default, 6 for the user's-path table of docs/performance.md) invoked
   ``--invocations`` times (2,000) on one thread with ``durability="sync"`` —
   every checkpoint and write is committed before ``invoke`` returns;
 * ``get_tuple`` of the latest checkpoint, ``--reads`` times, on a 10-checkpoint
@@ -49,16 +50,19 @@ class Count(TypedDict):
     n: int
 
 
-def graph_with(saver: Any) -> Any:
+def graph_with(saver: Any, nodes: int = 1) -> Any:
+    """A chain of ``nodes`` nodes, each adding one to ``n`` (a checkpoint and a write each)."""
     from langgraph.graph import END, START, StateGraph
 
     def add(state: Count) -> Count:
         return {"n": state["n"] + 1}
 
     builder = StateGraph(Count)
-    builder.add_node("add", add)
-    builder.add_edge(START, "add")
-    builder.add_edge("add", END)
+    names = [f"add{i}" for i in range(nodes)]
+    for name in names:
+        builder.add_node(name, add)
+    for before, after in zip([START, *names], [*names, END], strict=True):
+        builder.add_edge(before, after)
     return builder.compile(checkpointer=saver)
 
 
@@ -98,9 +102,9 @@ def time_saver_methods(saver: Any) -> list[float]:
     return spent
 
 
-def measure(saver: Any, invocations: int, reads: int, tag: str) -> dict[str, float]:
+def measure(saver: Any, invocations: int, reads: int, tag: str, nodes: int = 1) -> dict[str, float]:
     spent = time_saver_methods(saver)
-    graph = graph_with(saver)
+    graph = graph_with(saver, nodes)
     long_config = {"configurable": {"thread_id": f"long-{tag}"}}
     cpu_started, inside_started = time.process_time(), spent[0]
     started = time.perf_counter()
@@ -143,7 +147,7 @@ def sqlite_half(args: argparse.Namespace) -> dict[str, Any]:
         conn = sqlite3.connect(f"{tmp}/langgraph.sqlite3", check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        theirs = measure(SqliteSaver(conn), args.invocations, args.reads, "theirs")
+        theirs = measure(SqliteSaver(conn), args.invocations, args.reads, "theirs", args.nodes)
         conn.close()
     return {"backend": "sqlite", "agentstore": agentstore, "langgraph": theirs}
 
@@ -156,7 +160,9 @@ def postgres_half(args: argparse.Namespace) -> dict[str, Any]:
     agentstore = _agentstore(args)
     with PostgresSaver.from_conn_string(args.postgres) as saver:
         saver.setup()
-        theirs = measure(saver, args.invocations, args.reads, f"theirs-{time.time_ns()}")
+        theirs = measure(
+            saver, args.invocations, args.reads, f"theirs-{time.time_ns()}", args.nodes
+        )
     return {"backend": "postgresql", "agentstore": agentstore, "langgraph": theirs}
 
 
@@ -171,7 +177,9 @@ def _agentstore(args: argparse.Namespace) -> dict[str, float]:
     call_command("migrate", verbosity=0)
     from agentstore.integrations.langgraph import AgentStoreSaver
 
-    return measure(AgentStoreSaver(), args.invocations, args.reads, f"ours-{time.time_ns()}")
+    return measure(
+        AgentStoreSaver(), args.invocations, args.reads, f"ours-{time.time_ns()}", args.nodes
+    )
 
 
 def report(result: dict[str, Any]) -> None:
@@ -197,6 +205,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--invocations", type=int, default=2000)
     parser.add_argument("--reads", type=int, default=500)
+    parser.add_argument("--nodes", type=int, default=1, help="nodes in the graph's chain")
     parser.add_argument("--postgres", default="", help="a PostgreSQL URL to also measure")
     parser.add_argument("--skip-sqlite", action="store_true", help="measure PostgreSQL only")
     common.add_json_flag(parser)
@@ -222,12 +231,13 @@ def main() -> int:
         result = json.loads(done.stdout.strip().splitlines()[-1])
         report(result)
         peer = "SqliteSaver" if result["backend"] == "sqlite" else "PostgresSaver"
+        prefix = "langgraph" if args.nodes == 1 else f"langgraph, {args.nodes} nodes"
         for label, key, unit, scale in (
-            ("langgraph: invoke, durability=sync", "invokes_per_s", "ops/s", 1.0),
-            ("langgraph: CPU an invoke", "cpu_us", "ms", 1e-3),
-            ("langgraph: CPU an invoke inside the saver", "saver_cpu_us", "ms", 1e-3),
-            ("langgraph: get_tuple latest, short thread", "get_short_us", "ms", 1e-3),
-            ("langgraph: get_tuple latest, long thread", "get_long_us", "ms", 1e-3),
+            (f"{prefix}: invoke, durability=sync", "invokes_per_s", "ops/s", 1.0),
+            (f"{prefix}: CPU an invoke", "cpu_us", "ms", 1e-3),
+            (f"{prefix}: CPU an invoke inside the saver", "saver_cpu_us", "ms", 1e-3),
+            (f"{prefix}: get_tuple latest, short thread", "get_short_us", "ms", 1e-3),
+            (f"{prefix}: get_tuple latest, long thread", "get_long_us", "ms", 1e-3),
         ):
             common.record(label, "AgentStoreSaver", result["agentstore"][key] * scale, unit=unit)
             common.record(label, peer, result["langgraph"][key] * scale, role="peer", unit=unit)

@@ -190,6 +190,7 @@ HELPERS = {
     "apiclient",
     "floor",
     "run_all",
+    "performance",
     "__init__",
     "hostile_pass",
     "newuser_pass",

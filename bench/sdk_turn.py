@@ -376,6 +376,13 @@ def main(argv: list[str] | None = None) -> None:
         workload = f"openai: turn, {r['database']}, {r['processes']} process(es)"
         role = "agentstore" if r["store"] == OURS else "peer"
         common.record(workload, r["store"], r["rate"], role=role, unit="turns/s")
+        cpu = f"openai: CPU a turn, {r['database']}, {r['processes']} process(es)"
+        common.record(cpu, r["store"], r["cpu_ms"], role=role, unit="ms")
+        if r["processes"] == args.processes[0]:
+            grown = (r["after"] - r["before"]) / 1e6
+            common.record(
+                f"openai: growth on disk, {r['database']}", r["store"], grown, role=role, unit="MB"
+            )
     common.emit("sdk_turn", args, engine_name="+".join(databases))
 
 

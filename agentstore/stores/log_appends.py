@@ -74,6 +74,15 @@ __all__ = ["HEARTBEAT_EVERY", "LogAppends"]
 HEARTBEAT_EVERY = timedelta(seconds=1)
 
 
+#: Refusals a stale view cannot cause (the input, a holder, the database): not retried.
+_NOT_STALENESS = (
+    exceptions.ValidationError,
+    exceptions.SessionLocked,
+    exceptions.DatabaseBusy,
+    exceptions.DatabaseUnavailable,
+)
+
+
 class LogAppends(LogSessions):
     """The appends and continuations of a ``LogStore`` (see the module docstring)."""
 
@@ -144,6 +153,8 @@ class LogAppends(LogSessions):
         if view is not None:
             try:
                 return self._append_on(session_id, view, entries, expected_leaf)
+            except _NOT_STALENESS:
+                raise
             except exceptions.AgentStoreError:
                 self._drop(session_id)
         return self._append_on(session_id, self._held_session(session_id), entries, expected_leaf)
