@@ -199,7 +199,8 @@ class ConversationLog:
             try:
                 ids = self.store.append_many(sid, entries, expected_leaf=self.seen_leaf)
             except exceptions.NoSession:
-                if not create or self._exists():
+                # No row at all (another kind is WrongSessionKind): create it.
+                if not create:
                     raise
                 self._create()
                 self._check_owner()

@@ -371,15 +371,15 @@ class LogSessions(StoreBase):
         """
         with self._lock:
             cached = self._open.get(session_id)
-            if cached is not None:
-                # One statement is its own snapshot: no transaction around it.
-                with db.cursor(self.using) as cursor:
-                    kind, head = read_head(cursor, session_id)
-                require_log(session_id, kind)
-                if head == self._heads.get(session_id):
-                    # Most recently used last: the eviction below takes the oldest.
-                    self._open[session_id] = self._open.pop(session_id)
-                    return cached
+            # One statement is its own snapshot: no transaction around it. It
+            # also answers a missing session (NoSession) without opening one.
+            with db.cursor(self.using) as cursor:
+                kind, head = read_head(cursor, session_id)
+            require_log(session_id, kind)
+            if cached is not None and head == self._heads.get(session_id):
+                # Most recently used last: the eviction below takes the oldest.
+                self._open[session_id] = self._open.pop(session_id)
+                return cached
 
             def look() -> tuple[str, StoredSession | None]:
                 with db.cursor(self.using) as cursor:

@@ -265,10 +265,17 @@ class SessionStore(StoreBase):
         return None if found is None else _record(found)
 
     @lookup("session_id", missing=none)
+    @lookup("session_id", missing=none)  # no row under an unstorable id
     def kind_of(self, session_id: str) -> str | None:
-        """The session's kind, or ``None`` when there is no such session."""
-        kind = Session.objects.using(self.using).filter(pk=session_id).values_list("kind").first()
-        return None if kind is None else str(kind[0])
+        """The session's kind, or ``None`` when there is no such session.
+
+        One hand-written statement: a new conversation asks it on its first
+        turn, and compiling the ORM query cost more than running it.
+        """
+        with db.cursor(self.using) as cursor:
+            cursor.execute(session_sql.KIND_OF, [session_id])
+            row = cursor.fetchone()
+        return None if row is None else str(row[0])
 
     @lookup("kind", "cwd", "parent_session", missing=nothing)
     def list(  # noqa: A003
