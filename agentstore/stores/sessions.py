@@ -110,6 +110,14 @@ def _owner_id(owner: Any) -> Any:
     return owner.pk
 
 
+def _adapted(cursor: SqlCursor, values: dict[str, Any]) -> list[Any]:
+    """``values``' parameters, checked as columns, datetimes adapted for the database."""
+    _check_columns(values)
+    return [
+        sql.adapt_datetime(cursor.db, v) if isinstance(v, datetime) else v for v in values.values()
+    ]
+
+
 def _check_columns(values: dict[str, Any]) -> None:
     unknown = set(values) - _SETTABLE
     if unknown:
@@ -588,17 +596,9 @@ class SessionStore(StoreBase):
         One statement for an append's session touch and its fence (the hold
         check that used to be the heartbeat's UPDATE; decision record 0031).
         """
-        _check_columns(values)
         statement = session_sql.update_held(tuple(values), cursor.db.vendor)
-        params = [
-            sql.adapt_datetime(cursor.db, v) if isinstance(v, datetime) else v
-            for v in values.values()
-        ]
-        cursor.execute(statement, [*params, session_id, session_id, token])
-        if cursor.rowcount == 0:
-            return False
-        notify.session_changed(self.using, session_id)
-        return True
+        params = [*_adapted(cursor, values), session_id, session_id, token]
+        return self._fenced(cursor, session_id, statement, params)
 
     def update_unheld(
         self, cursor: SqlCursor, session_id: str, head: str, token: str, **values: Any
@@ -610,7 +610,13 @@ class SessionStore(StoreBase):
         of an append by a store that takes no lasting holds.
         """
         names, params = self.unheld_fence(cursor, session_id, head, token, **values)
-        cursor.execute(session_sql.update_unheld(names), params)
+        return self._fenced(cursor, session_id, session_sql.update_unheld(names), params)
+
+    def _fenced(
+        self, cursor: SqlCursor, session_id: str, statement: str, params: builtins.list[Any]
+    ) -> bool:
+        """Run a fenced session UPDATE; ``False`` when its fence held it back (no row)."""
+        cursor.execute(statement, params)
         if cursor.rowcount == 0:
             return False
         notify.session_changed(self.using, session_id)
@@ -624,12 +630,7 @@ class SessionStore(StoreBase):
         For a statement that carries the fence inside it (on PostgreSQL, the
         log store's one-statement append, ``sql.log.fenced_insert``).
         """
-        _check_columns(values)
-        params = [
-            sql.adapt_datetime(cursor.db, v) if isinstance(v, datetime) else v
-            for v in values.values()
-        ]
-        return tuple(values), [*params, session_id, head, session_id, token]
+        return tuple(values), [*_adapted(cursor, values), session_id, head, session_id, token]
 
     def prepare_upsert(
         self, kind: str, session_id: str, *, stamp: datetime, **values: Any
