@@ -158,11 +158,22 @@ def postgres_half(args: argparse.Namespace) -> dict[str, Any]:
     common.ensure_postgres_database(args.postgres)  # created if missing, kept if there
     os.environ["DATABASE_URL"] = args.postgres
     agentstore = _agentstore(args)
-    with PostgresSaver.from_conn_string(args.postgres) as saver:
-        saver.setup()
-        theirs = measure(
-            saver, args.invocations, args.reads, f"theirs-{time.time_ns()}", args.nodes
-        )
+    tag = f"theirs-{time.time_ns()}"
+    if args.peer_pool:
+        # Pooled, as LangGraph's docs set up a server: the connection options of
+        # from_conn_string, on a psycopg_pool.ConnectionPool.
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        options = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+        with ConnectionPool(args.postgres, max_size=4, kwargs=options) as pool:
+            saver = PostgresSaver(pool)
+            saver.setup()
+            theirs = measure(saver, args.invocations, args.reads, tag, args.nodes)
+    else:
+        with PostgresSaver.from_conn_string(args.postgres) as saver:
+            saver.setup()
+            theirs = measure(saver, args.invocations, args.reads, tag, args.nodes)
     return {"backend": "postgresql", "agentstore": agentstore, "langgraph": theirs}
 
 
@@ -206,6 +217,11 @@ def main() -> int:
     parser.add_argument("--invocations", type=int, default=2000)
     parser.add_argument("--reads", type=int, default=500)
     parser.add_argument("--nodes", type=int, default=1, help="nodes in the graph's chain")
+    parser.add_argument(
+        "--peer-pool",
+        action="store_true",
+        help="PostgresSaver on a psycopg_pool.ConnectionPool (as its docs set up a server)",
+    )
     parser.add_argument("--postgres", default="", help="a PostgreSQL URL to also measure")
     parser.add_argument("--skip-sqlite", action="store_true", help="measure PostgreSQL only")
     common.add_json_flag(parser)
@@ -231,6 +247,8 @@ def main() -> int:
         result = json.loads(done.stdout.strip().splitlines()[-1])
         report(result)
         peer = "SqliteSaver" if result["backend"] == "sqlite" else "PostgresSaver"
+        if peer == "PostgresSaver" and args.peer_pool:
+            peer = "PostgresSaver (pooled)"
         prefix = "langgraph" if args.nodes == 1 else f"langgraph, {args.nodes} nodes"
         for label, key, unit, scale in (
             (f"{prefix}: invoke, durability=sync", "invokes_per_s", "ops/s", 1.0),

@@ -234,7 +234,7 @@ def main() -> int:
         ("sdk_turn", [*turn, "--database", database], {}),
         (
             "langgraph_saver",
-            graph + ([] if args.skip_postgres else ["--postgres", args.postgres]),
+            graph + ([] if args.skip_postgres else ["--postgres", args.postgres, "--peer-pool"]),
             {},
         ),
         ("session_list", listing, {}),
