@@ -5,36 +5,46 @@
     ensure_search_index("default")      # after migrate (agentstore's post_migrate does it)
     sql, params = match_sql("default", "flaky parser", session_id="")   # matching entry pks
 
-What is indexed: each entry row's ``content`` and ``summary`` — the text both
-tree stores project into the row (message text, compaction and branch
-summaries) and, for agentsession entries, what
-``formats.agentsession.describe.searchable`` projects (message and reasoning
-text, tool calls with their arguments, tool outputs). Words match whole or, for
-the last word typed, by prefix (``flak`` finds "flaky"); every word must match.
+What is indexed: each entry's text, held once (decision record 0090). An
+agentsession *item* line (what the OpenAI Agents SDK and Pydantic AI append) is
+indexed from the stored line itself — the string members named ``text``,
+``content``, ``arguments``, ``input``, ``name``, ``output`` and ``refusal`` at
+any depth of its ``item`` (message and reasoning text, tool calls with their
+arguments, tool outputs) — so its row keeps only a short preview in ``content``.
+Every other row is indexed from its ``content`` and ``summary`` columns: the
+text the tree store keeps with its messages (compaction and branch summaries
+included) and what ``formats.agentsession.describe.searchable`` projects of the
+log's other lines. Words match whole or, for the last word typed, by prefix
+(``flak`` finds "flaky"); every word must match.
 
 * **SQLite**: an external-content FTS5 table ``agentstore_entry_fts`` over the
-  entry table (unicode61 tokenizer, diacritics folded), filled in *batches*
+  view ``agentstore_entry_text`` (each entry's indexed text, computed by SQL
+  from its row: ``json_tree`` over an item's line), filled in *batches*
   rather than on every insert (decision record 0023). A one-row table
   ``agentstore_entry_fts_mark`` holds ``upto``: every entry with ``id <= upto``
   (and some text) is in the index, none above it is.
   An insert trigger indexes the tail ``(upto, new.id]`` in one go once it spans
   :data:`TAIL_IDS` ids and moves the mark; the update and delete triggers keep
   indexed rows in step and leave the tail alone. All of it runs inside the
-  writing transaction — the stores' hand-written SQL included. A search matches
-  FTS5 over the indexed rows and the same FTS5 query, through the SQL function
-  ``agentstore_fts_match``, over the at most ``TAIL_IDS - 1`` tail rows — one
-  statement, one snapshot, so results are exact. The function runs the query in
-  a private in-memory FTS5 table with the same tokenizer: the same engine, so
-  both halves agree by construction (tests/test_search.py checks it too).
-  Rows without text are not indexed.
-* **PostgreSQL**: a GIN index on ``to_tsvector('simple', content || ' ' ||
-  summary)``; the planner keeps it in step like any index.
+  writing transaction — the stores' hand-written SQL included — and is plain
+  SQL, so any connection (the ``sqlite3`` shell included) keeps it in step. A
+  search matches FTS5 over the indexed rows and the same FTS5 query, through
+  the SQL function ``agentstore_fts_match``, over the at most ``TAIL_IDS - 1``
+  tail rows — one statement, one snapshot, so results are exact. The function
+  runs the query in a private in-memory FTS5 table with the same tokenizer:
+  the same engine, so both halves agree by construction (tests/test_search.py
+  checks it too). Rows without text are not indexed.
+* **PostgreSQL**: a GIN index on the ``to_tsvector('simple', …)`` of the same
+  text (:data:`PG_VECTOR`: ``jsonb_path_query_array`` over an item's line, else
+  ``content || ' ' || summary``); the planner keeps it in step like any index.
 
 These are created by :func:`ensure_search_index` (idempotent; ``IF NOT
 EXISTS``), which the app runs on ``post_migrate`` rather than in the migration:
 an FTS5 virtual table and its triggers are SQLite-only DDL that one migration
 for both databases cannot state as model ``Meta`` (decision record 0023).
-Creating the index fills it from the rows already there.
+Creating the index fills it from the rows already there; a database indexed by
+an earlier design (its FTS5 table over the entry table, or the GIN index on the
+columns alone) is re-indexed by the next ``migrate``.
 """
 
 from __future__ import annotations
@@ -62,9 +72,45 @@ __all__ = [
 
 ENTRY_TABLE = Entry._meta.db_table
 FTS_TABLE = "agentstore_entry_fts"
-PG_INDEX = "agentstore_entry_search"
-# The indexed expression on PostgreSQL; queries must repeat it exactly to use the index.
-PG_VECTOR = "to_tsvector('simple'::regconfig, content || ' ' || summary)"
+#: SQLite: each entry's indexed text (id, session_id, content, summary); the FTS5
+#: table's external content.
+TEXT_VIEW = "agentstore_entry_text"
+#: Named for its expression: another expression is another name (and the old
+#: index is dropped: :data:`_PG_OLD_INDEXES`).
+PG_INDEX = "agentstore_entry_text_search"
+#: Names of earlier designs' objects, dropped when the index is rebuilt.
+_PG_OLD_INDEXES = ("agentstore_entry_search",)
+
+#: The members of an item whose string values are its words, at any depth
+#: (``describe.item_text`` reads the same ones: message parts' ``text``, a user
+#: message's ``content`` string, a call's ``name`` and ``arguments`` or
+#: ``input``, an output's ``output``, a ``refusal``).
+ITEM_WORD_KEYS = ("text", "content", "arguments", "input", "name", "output", "refusal")
+_SQLITE_KEYS = ", ".join(f"'{k}'" for k in ITEM_WORD_KEYS)
+_PG_KEYS = " || ".join(f'@.key == "{k}"' for k in ITEM_WORD_KEYS)
+
+
+def _sqlite_text(row: str) -> str:
+    """SQLite: the indexed text of entry row ``row`` (an item's from its line)."""
+    return (
+        f"CASE WHEN {row}.type = 'item' AND json_valid({row}.line) THEN "
+        f"COALESCE((SELECT group_concat(j.value, ' ') FROM json_tree({row}.line, '$.item') j "
+        f"WHERE j.type = 'text' AND j.key IN ({_SQLITE_KEYS})), '') "
+        f"ELSE {row}.content END"
+    )
+
+
+# The indexed expression on PostgreSQL; queries must repeat it exactly to use the
+# index. jsonb cannot hold a NUL (``\u0000``) nor a lone surrogate: a line that
+# escapes one is indexed as plain text rather than refused.
+PG_VECTOR = (
+    "(CASE WHEN type <> 'item' "
+    "THEN to_tsvector('simple'::regconfig, content || ' ' || summary) "
+    "WHEN line ~ '\\\\u(0000|[dD][89a-fA-F])' THEN to_tsvector('simple'::regconfig, line) "
+    "ELSE to_tsvector('simple'::regconfig, jsonb_path_query_array((line::jsonb) -> 'item', "
+    '\'strict $.** ? (@.type() == "object").keyvalue() ? '
+    f'(@.value.type() == "string" && ({_PG_KEYS})).value\')) END)'
+)
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: At most this many words of a query are used.
 MAX_TERMS = 8
@@ -78,13 +124,32 @@ MARK_TABLE = f"{FTS_TABLE}_mark"
 #: The SQL function matching one row against an FTS5 query (SQLite only).
 MATCH_FUNCTION = "agentstore_fts_match"
 _TOKENIZE = "tokenize='unicode61 remove_diacritics 2'"
-_HAS_TEXT = "{row}.content != '' OR {row}.summary != ''"
+_HAS_TEXT = "(content != '' OR summary != '')"  # over TEXT_VIEW
 _UPTO = f"(SELECT upto FROM {MARK_TABLE} WHERE id = 1)"
-# Triggers of the first design (every insert indexed at once); replaced in place.
+_TRIGGERS = [f"{FTS_TABLE}_{t}" for t in ("tail", "below", "del", "upd")]
+# Triggers of the first design (every insert indexed at once).
 _OLD_TRIGGERS = [f"{FTS_TABLE}_ai", f"{FTS_TABLE}_ad", f"{FTS_TABLE}_au"]
+# What the FTS5 table's definition says when it reads the view (this design).
+_OVER_VIEW = f"content='{TEXT_VIEW}'"
+
+
+def _index_row(row: str, command: str = "") -> str:
+    """``INSERT`` one trigger row's text into the FTS5 table (or ``'delete'`` it)."""
+    head = f"{FTS_TABLE}, " if command else ""
+    value = f"'{command}', " if command else ""
+    return (
+        f"INSERT INTO {FTS_TABLE}({head}rowid, content, summary) "
+        f"SELECT {value}{row}.id, t.content, {row}.summary "
+        f"FROM (SELECT {_sqlite_text(row)} AS content) t "
+        f"WHERE t.content != '' OR {row}.summary != ''"
+    )
+
+
 _SQLITE_DDL = [
+    f"CREATE VIEW IF NOT EXISTS {TEXT_VIEW} AS SELECT e.id AS id, e.session_id AS session_id, "
+    f"{_sqlite_text('e')} AS content, e.summary AS summary FROM {ENTRY_TABLE} e",
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
-    f"content, summary, content='{ENTRY_TABLE}', content_rowid='id', "
+    f"content, summary, {_OVER_VIEW}, content_rowid='id', "
     f"{_TOKENIZE}, columnsize=0)",
     f"CREATE TABLE IF NOT EXISTS {MARK_TABLE} "
     "(id INTEGER PRIMARY KEY CHECK (id = 1), upto INTEGER NOT NULL)",
@@ -92,32 +157,27 @@ _SQLITE_DDL = [
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_tail AFTER INSERT ON {ENTRY_TABLE} "
     f"WHEN new.id - {_UPTO} >= {TAIL_IDS} BEGIN "
     f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "
-    f"SELECT id, content, summary FROM {ENTRY_TABLE} WHERE id > {_UPTO} AND id <= new.id "
-    f"AND ({_HAS_TEXT.format(row=ENTRY_TABLE)}); "
+    f"SELECT id, content, summary FROM {TEXT_VIEW} WHERE id > {_UPTO} AND id <= new.id "
+    f"AND {_HAS_TEXT}; "
     f"UPDATE {MARK_TABLE} SET upto = new.id WHERE id = 1; END",
     # A row inserted below the mark (an explicit id; AUTOINCREMENT never gives
     # one) is indexed at once, so "id <= upto" stays "indexed".
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_below AFTER INSERT ON {ENTRY_TABLE} "
-    f"WHEN new.id <= {_UPTO} AND ({_HAS_TEXT.format(row='new')}) BEGIN "
-    f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "
-    "VALUES (new.id, new.content, new.summary); END",
+    f"WHEN new.id <= {_UPTO} BEGIN {_index_row('new')}; END",
+    # 'delete' must be given the text that was indexed: the same expression
+    # over the old row gives it (a line is never changed in place but by an
+    # UPDATE, which this trigger's sibling sees).
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_del AFTER DELETE ON {ENTRY_TABLE} "
-    f"WHEN old.id <= {_UPTO} AND ({_HAS_TEXT.format(row='old')}) BEGIN "
-    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, content, summary) "
-    "VALUES ('delete', old.id, old.content, old.summary); END",
-    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_upd AFTER UPDATE OF content, summary "
+    f"WHEN old.id <= {_UPTO} BEGIN {_index_row('old', 'delete')}; END",
+    f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_upd AFTER UPDATE OF type, line, content, summary "
     f"ON {ENTRY_TABLE} WHEN old.id <= {_UPTO} BEGIN "
-    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, content, summary) "
-    f"SELECT 'delete', old.id, old.content, old.summary WHERE {_HAS_TEXT.format(row='old')}; "
-    f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "
-    f"SELECT new.id, new.content, new.summary WHERE {_HAS_TEXT.format(row='new')}; END",
+    f"{_index_row('old', 'delete')}; {_index_row('new')}; END",
 ]
 # Index every row there is and put the mark after it (creation, upgrade, flush).
 _SQLITE_FLUSH = [
     f"INSERT OR IGNORE INTO {MARK_TABLE} (id, upto) VALUES (1, 0)",
     f"INSERT INTO {FTS_TABLE}(rowid, content, summary) "
-    f"SELECT id, content, summary FROM {ENTRY_TABLE} WHERE id > {_UPTO} "
-    f"AND ({_HAS_TEXT.format(row=ENTRY_TABLE)})",
+    f"SELECT id, content, summary FROM {TEXT_VIEW} WHERE id > {_UPTO} AND {_HAS_TEXT}",
     f"UPDATE {MARK_TABLE} SET upto = (SELECT COALESCE(MAX(id), 0) FROM {ENTRY_TABLE}) "
     "WHERE id = 1 AND EXISTS (SELECT 1 FROM {ENTRY_TABLE} WHERE id > upto)".replace(
         "{ENTRY_TABLE}", ENTRY_TABLE
@@ -196,23 +256,28 @@ _KNOWN: set[tuple[str, str]] = set()
 
 
 def has_search_index(using: str = "default") -> bool:
-    """Does the database have the search index (FTS5 table and its mark, or GIN index)?"""
+    """Does the database have this design's search index (FTS5 over the view and its mark, or
+    the GIN index)?"""
     connection = connections[using]
     key = (using, str(connection.settings_dict.get("NAME")))
     if key in _KNOWN:
         return True
     with db.cursor_on(connection) as cursor:
         if connection.vendor == "sqlite":
-            # The mark table is the last thing ensure_search_index creates: a
-            # database indexed by the first design (no mark) is upgraded.
+            # The mark is created last; an earlier design has no view, or a view
+            # computing other words (or its FTS5 table reads the entry table).
             cursor.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [MARK_TABLE]
+                "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name = %s) "
+                "OR (type = 'view' AND name = %s AND instr(sql, %s) > 0) "
+                "OR (type = 'table' AND name = %s AND instr(sql, %s) > 0)",
+                [MARK_TABLE, TEXT_VIEW, _sqlite_text("e"), FTS_TABLE, _OVER_VIEW],
             )
+            found = int(cursor.fetchone()[0]) == 3
         elif connection.vendor == "postgresql":
             cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [PG_INDEX])
+            found = cursor.fetchone() is not None
         else:
             return False
-        found = cursor.fetchone() is not None
     if found:
         _KNOWN.add(key)
     return found
@@ -221,9 +286,9 @@ def has_search_index(using: str = "default") -> bool:
 def ensure_search_index(using: str = "default") -> bool:
     """Create the search index if it is missing and fill it; ``True`` when it was created.
 
-    On SQLite a database whose FTS5 table predates the batched tail (its
-    triggers indexed every insert) gets the new triggers and a mark after its
-    last row.
+    A database indexed by an earlier design (triggers indexing every insert,
+    an FTS5 table over the entry table's columns, the GIN index on the columns
+    alone) loses that index and gets this one, filled from its rows.
     """
     connection = connections[using]
     if connection.vendor not in ("sqlite", "postgresql") or has_search_index(using):
@@ -231,23 +296,16 @@ def ensure_search_index(using: str = "default") -> bool:
 
     def create(cursor: SqlCursor) -> None:
         if connection.vendor == "sqlite":
-            for trigger in _OLD_TRIGGERS:
+            for trigger in (*_OLD_TRIGGERS, *_TRIGGERS):
                 cursor.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-            cursor.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [FTS_TABLE]
-            )
-            indexed = cursor.fetchone() is not None
-            for statement in _SQLITE_DDL:
-                cursor.execute(statement)
-            if indexed:
-                # The old triggers kept every row indexed: nothing to fill.
-                cursor.execute(
-                    f"INSERT OR IGNORE INTO {MARK_TABLE} (id, upto) "
-                    f"SELECT 1, COALESCE(MAX(id), 0) FROM {ENTRY_TABLE}"
-                )
-            for statement in _SQLITE_FLUSH:
+            for table in (FTS_TABLE, MARK_TABLE):
+                cursor.execute(f"DROP TABLE IF EXISTS {table}")
+            cursor.execute(f"DROP VIEW IF EXISTS {TEXT_VIEW}")
+            for statement in (*_SQLITE_DDL, *_SQLITE_FLUSH):
                 cursor.execute(statement)
         else:
+            for old in _PG_OLD_INDEXES:
+                cursor.execute(f"DROP INDEX IF EXISTS {old}")
             cursor.execute(
                 f"CREATE INDEX IF NOT EXISTS {PG_INDEX} ON {ENTRY_TABLE} USING gin ({PG_VECTOR})"
             )
@@ -310,8 +368,8 @@ def match_sql(
         sql = (
             f"SELECT id FROM (SELECT rowid AS id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
             f"{indexed_where} ORDER BY rowid DESC LIMIT %s) "
-            f"UNION ALL SELECT id FROM (SELECT id FROM {ENTRY_TABLE} "
-            f"WHERE id > {_UPTO}{tail_where} AND ({_HAS_TEXT.format(row=ENTRY_TABLE)}) "
+            f"UNION ALL SELECT id FROM (SELECT id FROM {TEXT_VIEW} "
+            f"WHERE id > {_UPTO}{tail_where} AND {_HAS_TEXT} "
             f"AND {MATCH_FUNCTION}(%s, id, content, summary)) "
             "ORDER BY id DESC LIMIT %s"
         )

@@ -164,3 +164,75 @@ def test_the_tail_matches_exactly_as_the_index(texts: list[str], query: str) -> 
     in_tail = {q: _ids(q, session_id=sid) for q in queries}
     flush_search_index()
     assert {q: _ids(q, session_id=sid) for q in queries} == in_tail
+
+
+# -- one copy of the text: an item line is indexed from the line (decision record 0090)
+
+
+def _long_item_session() -> tuple[str, list[int]]:
+    from agentstore.stores.log import LogStore
+
+    filler = "lorem ipsum " * 400  # ~4,800 characters: past the old 4,000 cut, too
+    items = [
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": f"{filler} walrusbeginning"}]},
+        {"type": "function_call", "call_id": "c1", "name": "lookup_walrus",
+         "arguments": f'{{"q": "{filler} capybaraargument"}}'},
+        {"type": "function_call_output", "call_id": "c1", "output": f"{filler} quokkaoutput"},
+        {"type": "message", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "plain numbatanswer", "annotations": []}]},
+    ]  # fmt: skip
+    store = LogStore()
+    try:
+        sid = store.create({"cwd": "/repo"}).id
+        for item in items:
+            store.append(sid, {"type": "item", "item": item})
+    finally:
+        store.close()
+    rows = Entry.objects.filter(session_id=sid, type="item").order_by("seq")
+    pks = list(rows.values_list("pk", flat=True))
+    return sid, pks
+
+
+def test_an_item_is_found_by_words_its_row_does_not_keep() -> None:
+    from agentstore.stores.log_rows import ITEM_PREVIEW_CHARS
+
+    sid, (user, call, output, answer) = _long_item_session()
+    rows = Entry.objects.filter(pk__in=[user, call, output])
+    # The row keeps a preview; the words past it are found through the line.
+    assert all(len(row.content) == ITEM_PREVIEW_CHARS for row in rows)
+    assert all("walrusbeginning" not in row.content for row in rows)
+    assert _ids("walrusbeginning") == {user}
+    assert _ids("capybaraargument") == {call}
+    assert _ids("lookup_walrus") == {call}  # the tool's name
+    assert _ids("quokkaoutput") == {output}
+    assert _ids("numbatanswer") == _ids("numbat") == {answer}
+    # Kinds, roles, statuses and ids are no words of an item.
+    assert not _ids("function_call_output", session_id=sid)
+    assert not _ids("assistant completed", session_id=sid)
+    flush_search_index()  # the same answers from the index as from the tail
+    assert _ids("walrusbeginning quokkaoutput") == set()
+    assert _ids("quokkaoutput") == {output} and _ids("lookup_walrus") == {call}
+
+
+def test_a_changed_or_deleted_line_leaves_the_index_in_step() -> None:
+    sid, (user, call, output, answer) = _long_item_session()
+    flush_search_index()
+    line = Entry.objects.get(pk=answer).line
+    Entry.objects.filter(pk=answer).update(line=line.replace("numbatanswer", "erased"))
+    assert _ids("numbatanswer") == set() and _ids("erased") == {answer}
+    Entry.objects.filter(pk=output).delete()
+    assert _ids("quokkaoutput") == set()
+    if connection.vendor == "sqlite":
+        # What the index holds of each row, word by word: the old words were
+        # taken out exactly (a 'delete' given other text would leave them).
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('integrity-check')")
+            cursor.execute(
+                f"CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, {FTS_TABLE}, 'instance')"
+            )
+            cursor.execute("SELECT term FROM temp.words WHERE doc = %s", [answer])
+            assert {row[0] for row in cursor.fetchall()} == {"plain", "erased"}
+            cursor.execute("SELECT COUNT(*) FROM temp.words WHERE doc = %s", [output])
+            assert cursor.fetchone()[0] == 0
+            cursor.execute("DROP TABLE temp.words")

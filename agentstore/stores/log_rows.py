@@ -46,9 +46,13 @@ LOG = "log"
 # name: ``describe.searchable``) so the opening message, text search and the
 # entries list read every kind alike; the TreeStore-only metadata columns keep
 # their model defaults (the INSERT is agentstore/sql/log.py's).
-#: Characters of an item's text kept in the ``content`` projection (the line
+#: Characters of a line's text kept in the ``content`` projection (the line
 #: keeps everything; the column is for previews and search).
 PROJECTED_CHARS = 4000
+#: An *item* line keeps only this much there: a preview for lists and the
+#: opening message. The search index reads an item's words from the line
+#: itself, so its text is stored once (decision record 0090).
+ITEM_PREVIEW_CHARS = 120
 
 _RFC3339 = re.compile(
     r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
@@ -121,13 +125,14 @@ def projection(entry: LogEntry) -> tuple[str, str, str, str, str]:
 
     The words come from the format's own ``describe.searchable``; here they are
     made storable: the line escapes a NUL but a PostgreSQL text column cannot
-    hold a raw one, and ``content`` keeps :data:`PROJECTED_CHARS` (the line
-    keeps everything).
+    hold a raw one, and ``content`` keeps :data:`PROJECTED_CHARS` — an item's
+    :data:`ITEM_PREVIEW_CHARS` — (the line keeps everything).
     """
     role, content, tool_name, summary, model = searchable(entry.data)
+    keep = ITEM_PREVIEW_CHARS if entry.type == "item" else PROJECTED_CHARS
     return (
         role.replace("\x00", ""),
-        content.replace("\x00", "")[:PROJECTED_CHARS],
+        content.replace("\x00", "")[:keep],
         tool_name.replace("\x00", ""),
         summary.replace("\x00", ""),
         model.replace("\x00", ""),
