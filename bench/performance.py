@@ -28,6 +28,7 @@ a shared machine read the ratios and the load beside them.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -206,7 +207,10 @@ def render(documents: list[dict[str, Any]], commands: list[str]) -> str:
         "",
         "## The commands",
         "",
+        "The peers' drivers (SQLAlchemy with asyncpg) are the `bench` dependency group:",
+        "",
         "```bash",
+        ".venv/bin/pip install --group bench",
         *commands,
         "```",
         "",
@@ -224,6 +228,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes; print, do not write")
     parser.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
     args = parser.parse_args()
+    missing = [m for m in ("sqlalchemy", "asyncpg") if importlib.util.find_spec(m) is None]
+    if missing:
+        # The peers' drivers are benchmark-only dependencies: say so before running anything.
+        parser.exit(2, f"missing {', '.join(missing)}: .venv/bin/pip install --group bench\n")
     q = args.quick
     database = "sqlite" if args.skip_postgres else "both"
     turn = ["--quick"] if q else ["--processes", "1", "8"]

@@ -48,8 +48,14 @@ def calls(count: int) -> str:
     )
 
 
-#: The session's kind, header and persisted head (``log_open``).
-HEAD = f"SELECT {names(Session, 'kind', 'header', 'log_head')} FROM {SESSION} WHERE id = %s"
+#: The session's kind, header and persisted head, and its newest line's seq, id and
+#: line (NULLs without lines) — one statement, so one snapshot (``log_open``).
+HEAD = (
+    f"SELECT {names(Session, 'kind', 'header', 'log_head', prefix='s.')}, "
+    f"{names(Entry, 'seq', 'entry_id', 'line', prefix='e.')} FROM {SESSION} s "
+    f"LEFT JOIN {ENTRY} e ON e.id = (SELECT n.id FROM {ENTRY} n WHERE n.session_id = s.id "
+    "ORDER BY n.seq DESC LIMIT 1) WHERE s.id = %s"
+)
 #: The session's kind and persisted head alone: a cached view is current while it is unchanged.
 HEAD_TEXT = f"SELECT {names(Session, 'kind', 'log_head')} FROM {SESSION} WHERE id = %s"
 NEWEST = f"SELECT seq, entry_id, line FROM {ENTRY} WHERE session_id = %s ORDER BY seq DESC LIMIT 1"

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import itertools
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -75,6 +76,11 @@ HEARTBEAT_EVERY = timedelta(seconds=1)
 
 
 #: Refusals a stale view cannot cause (the input, a holder, the database): not retried.
+#: How many more times an append without holds and without an expected leaf runs
+#: after losing its compare-and-set to another writer (each loss means another
+#: append committed: the session moved on, nobody waits on a lock).
+FENCE_RETRIES = 16
+
 _NOT_STALENESS = (
     exceptions.ValidationError,
     exceptions.SessionLocked,
@@ -157,7 +163,23 @@ class LogAppends(LogSessions):
                 raise
             except exceptions.AgentStoreError:
                 self._drop(session_id)
-        return self._append_on(session_id, self._held_session(session_id), entries, expected_leaf)
+        # Without holds and without an expected leaf the caller asked for "after
+        # whatever is there": another writer winning the compare-and-set is no
+        # answer for it, so the append runs again on the session as it is then
+        # (concurrent API requests on one session are ordered, not refused). A
+        # caller that named its expectation gets ConcurrentWriter at once
+        # (decision record 0091).
+        retries = 0 if self.holds or expected_leaf is not None else FENCE_RETRIES
+        for attempt in itertools.count():
+            try:
+                return self._append_on(
+                    session_id, self._held_session(session_id), entries, expected_leaf
+                )
+            except exceptions.ConcurrentWriter:
+                if attempt >= retries:
+                    raise
+                self._drop(session_id)
+        raise AssertionError("unreachable")  # pragma: no cover - count() never ends
 
     def _append_on(
         self,

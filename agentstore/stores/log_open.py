@@ -69,6 +69,7 @@ __all__ = [
     "KEEP",
     "StoredSession",
     "encode_head",
+    "open_current",
     "open_stored",
     "read_head",
     "read_page",
@@ -529,26 +530,40 @@ def open_stored(
     lines (or a pre-0.5 header, which reading migrates) gives ``(kind, None)``:
     read it whole.
     """
+    kind, _head, stored = open_current(cursor, session_id, using=using)
+    return kind, stored
+
+
+@lookup("session_id", missing=lambda arguments: (None, "", None))
+def open_current(
+    cursor: SqlCursor, session_id: str, *, using: str
+) -> tuple[str | None, str, StoredSession | None]:
+    """:func:`open_stored`, with the head text the session was opened at (:func:`read_head`'s).
+
+    One statement reads the session row and its newest line: its own
+    snapshot, so no transaction is needed around it.
+    """
     cursor.execute(log_sql.HEAD, [session_id])
     row = cursor.fetchone()
     if row is None:
-        return None, None
+        return None, "", None
     kind, header_line, head_text = str(row[0]), str(row[1]), str(row[2] or "")
     decoded = _decode_head(head_text)
     if kind != "log" or decoded is None:
-        return kind, None
+        return kind, head_text, None
     lines, state = decoded
-    cursor.execute(log_sql.NEWEST, [session_id])
-    newest = cursor.fetchone()
-    if (int(newest[0]) if newest else 0) != lines:
-        return kind, None
-    if newest is not None:
-        _check_line(session_id, int(newest[0]), str(newest[1]), str(newest[2]))
+    newest_seq = int(row[3]) if row[3] is not None else 0
+    if newest_seq != lines:
+        return kind, head_text, None
+    if row[3] is not None:
+        _check_line(session_id, newest_seq, str(row[4]), str(row[5]))
     header = parse_canonical(header_line)
     if not isinstance(header, dict) or format_version(header.get("format"))[1] < 5:
-        return kind, None
-    return kind, StoredSession(
-        header, header_line=header_line, using=using, lines=lines, state=state
+        return kind, head_text, None
+    return (
+        kind,
+        head_text,
+        StoredSession(header, header_line=header_line, using=using, lines=lines, state=state),
     )
 
 

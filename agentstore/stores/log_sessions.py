@@ -63,7 +63,13 @@ from agentstore.models import Entry, Holder
 from agentstore.sql import log as log_sql
 from agentstore.stores import log_follow, log_holds
 from agentstore.stores.base import Clock, StoreBase
-from agentstore.stores.log_open import StoredSession, encode_head, open_stored, read_head
+from agentstore.stores.log_open import (
+    StoredSession,
+    encode_head,
+    open_current,
+    open_stored,
+    read_head,
+)
 from agentstore.stores.log_rows import LOG, insert_entries, parse_time, read_rows, require_log
 from agentstore.stores.refs import RefStore
 from agentstore.stores.sessions import SessionStore
@@ -371,25 +377,19 @@ class LogSessions(StoreBase):
         """
         with self._lock:
             cached = self._open.get(session_id)
-            # One statement is its own snapshot: no transaction around it. It
-            # also answers a missing session (NoSession) without opening one.
+            # Each statement is its own snapshot: no transaction around them.
+            # Both answer a missing session (NoSession) without opening one.
             with db.cursor(self.using) as cursor:
-                kind, head = read_head(cursor, session_id)
-            require_log(session_id, kind)
-            if cached is not None and head == self._heads.get(session_id):
-                # Most recently used last: the eviction below takes the oldest.
-                self._open[session_id] = self._open.pop(session_id)
-                return cached
-
-            def look() -> tuple[str, StoredSession | None]:
-                with db.cursor(self.using) as cursor:
+                if cached is not None:
                     kind, head = read_head(cursor, session_id)
                     require_log(session_id, kind)
-                    kind, stored = open_stored(cursor, session_id, using=self.using)
-                require_log(session_id, kind)
-                return head, stored
-
-            head, found = self._snapshot(look)
+                    if head == self._heads.get(session_id):
+                        # Most recently used last: the eviction below takes the oldest.
+                        self._open[session_id] = self._open.pop(session_id)
+                        return cached
+                # The head row and the newest line, in one statement.
+                kind, head, found = open_current(cursor, session_id, using=self.using)
+            require_log(session_id, kind)
             self._drop(session_id)
             # Read whole outside the head's snapshot: if the session moved in
             # between, the next append's fence finds the head changed.

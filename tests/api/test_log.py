@@ -73,6 +73,71 @@ def test_append_to_a_session_held_elsewhere_is_423(api: APIClient) -> None:
     assert_error(append(api, sid, MESSAGE), 423, "session_locked")
 
 
+def test_an_append_is_one_fenced_write_without_a_hold(api: APIClient) -> None:
+    """The request reads the session's head and newest line in one statement and writes
+    once, fenced on that head: no hold is claimed or released around it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    sid = new_log(api)["id"]
+    assert append(api, sid, MESSAGE).status_code == 201
+    with CaptureQueriesContext(connection) as queries:
+        second = append(api, sid, {"type": "info", "name": "second"})
+    assert second.status_code == 201, second.content
+    # (The test runs in a transaction: PostgreSQL's autocommitted write gets a savepoint.)
+    statements = [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+    # The fence reads the holder table (someone else's hold refuses the write);
+    # nothing writes it.
+    writes = (
+        "INSERT INTO agentstore_holder",
+        "UPDATE agentstore_holder",
+        'FROM "agentstore_holder"',
+    )
+    assert not [s for s in statements if any(w in s for w in writes)]
+    # Token, the session's visibility, its head, then the write: two statements
+    # in a transaction on SQLite (BEGIN, UPDATE, INSERT, COMMIT), one on PostgreSQL.
+    assert len(statements) <= (7 if connection.vendor == "sqlite" else 4), statements
+    assert not Holder.objects.filter(session_id=sid).exists()
+    read = api.get(f"{API}/log-sessions/{sid}").json()
+    assert [e["data"]["name"] for e in read["entries"]] == ["first", "second"]
+    assert read["leaf"] == second.json()["id"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_appends_racing_on_one_session_are_ordered_not_refused(api: APIClient) -> None:
+    """Requests on one session from several threads: each 201, every line kept, one chain."""
+    import threading
+
+    from django.db import connections
+
+    sid = new_log(api)["id"]
+    statuses: list[int] = []
+    gate = threading.Barrier(4)
+
+    def client(number: int) -> None:
+        try:
+            gate.wait()
+            for k in range(5):
+                statuses.append(
+                    append(api, sid, {"type": "info", "name": f"{number}.{k}"}).status_code
+                )
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert statuses == [201] * 20
+    entries = api.get(f"{API}/log-sessions/{sid}?limit=100").json()["entries"]
+    assert sorted(e["data"]["name"] for e in entries) == sorted(
+        f"{n}.{k}" for n in range(4) for k in range(5)
+    )
+    # One chain: each line's parent is the line before it.
+    assert [e["parent"] for e in entries[1:]] == [e["id"] for e in entries[:-1]]
+
+
 def test_refs_compare_and_swap(api: APIClient, bob_api: APIClient, staff_api: APIClient) -> None:
     a = new_log(api)["id"]
     b = new_log(api)["id"]

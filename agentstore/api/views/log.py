@@ -98,11 +98,10 @@ class LogSessionViewSet(AgentStoreViewSet):
     def create(self, request: Request) -> Response:
         data = g.LogSessionCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
-        store = LogStore()
-        try:
-            session = store.create(data.validated_data["header"], owner=request.user)
-        finally:
-            store.close()
+        # A request is one write: it claims no hold (decision record 0091); a
+        # session another writer holds still refuses it (409 session_locked).
+        store = LogStore(holds=False)
+        session = store.create(data.validated_data["header"], owner=request.user)
         return Response(g.LogSessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -154,11 +153,10 @@ class LogSessionViewSet(AgentStoreViewSet):
         session = self.session_or_404(None, SessionKind.LOG.value)
         data = g.LogAppendInput(data=request.data)
         data.is_valid(raise_exception=True)
-        store = LogStore()
-        try:
-            entry_id = store.append(session.id, data.validated_data["entry"])
-        finally:
-            store.close()
+        # One compare-and-set on the head the store reads (decision record 0091):
+        # concurrent requests on one session are ordered, not refused, and a
+        # session another writer holds answers 409 session_locked.
+        entry_id = LogStore(holds=False).append(session.id, data.validated_data["entry"])
         return Response({"id": entry_id}, status=status.HTTP_201_CREATED)
 
     @extend_schema(
