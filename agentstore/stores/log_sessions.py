@@ -415,7 +415,10 @@ class LogSessions(StoreBase):
         if self.read_only:
             return
 
-        self.write(lambda cursor: cursor.execute(log_sql.DELETE_HOLDER, [session_id, self.token]))
+        self.write(
+            lambda cursor: cursor.execute(log_sql.DELETE_HOLDER, [session_id, self.token]),
+            single=True,
+        )
 
     def release(self, session_id: str) -> None:
         """Forget the session (the next ``open`` reloads it) and drop this store's hold.

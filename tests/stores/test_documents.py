@@ -73,3 +73,18 @@ def test_rejects_invalid_documents(
 def test_none_document_is_refused(documents: DocumentStore) -> None:
     with pytest.raises(exceptions.ValidationError, match="document is required"):
         documents.put(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.django_db(transaction=True)  # outside a test transaction, as served
+def test_a_put_is_one_statement_in_autocommit(documents: DocumentStore) -> None:
+    """The upsert is its own transaction: no BEGIN/COMMIT around it (one round trip)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    documents.put(DocumentEntity(namespace="n", key="k", value_json="1"))
+    with CaptureQueriesContext(connection) as queries:
+        documents.put(DocumentEntity(namespace="n", key="k", value_json="2"))
+    sent = [q["sql"] for q in queries.captured_queries]
+    assert len(sent) == 1 and sent[0].startswith("INSERT INTO agentstore_document"), sent
+    found = documents.get("n", "k")
+    assert found is not None and found.value_json == "2"
