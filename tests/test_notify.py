@@ -120,3 +120,28 @@ def test_every_kind_of_write_wakes_its_key() -> None:
         tree.delete_session(tree_sid)
         assert tree_sub.wait(WOKEN_WITHIN)
     log.close()
+
+
+@pytest.mark.postgres_only
+def test_a_touch_carries_its_notification_in_the_same_statement() -> None:
+    """A tree append and a loop step: the session's wake-up rides in the touch's UPDATE
+    (``RETURNING pg_notify``), no separate ``SELECT pg_notify`` round trip."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    tree = TreeStore()
+    sid = tree.create_session("/repo").id
+    loop_sid = "0197a000-0000-7000-8000-000000000002"
+    LoopStore().append(RunStep(session_id=loop_sid, step_index=0, step_type="user", content="a"))
+    with (
+        listening_subscription(notify.session_key(sid)) as sub,
+        CaptureQueriesContext(connection) as queries,
+    ):
+        tree.append_message(sid, None, MessageEntity(role="user", content="hi"))
+        LoopStore().append(
+            RunStep(session_id=loop_sid, step_index=1, step_type="assistant", content="b")
+        )
+        assert sub.wait(WOKEN_WITHIN)
+    notifying = [q["sql"] for q in queries.captured_queries if "pg_notify" in q["sql"]]
+    assert len(notifying) == 2, notifying
+    assert all(s.startswith("UPDATE agentstore_session") for s in notifying), notifying

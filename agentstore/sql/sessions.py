@@ -39,6 +39,10 @@ TOUCH_FORWARD = (
 #: The common case of a per-step upsert (the session exists): only ``updated_at``,
 #: only on a session of the kind. Params: stamp, id, kind (decision record 0028).
 TOUCH = f"UPDATE {SESSION} SET updated_at = %s WHERE id = %s AND kind = %s"
+#: PostgreSQL: either touch with its change notification in the same statement, sent
+#: only when the row changed (one round trip, not two); params: the touch's, channel,
+#: payload.
+NOTIFYING = " RETURNING pg_notify(%s, %s)"
 LOCK_ROW = f"UPDATE {SESSION} SET updated_at = updated_at WHERE id = %s AND kind = %s"
 # A session's entries, parts and steps go with set-based statements: the ORM's
 # cascade would load every row into memory first.

@@ -564,14 +564,14 @@ class SessionStore(StoreBase):
         """
         if stamp is None:
             cursor.execute(session_sql.LOCK_ROW, [session_id, kind])
+            if cursor.rowcount == 1:
+                return
         else:
             value = sql.adapt_datetime(cursor.db, stamp) if adapted is None else adapted
-            cursor.execute(session_sql.TOUCH_FORWARD, [value, value, session_id, kind])
-        if cursor.rowcount == 1:
-            if stamp is not None:
-                # A write to the session: its followers look (at commit).
-                notify.session_changed(self.using, session_id)
-            return
+            if _touched(
+                cursor, self.using, session_sql.TOUCH_FORWARD, [value, value], session_id, kind
+            ):
+                return
         cursor.execute(session_sql.KIND_OF, [session_id])
         raise _not_touched(session_id, kind, cursor.fetchone())
 
@@ -683,9 +683,7 @@ class SessionStore(StoreBase):
         lock, PostgreSQL's row lock or the upsert's conflict check) keeps
         anything from coming between the two. The loop store's per-step path.
         """
-        cursor.execute(session_sql.TOUCH, [adapted, session_id, kind])
-        if cursor.rowcount:
-            notify.session_changed(self.using, session_id)
+        if _touched(cursor, self.using, session_sql.TOUCH, [adapted], session_id, kind):
             return
         self.upsert(cursor, self.prepare_upsert(kind, session_id, stamp=stamp))
 
@@ -743,6 +741,32 @@ class SessionStore(StoreBase):
             owner_id=_owner_id(owner_id),
         )
         self.upsert(cursor, PreparedUpsert(statement, params, session_id, kind))
+
+
+def _touched(
+    cursor: SqlCursor,
+    using: str,
+    statement: str,
+    values: Sequence[Any],
+    session_id: str,
+    kind: str,
+) -> bool:
+    """Run a touch ``statement`` (params ``values``, then id and kind); did it change the row?
+
+    A touch is a write to the session, so its followers look at commit. On
+    PostgreSQL the notification rides in the statement (``RETURNING pg_notify``,
+    sent only for a changed row): one round trip where an UPDATE and a
+    ``SELECT pg_notify`` were two. Without notifications (SQLite, ``NOTIFY``
+    off) it is the touch alone.
+    """
+    payload = notify.payload_of(using, notify.session_key(session_id))
+    if payload is None:
+        cursor.execute(statement, [*values, session_id, kind])
+        return bool(cursor.rowcount == 1)
+    cursor.execute(
+        statement + session_sql.NOTIFYING, [*values, session_id, kind, notify.CHANNEL, payload]
+    )
+    return bool(cursor.rowcount == 1)
 
 
 def _not_touched(
