@@ -24,11 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from agentstore import notify, sql
-from agentstore.db import SqlCursor
-from agentstore.exceptions import NoSession, ValidationError
+from agentstore import notify
+from agentstore.exceptions import ValidationError
 from agentstore.ids import new_id
-from agentstore.models import Task
 from agentstore.sql import tasks as task_sql
 from agentstore.tasks.lifecycle.reads import TaskReads
 from agentstore.tasks.lifecycle.vocabulary import QUEUED
@@ -67,10 +65,20 @@ class TaskCreation(TaskReads):
         """
         clean = self.validated_task(task)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda cursor: self.insert_task(cursor, clean, task_id, event_id, now), orm=True)
-        created = self.get(task_id)
-        assert created is not None
-        return created
+        self.write(lambda cursor: self.insert_task(cursor, clean, task_id, event_id, now))
+        # What was inserted, as a read would give it (no read back).
+        return TaskEntity(
+            id=task_id,
+            kind=clean.kind,
+            state=QUEUED,
+            parent_task_id=clean.parent_task_id,
+            owner_session_id=clean.owner_session_id,
+            concurrency_key=clean.concurrency_key,
+            created_at=now,
+            updated_at=now,
+            queue_name="default",
+            max_attempts=1,
+        )
 
     def enqueue(
         self,
@@ -114,60 +122,36 @@ class TaskCreation(TaskReads):
         if task.run_after is not None:
             run_after = require_aware(task.run_after, "task.run_after")
         task_id, event_id, now = new_id(), new_id(), self.now()
-
-        def insert_it(cursor: SqlCursor) -> None:
-            if owner:
-                cursor.execute(task_sql.SESSION_EXISTS, [owner])
-                if cursor.fetchone() is None:
-                    raise NoSession(f"enqueue task: owner session {owner} does not exist")
-            if parent:
-                cursor.execute(task_sql.TASK_EXISTS, [parent])
-                if cursor.fetchone() is None:
-                    raise ValidationError(
-                        f"enqueue task: task.parent_task_id {parent} names no task",
-                        field="task.parent_task_id",
-                    )
-            cursor.execute(task_sql.INSERT_TASK, task_row)
-            cursor.execute(task_sql.INSERT_EVENT, event_row)
-            if detail is not None:
-                cursor.execute(detail.statement, detail_row)
-            notify.notify(self.using, notify.queue_key(queue))  # idle workers look
-
-        at = self._db_time(now)
-        task_row = sql.row(
-            Task,
-            id=task_id,
-            kind=kind,
-            state=QUEUED,
-            parent_task_id=parent or None,
-            owner_session_id=owner or None,
-            concurrency_key=task.concurrency_key,
-            result="",
-            error_code="",
-            error_message="",
-            created_at=at,
-            updated_at=at,
-            queue_name=queue,
-            priority=task.priority,
-            run_after=self._db_time(run_after),
-            attempts=0,
+        rows = self.queued_rows(
+            TaskEntity(
+                kind=kind,
+                owner_session_id=owner,
+                parent_task_id=parent,
+                concurrency_key=task.concurrency_key,
+            ),
+            task_id,
+            event_id,
+            now,
+            queue=queue,
+            run_after=run_after,
             max_attempts=max_attempts,
+            priority=task.priority,
         )
-        event_row = [task_id, 1, event_id, "task_queued", "{}", at]
         detail_row = list(detail.params(task_id)) if detail is not None else []
+        detail_statement = None if detail is None else (detail.statement, detail_row)
         if self.vendor == "postgresql" and not owner and not parent:
             # Nothing to look up first: one statement, one round trip (decision record 0047).
             payload = notify.payload_of(self.using, notify.queue_key(queue))
             statement = task_sql.enqueue_pg(
                 detail.statement if detail is not None else "", payload is not None
             )
-            params = [*task_row, *event_row, *detail_row]
+            params = [*rows.task, *rows.event, *detail_row]
             if payload is not None:
                 params += [notify.CHANNEL, payload]
 
             self.write(lambda cursor: cursor.execute(statement, params), single=True)
         else:
-            self.write(insert_it)
+            self.write(lambda cursor: self.insert_queued(cursor, rows, detail_statement))
         return TaskEntity(
             id=task_id,
             kind=kind,

@@ -33,14 +33,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from agentstore import notify
+from agentstore import notify, sql
 from agentstore.db import SqlCursor
 from agentstore.exceptions import NoSession, ValidationError
-from agentstore.models import Session, Task, TaskEvent
+from agentstore.models import Task
 from agentstore.sql import tasks as task_sql
 from agentstore.stores.base import Clock, StoreBase
 from agentstore.tasks.lifecycle.vocabulary import (
@@ -55,7 +55,19 @@ from agentstore.tasks.lifecycle.vocabulary import (
 from agentstore.types.tasks import TaskEntity, TaskFinish
 from agentstore.validation import require_max_length, require_text, require_uuid7
 
-__all__ = ["TaskRows"]
+__all__ = ["QueuedRows", "TaskRows"]
+
+
+class QueuedRows(NamedTuple):
+    """A queued task's rows (``sql.row(Task, …)`` and its first event's parameters), and
+    what is checked before they are inserted: the owner session and parent task (``""``:
+    none) and the queue whose workers are woken."""
+
+    owner: str
+    parent: str
+    queue: str
+    task: list[Any]
+    event: list[Any]
 
 
 class TaskRows(StoreBase):
@@ -117,35 +129,70 @@ class TaskRows(StoreBase):
         self, cursor: SqlCursor, task: TaskEntity, task_id: str, event_id: str, now: datetime
     ) -> None:
         """Insert a queued task and its ``task_queued`` event (inside a write)."""
-        if not Session.objects.using(self.using).filter(pk=task.owner_session_id).exists():
-            raise NoSession(f"insert task: owner session {task.owner_session_id} does not exist")
-        if (
-            task.parent_task_id
-            and not Task.objects.using(self.using).filter(pk=task.parent_task_id).exists()
-        ):
-            raise ValidationError(
-                f"insert task: task.parent_task_id {task.parent_task_id} names no task",
-                field="task.parent_task_id",
-            )
-        Task.objects.using(self.using).create(
-            id=task_id,
-            kind=task.kind,
-            state=QUEUED,
-            parent_task_id=task.parent_task_id or None,
-            owner_session_id=task.owner_session_id,
-            concurrency_key=task.concurrency_key,
-            created_at=now,
-            updated_at=now,
+        self.insert_queued(cursor, self.queued_rows(task, task_id, event_id, now))
+
+    def queued_rows(
+        self,
+        task: TaskEntity,
+        task_id: str,
+        event_id: str,
+        now: datetime,
+        *,
+        queue: str = "default",
+        run_after: datetime | None = None,
+        max_attempts: int = 1,
+        priority: int = 0,
+    ) -> QueuedRows:
+        """The rows a queued task starts as (its id, owner and parent already validated)."""
+        at = self._db_time(now)
+        return QueuedRows(
+            owner=task.owner_session_id or "",
+            parent=task.parent_task_id or "",
+            queue=queue,
+            task=sql.row(
+                Task,
+                id=task_id,
+                kind=task.kind,
+                state=QUEUED,
+                parent_task_id=task.parent_task_id or None,
+                owner_session_id=task.owner_session_id or None,
+                concurrency_key=task.concurrency_key,
+                result="",
+                error_code="",
+                error_message="",
+                created_at=at,
+                updated_at=at,
+                queue_name=queue,
+                priority=priority,
+                run_after=self._db_time(run_after),
+                attempts=0,
+                max_attempts=max_attempts,
+            ),
+            event=[task_id, 1, event_id, "task_queued", "{}", at],
         )
-        TaskEvent.objects.using(self.using).create(
-            task_id=task_id,
-            sequence=1,
-            event_id=event_id,
-            kind="task_queued",
-            payload_json="{}",
-            created_at=now,
-        )
-        notify.notify(self.using, notify.queue_key("default"))  # idle workers look
+
+    def insert_queued(
+        self, cursor: SqlCursor, rows: QueuedRows, detail: tuple[str, Sequence[Any]] | None = None
+    ) -> None:
+        """The one body that inserts a queued task: its owner and parent checked, the task,
+        its first event and ``detail`` (a statement and its parameters) inserted, idle
+        workers woken at commit. Runs inside the caller's write transaction."""
+        if rows.owner:
+            cursor.execute(task_sql.SESSION_EXISTS, [rows.owner])
+            if cursor.fetchone() is None:
+                raise NoSession(f"insert task: owner session {rows.owner} does not exist")
+        if rows.parent:
+            cursor.execute(task_sql.TASK_EXISTS, [rows.parent])
+            if cursor.fetchone() is None:
+                raise ValidationError(
+                    f"insert task: task.parent_task_id {rows.parent} names no task",
+                    field="task.parent_task_id",
+                )
+        cursor.execute(task_sql.INSERT_TASK, rows.task)
+        cursor.execute(task_sql.INSERT_EVENT, rows.event)
+        if detail is not None:
+            cursor.execute(*detail)
+        notify.notify(self.using, notify.queue_key(rows.queue))  # idle workers look
 
     def finish_row(
         self,
