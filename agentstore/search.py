@@ -359,7 +359,10 @@ def match_sql(
         query = (" ".join(f'"{w}"' for w in words[:-1]) + f' "{words[-1]}"*').strip()
         indexed_where = tail_where = ""
         if session_id:
-            indexed_where = f" AND rowid IN (SELECT id FROM {ENTRY_TABLE} WHERE session_id = %s)"
+            # "+rowid": the session's ids filter FTS5's matches; as a plain
+            # "rowid IN" SQLite would hand them to FTS5 as one look-up per id
+            # (a 100,000-entry session: seconds instead of milliseconds).
+            indexed_where = f" AND +rowid IN (SELECT id FROM {ENTRY_TABLE} WHERE session_id = %s)"
             tail_where = " AND session_id = %s"
         scope = [session_id] if session_id else []
         # Both halves in one statement, so one snapshot: the index holds

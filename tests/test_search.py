@@ -236,3 +236,18 @@ def test_a_changed_or_deleted_line_leaves_the_index_in_step() -> None:
             cursor.execute("SELECT COUNT(*) FROM temp.words WHERE doc = %s", [output])
             assert cursor.fetchone()[0] == 0
             cursor.execute("DROP TABLE temp.words")
+
+
+@sqlite_only
+def test_a_session_scoped_search_does_not_look_up_the_index_once_per_entry() -> None:
+    """The session's ids filter the index's matches; they are not FTS5 look-ups one by one
+    (a session of 100,000 entries took seconds that way)."""
+    sid, _pk = _session("zebra crossing")
+    match = match_sql("default", "zebra", session_id=sid)
+    assert match is not None
+    sql, params = match
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+        plan = [str(row[-1]) for row in cursor.fetchall()]
+    scans = [step for step in plan if f"SCAN {FTS_TABLE} VIRTUAL TABLE" in step]
+    assert scans and not [step for step in scans if ":=" in step], plan

@@ -75,12 +75,12 @@ __all__ = ["HEARTBEAT_EVERY", "LogAppends"]
 HEARTBEAT_EVERY = timedelta(seconds=1)
 
 
-#: Refusals a stale view cannot cause (the input, a holder, the database): not retried.
 #: How many more times an append without holds and without an expected leaf runs
 #: after losing its compare-and-set to another writer (each loss means another
 #: append committed: the session moved on, nobody waits on a lock).
 FENCE_RETRIES = 16
 
+#: Refusals a stale view cannot cause (the input, a holder, the database): not retried.
 _NOT_STALENESS = (
     exceptions.ValidationError,
     exceptions.SessionLocked,

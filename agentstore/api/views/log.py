@@ -99,7 +99,7 @@ class LogSessionViewSet(AgentStoreViewSet):
         data = g.LogSessionCreateInput(data=request.data)
         data.is_valid(raise_exception=True)
         # A request is one write: it claims no hold (decision record 0091); a
-        # session another writer holds still refuses it (409 session_locked).
+        # session another writer holds still refuses it (423 session_locked).
         store = LogStore(holds=False)
         session = store.create(data.validated_data["header"], owner=request.user)
         return Response(g.LogSessionSerializer(session).data, status=status.HTTP_201_CREATED)
@@ -155,7 +155,7 @@ class LogSessionViewSet(AgentStoreViewSet):
         data.is_valid(raise_exception=True)
         # One compare-and-set on the head the store reads (decision record 0091):
         # concurrent requests on one session are ordered, not refused, and a
-        # session another writer holds answers 409 session_locked.
+        # session another writer holds answers 423 session_locked.
         entry_id = LogStore(holds=False).append(session.id, data.validated_data["entry"])
         return Response({"id": entry_id}, status=status.HTTP_201_CREATED)
 

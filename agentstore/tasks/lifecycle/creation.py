@@ -29,7 +29,6 @@ from agentstore.exceptions import ValidationError
 from agentstore.ids import new_id
 from agentstore.sql import tasks as task_sql
 from agentstore.tasks.lifecycle.reads import TaskReads
-from agentstore.tasks.lifecycle.vocabulary import QUEUED
 from agentstore.types.tasks import TaskEntity
 from agentstore.validation import (
     require_aware,
@@ -65,20 +64,9 @@ class TaskCreation(TaskReads):
         """
         clean = self.validated_task(task)
         task_id, event_id, now = new_id(), new_id(), self.now()
-        self.write(lambda cursor: self.insert_task(cursor, clean, task_id, event_id, now))
-        # What was inserted, as a read would give it (no read back).
-        return TaskEntity(
-            id=task_id,
-            kind=clean.kind,
-            state=QUEUED,
-            parent_task_id=clean.parent_task_id,
-            owner_session_id=clean.owner_session_id,
-            concurrency_key=clean.concurrency_key,
-            created_at=now,
-            updated_at=now,
-            queue_name="default",
-            max_attempts=1,
-        )
+        rows = self.queued_rows(clean, task_id, event_id, now)
+        self.write(lambda cursor: self.insert_queued(cursor, rows))
+        return rows.entity  # what was inserted, as a read gives it (no read back)
 
     def enqueue(
         self,
@@ -152,17 +140,4 @@ class TaskCreation(TaskReads):
             self.write(lambda cursor: cursor.execute(statement, params), single=True)
         else:
             self.write(lambda cursor: self.insert_queued(cursor, rows, detail_statement))
-        return TaskEntity(
-            id=task_id,
-            kind=kind,
-            state=QUEUED,
-            parent_task_id=parent,
-            owner_session_id=owner,
-            concurrency_key=task.concurrency_key,
-            created_at=now,
-            updated_at=now,
-            queue_name=queue,
-            priority=task.priority,
-            run_after=run_after,
-            max_attempts=max_attempts,
-        )
+        return rows.entity

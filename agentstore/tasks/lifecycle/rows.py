@@ -68,6 +68,8 @@ class QueuedRows(NamedTuple):
     queue: str
     task: list[Any]
     event: list[Any]
+    #: The task as a read of these rows gives it (nothing is read back).
+    entity: TaskEntity
 
 
 class TaskRows(StoreBase):
@@ -169,6 +171,20 @@ class TaskRows(StoreBase):
                 max_attempts=max_attempts,
             ),
             event=[task_id, 1, event_id, "task_queued", "{}", at],
+            entity=TaskEntity(
+                id=task_id,
+                kind=task.kind,
+                state=QUEUED,
+                parent_task_id=task.parent_task_id,
+                owner_session_id=task.owner_session_id,
+                concurrency_key=task.concurrency_key,
+                created_at=now,
+                updated_at=now,
+                queue_name=queue,
+                priority=priority,
+                run_after=run_after,
+                max_attempts=max_attempts,
+            ),
         )
 
     def insert_queued(
