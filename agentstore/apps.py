@@ -19,6 +19,7 @@ class AgentStoreConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from agentstore import checks  # noqa: F401
+        from agentstore.runs import execution  # noqa: F401 - the worker's "run" handler
         from agentstore.serving import check_follow_cap
 
         # A gunicorn worker loads the app after it set itself up: a follow cap

@@ -67,6 +67,9 @@ DEFAULTS: dict[str, Any] = {
     # Handlers by task kind, as dotted paths, beside those registered with
     # @agentstore.tasks.handlers.handler("kind").
     "WORKER_HANDLERS": {},
+    # Runners by name, as dotted paths (docs/runs.md): what a run started with
+    # agentstore.runs.start("name", ...) calls to continue its session.
+    "RUNNERS": {},
     # Lease of a claimed task in seconds; the worker renews it every third.
     "WORKER_LEASE": 30.0,
     # Idle poll interval (seconds) when no task is ready.

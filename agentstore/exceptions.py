@@ -398,6 +398,13 @@ class NoWorkflow(NoTask):
     default_message = "no such workflow"
 
 
+class NoRun(NoTask):
+    """No run (you may see) has that id."""
+
+    code = "no_run"
+    default_message = "no such run"
+
+
 class TaskConflict(AgentStoreError):
     """A task operation conflicts with the task's current state or lease."""
 

@@ -134,6 +134,12 @@ PLAN: list[Bench] = [
         pg_extra=["--skip-raw"],
     ),
     Bench(
+        "run_throughput",
+        ["--runs", "10000", "--workers", "1", "4"],
+        ["--runs", "10", "--workers", "1"],
+        postgres="database-url",
+    ),
+    Bench(
         "write_contention",
         ["--processes", "1", "4", "8", "--writes", "1250", "--rounds", "2"],
         ["--processes", "1", "--writes", "10", "--rounds", "1"],

@@ -126,7 +126,10 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-AGENTSTORE: dict[str, object] = {}
+AGENTSTORE: dict[str, object] = {
+    # The demo's runner (docs/runs.md): manage.py agentstore start-run weather --input "…".
+    "RUNNERS": {"weather": "agentstore.demo.runners.weather"},
+}
 
 LOGGING = {
     "version": 1,

@@ -39,6 +39,7 @@ LAYERS: list[set[str]] = [
         "cli",
         "management",
         "integrations",
+        "runs",
         "demo",
         "templatetags",
         "asgi",

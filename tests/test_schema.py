@@ -102,6 +102,7 @@ def test_every_model_has_its_table() -> None:
         "agentstore_agenttask",
         "agentstore_tooltask",
         "agentstore_functiontask",
+        "agentstore_runtask",
         "agentstore_worker",
         "agentstore_workflowrun",
         "agentstore_workflowagenttask",

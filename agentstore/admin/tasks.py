@@ -39,6 +39,7 @@ from agentstore.admin.mixins import (
 from agentstore.models import (
     AgentTask,
     FunctionTask,
+    RunTask,
     Session,
     Task,
     TaskEvent,
@@ -565,6 +566,28 @@ class FunctionTaskAdmin(_TaskDetailsAdmin):
     @admin.display(description=_("arguments"))
     def arguments(self, obj: FunctionTask) -> str:
         return clip(obj.arguments_json, 60)
+
+
+@admin.register(RunTask)
+class RunTaskAdmin(_TaskDetailsAdmin):
+    """Runs: the runner, the session it continues, what went in and what came out."""
+
+    list_display = ("task_link", "runner", "state", "session", "input", "output")
+    list_select_related = ("task",)
+    search_fields = ("=task__id", "=task__owner_session__id", "^runner")
+    raw_id_fields = ("task",)
+
+    @admin.display(description=_("session"))
+    def session(self, obj: RunTask) -> str:
+        return _session_link(obj.task.owner_session_id or "")
+
+    @admin.display(description=_("input"))
+    def input(self, obj: RunTask) -> str:  # noqa: A003 - the run's input
+        return clip(obj.input_json, 60)
+
+    @admin.display(description=_("output"))
+    def output(self, obj: RunTask) -> str:
+        return clip(obj.task.result or obj.task.error_message or EMPTY, 60)
 
 
 @admin.register(WorkflowRun)

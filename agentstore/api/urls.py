@@ -17,6 +17,7 @@ from agentstore.api.defaults import AgentStoreViewDefaults
 from agentstore.api.views.base import not_found_view
 from agentstore.api.views.documents import DocumentListView, DocumentView
 from agentstore.api.views.log import LogSessionViewSet, RefListView, RefLogView, RefView
+from agentstore.api.views.runs import RunViewSet
 from agentstore.api.views.sessions import SessionViewSet
 from agentstore.api.views.tasks import (
     AgentTaskViewSet,
@@ -56,6 +57,7 @@ router.register("tool-tasks", ToolTaskViewSet, basename="tool-task")
 router.register("agent-tasks", AgentTaskViewSet, basename="agent-task")
 router.register("workflows", WorkflowViewSet, basename="workflow")
 router.register("log-sessions", LogSessionViewSet, basename="log-session")
+router.register("runs", RunViewSet, basename="run")
 
 urlpatterns = [
     *router.urls,

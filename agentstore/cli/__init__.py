@@ -129,7 +129,7 @@ class Subcommand:
 
 
 #: The area modules, in the order their subcommands are listed in ``--help``.
-AREAS = ("sessions", "locks", "refs", "tasks", "worker", "transfer", "maintenance")
+AREAS = ("sessions", "locks", "refs", "tasks", "runs", "worker", "transfer", "maintenance")
 
 
 def _load() -> list[Subcommand]:

@@ -39,7 +39,14 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from agentstore.models import Session
 from agentstore.stores.sessions import SessionStore
 
-__all__ = ["OPENAI_AGENTS_ID", "PYDANTIC_AI_ID", "LANGGRAPH_ID", "QUESTIONS", "seed"]
+__all__ = [
+    "LANGGRAPH_ID",
+    "OPENAI_AGENTS_ID",
+    "PYDANTIC_AI_ID",
+    "QUESTIONS",
+    "seed",
+    "weather_agent",
+]
 
 OPENAI_AGENTS_ID = "demo-openai-agents-weather"
 PYDANTIC_AI_ID = "demo-pydantic-ai-weather"
@@ -69,19 +76,17 @@ def answer(tool_output: str) -> str:
 # -- OpenAI Agents SDK ---------------------------------------------------------------
 
 
-def _openai_agents(owner: Any) -> str:
-    from agents import Agent, RunConfig, Runner, function_tool
+def weather_agent() -> Any:
+    """The demo's OpenAI Agents SDK agent: the weather tool and a scripted model (no key)."""
+    from agents import Agent, function_tool
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.usage import Usage
-    from asgiref.sync import async_to_sync
     from openai.types.responses import (
         ResponseFunctionToolCall,
         ResponseOutputMessage,
         ResponseOutputText,
     )
-
-    from agentstore.integrations.openai_agents import AgentStoreSession
 
     class ScriptedModel(Model):
         """A tool call for a question, a text answer for the tool's output."""
@@ -123,12 +128,21 @@ def _openai_agents(owner: Any) -> str:
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:
             raise NotImplementedError("the demo does not stream")
 
-    agent = Agent(
+    return Agent(
         name="weather",
         instructions=INSTRUCTIONS,
         model=ScriptedModel(),
         tools=[function_tool(get_weather)],
     )
+
+
+def _openai_agents(owner: Any) -> str:
+    from agents import RunConfig, Runner
+    from asgiref.sync import async_to_sync
+
+    from agentstore.integrations.openai_agents import AgentStoreSession
+
+    agent = weather_agent()
     # async_to_sync: the session's database work runs on this thread, with
     # Django's connection (agentstore.db.thread).
     run = async_to_sync(Runner.run)

@@ -52,11 +52,15 @@ from agentstore.formats.agentsession import Entry, entry_id, format_ts
 from agentstore.integrations.errors import mapped
 from agentstore.models.sessions import SessionKind
 from agentstore.selectors.sessions import visible_session
+from agentstore.stores.hold_context import run_for
 from agentstore.stores.log import LogStore
 from agentstore.stores.sessions import SessionStore
 from agentstore.validation import require_json_value, require_name
 
-__all__ = ["ConversationLog", "checked", "checked_limit"]
+__all__ = ["RUN_MEMBER", "ConversationLog", "checked", "checked_limit"]
+
+#: The member that names the run an entry was written for (absent outside runs).
+RUN_MEMBER = "agentstore_run"
 
 
 def checked(entry: dict[str, Any], field: str) -> dict[str, Any]:
@@ -195,6 +199,7 @@ class ConversationLog:
             return []
         sid = self.session_id
         self._check_owner()
+        entries = self._marked(entries)
         try:
             try:
                 ids = self.store.append_many(sid, entries, expected_leaf=self.seen_leaf)
@@ -220,8 +225,25 @@ class ConversationLog:
         ``{mark: reason}`` on the root says who started the branch and why.
         """
         now: datetime = self.store.now()
-        root = {"type": "info", "parent": None, "ts": format_ts(now), mark: reason}
+        # Marked before its id is taken: write() leaves a marked entry as it is.
+        root = self._marked([{"type": "info", "parent": None, "ts": format_ts(now), mark: reason}])[
+            0
+        ]
         return [root, {"type": "label", "target": entry_id(root), "label": "leaf"}]
+
+    def _marked(self, entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``entries``, each marked with the run it is written for (if any: a run's code).
+
+        ``{RUN_MEMBER: run id}`` on every entry a run writes lets the run's next
+        attempt tell what an earlier one stored (agentstore.runs: a rerun after
+        a crash continues the turn instead of repeating it).
+        """
+        run_id = run_for(self.session_id)
+        if not run_id:
+            return list(entries)
+        return [
+            entry if RUN_MEMBER in entry else {**entry, RUN_MEMBER: run_id} for entry in entries
+        ]
 
     @mapped
     def close(self) -> None:

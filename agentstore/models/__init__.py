@@ -13,6 +13,7 @@ from agentstore.models.entries import Entry, MessagePart
 from agentstore.models.holds import Holder
 from agentstore.models.loop import Grant, Step
 from agentstore.models.refs import Ref, RefLog
+from agentstore.models.runs import RunTask
 from agentstore.models.sessions import Session
 from agentstore.models.tasks import (
     AgentTask,
@@ -38,6 +39,7 @@ __all__ = [
     "MessagePart",
     "Ref",
     "RefLog",
+    "RunTask",
     "Session",
     "Step",
     "Task",

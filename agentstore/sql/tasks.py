@@ -76,10 +76,12 @@ RETRY = (
     "lease_expires_at = NULL, error_code = %s, error_message = %s, updated_at = %s "
     "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s"
 )
-#: A stopping worker gives its claim back unrun (the attempt is not counted).
+#: A claim given back unrun (a stopping worker, a handler that postponed it): the
+#: attempt is not counted. Params: run_after (NULL: unchanged), at, task_id, owner, at.
 RELEASE = (
     f"UPDATE {TASK} SET state = 'queued', lease_owner = NULL, "
-    "lease_expires_at = NULL, attempts = attempts - 1, updated_at = %s "
+    "lease_expires_at = NULL, attempts = attempts - 1, "
+    "run_after = COALESCE(%s, run_after), updated_at = %s "
     "WHERE id = %s AND state = 'running' AND lease_owner = %s AND lease_expires_at > %s "
     "AND attempts > 0"
 )

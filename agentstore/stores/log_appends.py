@@ -63,6 +63,7 @@ from agentstore.formats.agentsession import (
 from agentstore.sql import log as log_sql
 from agentstore.sql.log import FENCED_ROWS
 from agentstore.stores import log_holds
+from agentstore.stores.hold_context import token_for
 from agentstore.stores.log_open import StoredSession, encode_head
 from agentstore.stores.log_rows import insert_entries, insert_fenced
 from agentstore.stores.log_sessions import MAX_ID, MAX_NAME, LogSessions, stale_format
@@ -297,6 +298,8 @@ class LogAppends(LogSessions):
         rows = [p.entry for p in written]
 
         read_at = self._heads.get(session_id, "")
+        # A run's code writes under the run's hold (stores/hold_context.py).
+        token = token_for(session_id) or self.token
 
         def statements(cursor: Any) -> None:
             # The fence first: zero rows means another store broke or took our
@@ -309,7 +312,7 @@ class LogAppends(LogSessions):
                 done = 0
             else:
                 done = self._unheld_fence(
-                    cursor, session_id, read_at, columns, first_seq, rows, now
+                    cursor, session_id, read_at, token, columns, first_seq, rows, now
                 )
             if raise_header:
                 self._raise_header(cursor, session_id)
@@ -323,6 +326,7 @@ class LogAppends(LogSessions):
         cursor: SqlCursor,
         session_id: str,
         read_at: str,
+        token: str,
         columns: dict[str, Any],
         first_seq: int,
         rows: Sequence[LogEntry],
@@ -339,21 +343,21 @@ class LogAppends(LogSessions):
         Zero rows: another store holds the session (``SessionLocked``) or
         someone appended since (``ConcurrentWriter``); a dead process's hold on
         this host is cleared and the fence runs again (log_holds.unheld_refusal).
+        ``token`` is the hold this append may pass: its store's own, or the run's
+        it is written for (stores/hold_context.py).
         """
         while True:
             if cursor.db.vendor == "postgresql":
                 first = rows[:FENCED_ROWS]
-                fence = self.sessions.unheld_fence(
-                    cursor, session_id, read_at, self.token, **columns
-                )
+                fence = self.sessions.unheld_fence(cursor, session_id, read_at, token, **columns)
                 payload = notify.payload_of(self.using, notify.session_key(session_id))
                 if insert_fenced(
                     cursor, session_id, first_seq, first, now, fence=fence, payload=payload
                 ):
                     return len(first)
-            elif self.sessions.update_unheld(cursor, session_id, read_at, self.token, **columns):
+            elif self.sessions.update_unheld(cursor, session_id, read_at, token, **columns):
                 return 0
-            dead = log_holds.unheld_refusal(cursor, session_id, token=self.token, host=self.host)
+            dead = log_holds.unheld_refusal(cursor, session_id, token=token, host=self.host)
             self._report([dead])
 
     def _single_statement(self, written: Sequence[PendingAppend], raise_header: bool) -> bool:

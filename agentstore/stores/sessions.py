@@ -33,6 +33,8 @@ they call the methods here.
 from __future__ import annotations
 
 import builtins
+import os
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -44,6 +46,7 @@ from agentstore.db import SqlCursor, is_unique_violation
 from agentstore.ids import new_id
 from agentstore.models import Grant, Holder, Session, Task
 from agentstore.models.sessions import SessionKind
+from agentstore.sql import log as log_sql
 from agentstore.sql import sessions as session_sql
 from agentstore.stores import log_holds
 from agentstore.stores.base import StoreBase, false, lookup, no_session, none, nothing
@@ -375,6 +378,38 @@ class SessionStore(StoreBase):
             return deleted
 
         return bool(self.write(write, orm=True))
+
+    def claim_hold(self, session_id: str, token: str) -> LockInfo | None:
+        """Hold the session for writing under ``token`` (any kind); return a dead holder replaced.
+
+        For holds that belong to something other than a store — a run holds
+        its session for the run's duration under a token of its own, so any
+        worker that executes the run's next attempt holds it too. Claiming a
+        hold already under ``token`` changes nothing. ``SessionLocked`` when a
+        live holder (or one on another host) has it; ``NoSession`` when there
+        is no such session. The rules are the stores' (``stores/log_holds.py``).
+        """
+        require_storable_text(session_id, "session_id", 255)
+        require_storable_text(token, "token", 64)
+        pid, host, now = os.getpid(), socket.gethostname(), self.now()
+
+        def write(cursor: SqlCursor) -> LockInfo | None:
+            cursor.execute(session_sql.KIND_OF, [session_id])
+            if cursor.fetchone() is None:
+                raise exceptions.NoSession(f"no such session: {session_id}")
+            return log_holds.claim(cursor, session_id, pid=pid, host=host, token=token, now=now)
+
+        # orm: the claim's insert sits in a savepoint (log_holds.claim).
+        return self.write(write, orm=True)
+
+    def release_hold(self, session_id: str, token: str) -> bool:
+        """Drop the session's hold if ``token`` has it; ``False`` when it did not."""
+
+        def write(cursor: SqlCursor) -> bool:
+            cursor.execute(log_sql.DELETE_HOLDER, [session_id, token])
+            return bool(cursor.rowcount)
+
+        return bool(self.write(write, single=True))
 
     # -- export and import of whole sessions (docs/commands.md, "Files") -----------
 

@@ -24,7 +24,8 @@ own repository, so the kind's rules hold): a tool task's outcome JSON
 A handler that raises fails the attempt; the worker retries it while the task
 has attempts left (``Task.max_attempts``) unless the exception says it must
 not be retried — :class:`NotRetryable`, or any exception with
-``retryable = False``.
+``retryable = False``. A handler that cannot start the task yet raises
+:class:`Postpone`: the task goes back to its queue for later, no attempt spent.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ __all__ = [
     "Handler",
     "Job",
     "NotRetryable",
+    "Postpone",
     "handler",
     "handler_kinds",
     "handlers",
@@ -69,6 +71,20 @@ class NotRetryable(Exception):  # noqa: N818 - it names what it means
     """Raise from a handler (or chain as the cause) to fail the task without a retry."""
 
     retryable = False
+
+
+class Postpone(Exception):  # noqa: N818 - it names what it asks for
+    """Raise from a handler that cannot start the task yet: it goes back to its queue.
+
+    The attempt is not counted and nothing is recorded as an error; the task
+    is claimed again (by any worker) no sooner than ``delay`` seconds from now.
+    A run whose session another run holds waits this way.
+    """
+
+    def __init__(self, reason: str, delay: float = 1.0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = max(0.0, float(delay))
 
 
 def is_retryable(error: BaseException) -> bool:

@@ -79,6 +79,7 @@ from agentstore.tasks.handlers import (
     FUNCTION_KIND,
     Handler,
     Job,
+    Postpone,
     handlers,
     is_retryable,
     plain_finish,
@@ -339,6 +340,15 @@ class TaskWorker:
             self._drop(task.id)
             logger.warning("worker %s: released %s task %s", self.worker_id, task.kind, task.id)
             self.stop.set()
+            return
+        except Postpone as later:
+            self._running = False
+            when = self.tasks.now() + timedelta(seconds=later.delay)
+            stored = self.tasks.release(
+                task.id, self.worker_id, run_after=when, reason=later.reason
+            )
+            self._log(task, f"postponed {later.delay:.1f}s ({later.reason})", stored, started)
+            self._drop(task.id)
             return
         except Exception as error:
             self._running = False

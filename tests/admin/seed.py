@@ -7,7 +7,7 @@ One tree session with everything the tree and context views draw (a branch
 point, a label, a hidden message, model and thinking changes, a compaction with
 a kept range, usage on an assistant reply, a long plain run), a loop session
 with steps and a grant, a hold, and tasks of every kind — including a running
-tool task whose lease has already expired.
+tool task whose lease has already expired, and a queued run.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from agentstore.ids import new_id
 from agentstore.models import Holder
+from agentstore.runs import RunRepository
 from agentstore.stores.loop import LoopStore
 from agentstore.stores.tree import TreeStore
 from agentstore.tasks import (
@@ -61,6 +62,7 @@ class World:
     child_session_id: str
     workflow_id: str
     workflow_agent_id: str
+    run_id: str
 
 
 def seed_world(owner: Any = None, *, cwd: str = "/repo/demo") -> World:
@@ -205,6 +207,8 @@ def seed_world(owner: Any = None, *, cwd: str = "/repo/demo") -> World:
         "review",
         0,
     )
+    # A run of the demo's runner on the tree session, queued (no worker here).
+    agent_run = RunRepository().start("weather", "What is the weather in Paris?", session_id=sid)
     return World(
         tree_id=sid,
         loop_id=loop_id,
@@ -222,4 +226,5 @@ def seed_world(owner: Any = None, *, cwd: str = "/repo/demo") -> World:
         child_session_id=agent.child_session_id,
         workflow_id=run.task.id,
         workflow_agent_id=linked.task.id,
+        run_id=agent_run.id,
     )

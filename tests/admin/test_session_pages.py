@@ -29,7 +29,7 @@ def test_session_page_shows_header_facts_hold_children_and_tasks(
     assert "/repo/demo" in facts
     assert f"{10 + RUN}" in facts  # entry count
     # agent, queued tool, workflow and its agent are queued; the expired tool task runs.
-    assert "queued 4" in facts and "running 1" in facts
+    assert "queued 5" in facts and "running 1" in facts  # the run is one of them
     hold = page[page.index('id="session-hold"') :]
     assert "pid <strong>4242</strong> on <strong>build-7</strong>" in hold
     assert 'id="break-lock"' in hold
@@ -156,7 +156,7 @@ def test_dashboard_on_the_admin_index(admin_client: Client, world: World) -> Non
     text = re.sub(r"\s+", " ", re.sub("<[^>]+>", " ", board))
     assert "Sessions 4 (loop 1, tree 3)" in text  # the tree, the loop and two children
     assert "Active holds 1 " in text
-    assert "queued 4 running 1" in text
+    assert "queued 5 running 1" in text  # the world's run is one of the queued
     assert re.search(r'agentstore-expired">1<', board)
 
 

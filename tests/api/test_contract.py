@@ -264,6 +264,7 @@ COLLECTIONS = [
     "agent-tasks",
     "workflows",
     "log-sessions",
+    "runs",
     "refs",
     "documents",
 ]
@@ -291,6 +292,8 @@ def test_every_collection_answers_one_envelope(staff_api: APIClient, staff: Any)
     staff_api.post(f"{API}/workflows/{wf}/links", link, format="json")
     loop = create_session(staff_api, kind="loop")["id"]
     staff_api.post(f"{API}/sessions/{loop}/grants", {"prompt": "ls"}, format="json")
+    started = {"runner": "weather", "input": "Weather in Oslo?", "session_id": sid}
+    assert staff_api.post(f"{API}/runs", started, format="json").status_code == 201
     nested = [
         "ref-log/main",
         f"sessions/{sid}/documents",

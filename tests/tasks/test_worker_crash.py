@@ -45,7 +45,7 @@ DEADLINE = 120.0  # seconds; a bound against hangs, never a timing assertion
 class WorkerProcess:
     """``manage.py agentstore worker`` with its stderr drained; ``ready`` once it said so."""
 
-    def __init__(self, database_url: str, *args: str) -> None:
+    def __init__(self, database_url: str, *args: str, settings: str = "project.settings") -> None:
         self.ready = threading.Event()
         self.tail: collections.deque[str] = collections.deque(maxlen=60)
         self.proc = subprocess.Popen(
@@ -54,7 +54,7 @@ class WorkerProcess:
             env={
                 **os.environ,
                 "DATABASE_URL": worker_database_url(database_url),
-                "DJANGO_SETTINGS_MODULE": "project.settings",
+                "DJANGO_SETTINGS_MODULE": settings,
             },
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

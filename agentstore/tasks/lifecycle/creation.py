@@ -34,6 +34,7 @@ from agentstore.validation import (
     require_aware,
     require_max_length,
     require_name,
+    require_storable_text,
     require_text,
     require_uuid7,
 )
@@ -68,27 +69,19 @@ class TaskCreation(TaskReads):
         self.write(lambda cursor: self.insert_queued(cursor, rows))
         return rows.entity  # what was inserted, as a read gives it (no read back)
 
-    def enqueue(
-        self,
-        task: TaskEntity,
-        detail: DetailInsert | None = None,
-    ) -> TaskEntity:
-        """Insert a queued task and its ``task_queued`` event; ``detail`` adds a detail row.
+    def check_enqueue(self, task: TaskEntity) -> TaskEntity:
+        """The task :meth:`enqueue` would insert, its fields checked and normalised.
 
-        Unlike :meth:`create` the owner session is optional (a ``django.tasks``
-        function has none) and the scheduling fields are taken from ``task``:
-        ``queue_name`` (``""`` is ``default``), ``priority`` (-100..100),
-        ``run_after`` (aware or ``None``) and ``max_attempts`` (0 is 1).
-        ``detail`` (an INSERT and its parameters given the new task's id) runs
-        in the same write transaction, so the task and its details appear
-        together or not at all. On PostgreSQL a task without owner or parent
-        is one statement in autocommit (decision record 0047).
+        ``ValidationError`` for what :meth:`enqueue` refuses, before anything is
+        written: a caller with writes of its own to make first checks here.
         """
         kind = require_text(task.kind, "task.kind").strip()
         require_max_length(kind, 64, "task.kind")
         owner = task.owner_session_id.strip()
         if owner:
-            require_uuid7(owner, "task.owner_session_id")
+            # Any session's id (a run's session may be an SDK conversation's own
+            # id); it must name a session, which insert_queued checks.
+            require_storable_text(owner, "task.owner_session_id", 255)
         parent = task.parent_task_id.strip()
         if parent:
             require_uuid7(parent, "task.parent_task_id")
@@ -105,10 +98,39 @@ class TaskCreation(TaskReads):
                 raise ValidationError(
                     f"{field} must be an integer from {low} to {high}", field=field
                 )
-        max_attempts = task.max_attempts or 1
         run_after = None
         if task.run_after is not None:
             run_after = require_aware(task.run_after, "task.run_after")
+        return TaskEntity(
+            kind=kind,
+            owner_session_id=owner,
+            parent_task_id=parent,
+            concurrency_key=task.concurrency_key,
+            queue_name=queue,
+            priority=task.priority,
+            run_after=run_after,
+            max_attempts=task.max_attempts or 1,
+        )
+
+    def enqueue(
+        self,
+        task: TaskEntity,
+        detail: DetailInsert | None = None,
+    ) -> TaskEntity:
+        """Insert a queued task and its ``task_queued`` event; ``detail`` adds a detail row.
+
+        Unlike :meth:`create` the owner session is optional (a ``django.tasks``
+        function has none) and the scheduling fields are taken from ``task``:
+        ``queue_name`` (``""`` is ``default``), ``priority`` (-100..100),
+        ``run_after`` (aware or ``None``) and ``max_attempts`` (0 is 1).
+        ``detail`` (an INSERT and its parameters given the new task's id) runs
+        in the same write transaction, so the task and its details appear
+        together or not at all. On PostgreSQL a task without owner or parent
+        is one statement in autocommit (decision record 0047).
+        """
+        clean = self.check_enqueue(task)
+        owner, parent, queue = clean.owner_session_id, clean.parent_task_id, clean.queue_name
+        kind, max_attempts, run_after = clean.kind, clean.max_attempts, clean.run_after
         task_id, event_id, now = new_id(), new_id(), self.now()
         rows = self.queued_rows(
             TaskEntity(

@@ -100,16 +100,29 @@ class TaskLeases(TaskRows):
         return self.write(retry_it)
 
     @lookup("task_id", "lease_owner", missing=false)
-    def release(self, task_id: str, lease_owner: str) -> bool:
-        """Give a claimed task back to its queue unrun (a stopping worker); fenced on the lease.
+    def release(
+        self,
+        task_id: str,
+        lease_owner: str,
+        *,
+        run_after: datetime | None = None,
+        reason: str = "",
+    ) -> bool:
+        """Give a claimed task back to its queue unrun; fenced on the lease.
 
-        The claim's attempt is not counted; event ``task_released``.
+        A stopping worker does, and so does a handler that cannot start yet
+        (:class:`~agentstore.tasks.handlers.Postpone`): then not before
+        ``run_after``. The claim's attempt is not counted; event
+        ``task_released`` (with ``reason`` when given).
         """
+        when = None if run_after is None else self._db_time(require_aware(run_after, "run_after"))
         event_id, at = new_id(), self._db_time(self.now())
-        payload = json.dumps({"worker_id": lease_owner})
+        payload = json.dumps(
+            {"worker_id": lease_owner, **({"reason": reason[:1000]} if reason else {})}
+        )
 
         def release_it(cursor: SqlCursor) -> bool:
-            cursor.execute(task_sql.RELEASE, [at, task_id, lease_owner, at])
+            cursor.execute(task_sql.RELEASE, [when, at, task_id, lease_owner, at])
             if cursor.rowcount != 1:
                 return False
             self._append_next_event(cursor, task_id, event_id, "task_released", payload, at)

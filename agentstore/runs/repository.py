@@ -1,0 +1,218 @@
+"""Starting runs and reading them back: ``RunRepository``, behind ``agentstore.runs.start``.
+
+    runs = RunRepository()
+    run = runs.start("support", "hello")                  # a new session of the runner's kind
+    run = runs.start("support", "and now?", session_id=run.session_id)
+    runs.get(run.id).state                                # queued → running → succeeded …
+    runs.list_for_session(run.session_id)                 # newest first
+
+A run is a task of kind ``run`` (so the worker's queue, lease, retries, crash
+recovery and event log are the tasks' own, written once) whose owner session
+is the session the run continues, with a :class:`~agentstore.models.RunTask`
+detail row inserted in the same transaction.
+
+Starting a run without ``session_id`` creates the session first — a log
+session (header ``harness.name`` from the runner) or a LangGraph thread, as the
+runner says (:mod:`agentstore.runs.registry`) — owned by ``owner``, so the
+caller can read and follow it before a worker picks the run up. With
+``session_id``, a missing session is created the same way (an SDK
+conversation's own id is a valid session id); an existing one is continued
+whatever its kind, and with ``owner`` it must be the owner's (``NoSession``
+otherwise: "not yours" and "missing" answer alike). Everything is checked
+before anything is written; only a database failure between the session's
+creation and the run's insertion can leave the empty session without its run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS
+
+from agentstore import exceptions, sql
+from agentstore.ids import new_id
+from agentstore.models import RunTask, Task
+from agentstore.models.sessions import SessionKind
+from agentstore.runs.registry import RUN_KIND, Runner, get_runner
+from agentstore.selectors.sessions import visible_session
+from agentstore.sql import runs as run_sql
+from agentstore.stores.base import Clock, StoreBase, lookup, none, nothing
+from agentstore.stores.log import LogStore
+from agentstore.stores.sessions import SessionStore
+from agentstore.tasks.lifecycle.vocabulary import TASK_FIELDS, clamp_limit, task_from_values
+from agentstore.tasks.repository import DetailInsert, TaskRepository
+from agentstore.types.runs import Run
+from agentstore.types.tasks import TaskEntity
+from agentstore.validation import require_json_value, require_storable_text
+
+__all__ = ["MAX_INPUT_CHARS", "RUN_KIND", "RunRepository", "run_of"]
+
+#: Largest input (and overrides), as JSON text: a run's input is the next user
+#: message or a graph's input, not a file.
+MAX_INPUT_CHARS = 1_000_000
+
+_RUN_VALUES = ("run__runner", "run__input_json", "run__overrides_json")
+
+
+def _json_text(value: Any, field: str) -> str:
+    require_json_value(value, field)
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if len(text) > MAX_INPUT_CHARS:
+        raise exceptions.ValidationError(
+            f"{field} is larger than {MAX_INPUT_CHARS:,} characters as JSON", field=field
+        )
+    return text
+
+
+def run_of(task: TaskEntity, runner: str, input_json: str, overrides_json: str) -> Run:
+    """The :class:`Run` a task of kind ``run`` and its detail make."""
+    output = None
+    if task.state == "succeeded" and task.result:
+        output = json.loads(task.result)
+    return Run(
+        id=task.id,
+        runner=runner,
+        session_id=task.owner_session_id,
+        state=task.state,
+        input=json.loads(input_json),
+        overrides=json.loads(overrides_json),
+        output=output,
+        error_code=task.error_code,
+        error_message=task.error_message,
+        queue_name=task.queue_name,
+        attempts=task.attempts,
+        max_attempts=task.max_attempts,
+        created_at=task.created_at,
+        started_at=task.started_at,
+        finished_at=task.finished_at,
+        updated_at=task.updated_at,
+        run_after=task.run_after,
+    )
+
+
+class RunRepository(StoreBase):
+    """Start runs (tasks of kind ``run``) and read them back."""
+
+    def __init__(self, *, using: str = DEFAULT_DB_ALIAS, clock: Clock | None = None) -> None:
+        super().__init__(using=using, clock=clock)
+        self.tasks = TaskRepository(using=using, clock=clock)
+        self.sessions = SessionStore(using=using, clock=clock)
+
+    def start(
+        self,
+        runner: str,
+        input: Any = None,  # noqa: A002 - the run's input, as the API names it
+        *,
+        session_id: str = "",
+        owner: Any = None,
+        overrides: Mapping[str, Any] | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        run_after: datetime | None = None,
+        max_attempts: int = 1,
+    ) -> Run:
+        """Queue a run of ``runner`` on ``session_id`` (a new session when empty).
+
+        ``input`` and ``overrides`` (a JSON object: ``model``, ``instructions``,
+        whatever the runner honours) must be JSON values of at most
+        :data:`MAX_INPUT_CHARS` characters. ``queue``, ``priority`` (-100..100),
+        ``run_after`` and ``max_attempts`` (failed attempts allowed; a crash
+        does not spend one) are the task's. Raises ``ValidationError`` (an
+        unknown runner included) and ``NoSession``.
+        """
+        spec = get_runner(runner)
+        input_json = _json_text(input, "input")
+        if overrides is None:
+            overrides = {}
+        if not isinstance(overrides, Mapping):
+            raise exceptions.ValidationError("overrides must be a JSON object", field="overrides")
+        overrides_json = _json_text(dict(overrides), "overrides")
+        if session_id:
+            require_storable_text(session_id, "session_id", 255)
+            if not session_id.strip():
+                raise exceptions.ValidationError("session_id is blank", field="session_id")
+        sid = session_id or new_id()
+        task = TaskEntity(
+            kind=RUN_KIND,
+            owner_session_id=sid,
+            queue_name=queue,
+            priority=priority,
+            run_after=run_after,
+            max_attempts=max_attempts,
+        )
+        self.tasks.check_enqueue(task)  # everything checked before the session is made
+        self._session(spec, sid, owner, given=bool(session_id))
+
+        def detail(task_id: str) -> list[Any]:
+            return sql.row(
+                RunTask,
+                task_id=task_id,
+                runner=spec.name,
+                input_json=input_json,
+                overrides_json=overrides_json,
+            )
+
+        queued = self.tasks.enqueue(task, detail=DetailInsert(run_sql.INSERT_RUN, detail))
+        return run_of(queued, spec.name, input_json, overrides_json)
+
+    def _session(self, spec: Runner, session_id: str, owner: Any, *, given: bool) -> None:
+        """Make sure the run's session exists (created as ``spec`` says) and is ``owner``'s."""
+        if given and self.sessions.kind_of(session_id) is not None:
+            if owner is not None and visible_session(owner, session_id, using=self.using) is None:
+                raise exceptions.NoSession(f"no such session: {session_id}")
+            return
+        try:
+            if spec.session_kind == SessionKind.GRAPH:
+                self.sessions.create(SessionKind.GRAPH, session_id=session_id, owner=owner)
+            else:
+                header = {"id": session_id, "harness": {"name": spec.harness}}
+                LogStore(using=self.using, holds=False).create(header, owner=owner)
+        except exceptions.SessionExists:
+            # Created meanwhile (a race of two starts on one new id): check it as above.
+            if owner is not None and visible_session(owner, session_id, using=self.using) is None:
+                raise exceptions.NoSession(f"no such session: {session_id}") from None
+
+    @lookup("run_id", missing=none)
+    def get(self, run_id: str) -> Run | None:
+        """The run, or ``None`` (no run has this id)."""
+        row = (
+            Task.objects.using(self.using)
+            .filter(pk=run_id, kind=RUN_KIND)
+            .values(*TASK_FIELDS, *_RUN_VALUES)
+            .first()
+        )
+        return None if row is None else _run_from_values(row)
+
+    @lookup("run_ids", missing=nothing)
+    def get_many(self, run_ids: Sequence[str]) -> list[Run]:
+        """The runs with these ids, in the order given (ids of no run are left out)."""
+        rows = (
+            Task.objects.using(self.using)
+            .filter(pk__in=list(run_ids), kind=RUN_KIND)
+            .values(*TASK_FIELDS, *_RUN_VALUES)
+        )
+        by_id = {row["id"]: _run_from_values(row) for row in rows}
+        return [by_id[run_id] for run_id in run_ids if run_id in by_id]
+
+    @lookup("session_id", missing=nothing)
+    def list_for_session(self, session_id: str, limit: int = 50) -> list[Run]:
+        """The session's runs, newest first (``limit`` ≤ 0 or above 100: 100)."""
+        rows = (
+            Task.objects.using(self.using)
+            .filter(owner_session_id=session_id, kind=RUN_KIND)
+            .order_by("-created_at", "-id")
+            .values(*TASK_FIELDS, *_RUN_VALUES)[: clamp_limit(limit)]
+        )
+        return [_run_from_values(row) for row in rows]
+
+
+def _run_from_values(row: dict[str, Any]) -> Run:
+    return run_of(
+        task_from_values(row),
+        row["run__runner"] or "",
+        row["run__input_json"] or "null",
+        row["run__overrides_json"] or "{}",
+    )
