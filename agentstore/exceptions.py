@@ -156,6 +156,14 @@ class SessionLocked(AgentStoreError):
     status = 423
 
 
+class SessionBusy(AgentStoreError):
+    """A run was started with ``if_busy="reject"`` on a session another run is going on."""
+
+    code = "session_busy"
+    default_message = "a run is going on on this session"
+    status = 409
+
+
 class ConcurrentWriter(AgentStoreError):
     """Another writer appended to the session since this store loaded it."""
 

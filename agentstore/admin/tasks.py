@@ -59,7 +59,6 @@ from agentstore.tasks.recovery import Recovered, rescue_expired
 from agentstore.tasks.repository import TaskRepository
 from agentstore.tasks.tool import ToolTaskRepository
 from agentstore.tasks.workflow import WorkflowRepository
-from agentstore.types.tasks import TaskFinish
 
 __all__ = [
     "AgentTaskAdmin",
@@ -92,20 +91,8 @@ def cancel_task(task_id: str, *, tasks: TaskRepository | None = None) -> str:
     before = task.state
     if task.kind == "tool":
         ToolTaskRepository(tasks=tasks).cancel(task.owner_session_id, task_id)
-    elif before == "queued":
-        tasks.finish(
-            TaskFinish(
-                task_id=task_id,
-                from_states=["queued"],
-                target_state="canceled",
-                event_kind="task_canceled",
-                error_code="canceled",
-                error_message="task canceled",
-                payload_json=_CANCEL_PAYLOAD,
-            )
-        )
-    elif before == "running":
-        tasks.transition(task_id, ["running"], "canceling", "task_canceling", _CANCEL_PAYLOAD)
+    else:
+        tasks.cancel(task_id, _CANCEL_PAYLOAD)  # the one cancel policy (queued / running)
     after = tasks.get(task_id)
     state = after.state if after else "deleted"
     if state == before:

@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from agentstore.api.serializers import JSONObjectField, StrictSerializer, _check_json_text
 from agentstore.runs.registry import MAX_NAME
+from agentstore.runs.repository import ENQUEUE, IF_BUSY
 
 __all__ = ["RunSerializer", "RunStartInput"]
 
@@ -47,6 +48,13 @@ class RunStartInput(StrictSerializer):
         required=False,
         default=dict,
         help_text="What the runner may change for this run: model, instructions …",
+    )
+    if_busy = serializers.ChoiceField(
+        choices=list(IF_BUSY),
+        required=False,
+        default=ENQUEUE,
+        help_text="Another run of the session is queued or going on: run after it (enqueue), "
+        "409 session_busy (reject), or cancel it and continue from where it stops (interrupt).",
     )
     queue = serializers.CharField(max_length=64, required=False, default="default")
     priority = serializers.IntegerField(min_value=-100, max_value=100, required=False, default=0)

@@ -1,10 +1,11 @@
-"""Run subcommands: ``start-run`` (queue one, optionally wait), ``runs`` (list), ``run ID``.
+"""Run subcommands: ``start-run`` (queue, maybe wait), ``runs``, ``run ID``, ``cancel-run ID``.
 
     manage.py agentstore start-run support --input "Where is my order?"
     manage.py agentstore start-run support --input "And now?" --session SESSION --wait 60
     manage.py agentstore start-run planner --input-json '{"messages": []}' --override model=gpt-5
     manage.py agentstore runs --session SESSION
     manage.py agentstore run RUN_ID --json
+    manage.py agentstore cancel-run RUN_ID
 
 A run is executed by ``manage.py agentstore worker`` (``--once`` included);
 ``--wait`` polls until the run is over and prints its output, failing (exit 1)
@@ -62,6 +63,13 @@ def _start_arguments(parser: Any) -> None:
         metavar="KEY=VALUE",
         help="change KEY for this run (model, instructions …; repeatable)",
     )
+    parser.add_argument(
+        "--if-busy",
+        choices=["enqueue", "reject", "interrupt"],
+        default="enqueue",
+        help="another run of the session is going on: run after it (default), fail, "
+        "or cancel it and continue from where it stops",
+    )
     parser.add_argument("--queue", default="default", help="queue (default: %(default)s)")
     parser.add_argument("--max-attempts", type=int, default=1, help="failed attempts allowed")
     parser.add_argument(
@@ -101,8 +109,9 @@ def _start(name: str, ctx: Context) -> None:
             overrides=overrides,
             queue=ctx.opt("queue"),
             max_attempts=ctx.opt("max_attempts"),
+            if_busy=ctx.opt("if_busy"),
         )
-    except exceptions.ValidationError as error:
+    except (exceptions.ValidationError, exceptions.SessionBusy) as error:
         raise fail(str(error)) from None
     ctx.note(f"Queued run {run.id} of {run.runner} on session {run.session_id}.")
     if ctx.opt("wait"):
@@ -192,15 +201,34 @@ def _run_arguments(parser: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 
-def _run(name: str, ctx: Context) -> None:
+def _found(text: str) -> Run:
+    """The run ``text`` names (its id or a unique short id), or the command fails."""
     try:
-        run_id = resolve(Task.objects.filter(kind=RUN_KIND), "id", ctx.opt("run"), what="run")
+        run_id = resolve(Task.objects.filter(kind=RUN_KIND), "id", text, what="run")
     except exceptions.ValidationError as exc:
         raise fail(str(exc)) from None
     run = RunRepository().get(run_id) if run_id else None
     if run is None:
-        raise fail(f"no such run: {ctx.opt('run')}")
-    _show(ctx, run)
+        raise fail(f"no such run: {text}")
+    return run
+
+
+def _run(name: str, ctx: Context) -> None:
+    _show(ctx, _found(ctx.opt("run")))
+
+
+def _cancel_arguments(parser: Any) -> None:
+    parser.add_argument("run", help="run id (or a unique short id)")
+    parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+
+def _cancel(name: str, ctx: Context) -> None:
+    run = _found(ctx.opt("run"))
+    canceled = RunRepository().cancel(run.id, by="command")
+    assert canceled is not None
+    _show(ctx, canceled)
+    if canceled.state not in ("canceled", "canceling"):
+        raise fail(f"run {run.id} is {canceled.state}: it can no longer be canceled")
 
 
 COMMANDS = [
@@ -209,4 +237,10 @@ COMMANDS = [
     ),
     Subcommand(("runs",), "List runs, most recently updated first.", _runs_arguments, _runs),
     Subcommand(("run",), "Show a run: state, input, output or error.", _run_arguments, _run),
+    Subcommand(
+        ("cancel-run",),
+        "Cancel a queued run, or ask a running one to stop at its next step.",
+        _cancel_arguments,
+        _cancel,
+    ),
 ]

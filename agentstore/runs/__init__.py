@@ -15,7 +15,9 @@ it returns as the run's output::
     r = runs.start("support", input="hello")          # a new session unless session_id=
     runs.get_run(r.id).state     # queued → running → succeeded / failed / canceled
     runs.get_run(r.id).output    # {"text": ...} once succeeded
+    runs.cancel_run(r.id)        # queued: canceled; running: stops at its next step
     r = await runs.astart("support", input="and then?", session_id=r.session_id)
+    runs.start("support", "stop, do this", session_id=r.session_id, if_busy="interrupt")
 
 Ready-made runners for the three integrations are in
 :mod:`agentstore.runs.builders` (``openai_agents(agent)``, ``pydantic_ai(agent)``,
@@ -45,9 +47,11 @@ __all__ = [
     "Run",
     "RunContext",
     "RunRepository",
+    "acancel_run",
     "aget_run",
     "alist_runs",
     "astart",
+    "cancel_run",
     "get_run",
     "list_runs",
     "runner",
@@ -67,6 +71,7 @@ def start(
     priority: int = 0,
     run_after: datetime | None = None,
     max_attempts: int = 1,
+    if_busy: str = "enqueue",
     using: str = DEFAULT_DB_ALIAS,
 ) -> Run:
     """Queue a run of ``runner`` (see :meth:`RunRepository.start`); returns it, ``queued``."""
@@ -80,12 +85,18 @@ def start(
         priority=priority,
         run_after=run_after,
         max_attempts=max_attempts,
+        if_busy=if_busy,
     )
 
 
 def get_run(run_id: str, *, using: str = DEFAULT_DB_ALIAS) -> Run | None:
     """The run with this id, or ``None``."""
     return RunRepository(using=using).get(run_id)
+
+
+def cancel_run(run_id: str, *, using: str = DEFAULT_DB_ALIAS) -> Run | None:
+    """Cancel a queued run or ask a running one to stop (:meth:`RunRepository.cancel`)."""
+    return RunRepository(using=using).cancel(run_id)
 
 
 def list_runs(session_id: str, *, limit: int = 50, using: str = DEFAULT_DB_ALIAS) -> list[Run]:
@@ -101,6 +112,11 @@ async def astart(runner: str, input: Any = None, **options: Any) -> Run:  # noqa
 async def aget_run(run_id: str, *, using: str = DEFAULT_DB_ALIAS) -> Run | None:
     """:func:`get_run` from async code."""
     return await run_on_thread(lambda: get_run(run_id, using=using))
+
+
+async def acancel_run(run_id: str, *, using: str = DEFAULT_DB_ALIAS) -> Run | None:
+    """:func:`cancel_run` from async code."""
+    return await run_to_end(lambda: cancel_run(run_id, using=using))
 
 
 async def alist_runs(

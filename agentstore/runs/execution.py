@@ -40,9 +40,9 @@ from agentstore.runs.registry import RUN_KIND, get_runner
 from agentstore.sql import runs as run_sql
 from agentstore.stores.hold_context import writing_under
 from agentstore.stores.sessions import SessionStore
-from agentstore.tasks.handlers import Job, NotRetryable, Postpone, handler
+from agentstore.tasks.handlers import Canceled, Job, NotRetryable, Postpone, handler
 
-__all__ = ["BUSY_DELAY", "RunContext", "execute_run", "hold_token"]
+__all__ = ["BUSY_DELAY", "RunCanceled", "RunContext", "execute_run", "hold_token"]
 
 #: Seconds a run whose session is busy (another run holds it) waits before it is tried again.
 BUSY_DELAY = 1.0
@@ -70,10 +70,29 @@ class RunContext:
     using: str
     _job: Job = field(repr=False, compare=False)
 
+    def cancel_requested(self) -> bool:
+        """Whether this run was asked to stop (``runs.cancel``, or a run that interrupts it).
+
+        A runner checks between steps — the builders do before each model call
+        and tool call (LangGraph: after each step) — and stops with
+        :meth:`stop_if_canceled`. One read of the run's row.
+        """
+        task = self._job.tasks.get(self.id)
+        return task is None or task.state == "canceling"
+
+    def stop_if_canceled(self) -> None:
+        """Raise :class:`RunCanceled` if the run was asked to stop: the run ends ``canceled``."""
+        if self.cancel_requested():
+            raise RunCanceled(f"run {self.id} was canceled before attempt {self.attempt} ended")
+
     def event(self, kind: str, payload: Any = None) -> bool:
         """Record a progress event on the run (``False`` once this worker lost the run)."""
         text = json.dumps({} if payload is None else payload, allow_nan=False)
         return self._job.event(kind, text)
+
+
+class RunCanceled(Canceled):
+    """The runner stopped because the run was asked to stop; the run ends ``canceled``."""
 
 
 def _read(job: Job) -> tuple[str, str, str]:

@@ -33,6 +33,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS
 
 from agentstore import exceptions, sql
+from agentstore.db import SqlCursor
 from agentstore.ids import new_id
 from agentstore.models import RunTask, Task
 from agentstore.models.sessions import SessionKind
@@ -43,13 +44,25 @@ from agentstore.stores.base import Clock, StoreBase, lookup, none, nothing
 from agentstore.stores.log import LogStore
 from agentstore.stores.sessions import SessionStore
 from agentstore.tasks.lifecycle.vocabulary import TASK_FIELDS, clamp_limit, task_from_values
-from agentstore.tasks.repository import DetailInsert, TaskRepository
+from agentstore.tasks.repository import TaskRepository
 from agentstore.types.runs import Run
 from agentstore.types.tasks import TaskEntity
 from agentstore.validation import require_json_value, require_storable_text
 
-__all__ = ["MAX_INPUT_CHARS", "RUN_KIND", "RunRepository", "run_of"]
+__all__ = [
+    "ENQUEUE",
+    "IF_BUSY",
+    "INTERRUPT",
+    "MAX_INPUT_CHARS",
+    "REJECT",
+    "RUN_KIND",
+    "RunRepository",
+    "run_of",
+]
 
+#: What ``start`` does when another run of the session is queued or going on.
+ENQUEUE, REJECT, INTERRUPT = "enqueue", "reject", "interrupt"
+IF_BUSY = (ENQUEUE, REJECT, INTERRUPT)
 #: Largest input (and overrides), as JSON text: a run's input is the next user
 #: message or a graph's input, not a file.
 MAX_INPUT_CHARS = 1_000_000
@@ -113,6 +126,7 @@ class RunRepository(StoreBase):
         priority: int = 0,
         run_after: datetime | None = None,
         max_attempts: int = 1,
+        if_busy: str = ENQUEUE,
     ) -> Run:
         """Queue a run of ``runner`` on ``session_id`` (a new session when empty).
 
@@ -120,10 +134,19 @@ class RunRepository(StoreBase):
         whatever the runner honours) must be JSON values of at most
         :data:`MAX_INPUT_CHARS` characters. ``queue``, ``priority`` (-100..100),
         ``run_after`` and ``max_attempts`` (failed attempts allowed; a crash
-        does not spend one) are the task's. Raises ``ValidationError`` (an
-        unknown runner included) and ``NoSession``.
+        does not spend one) are the task's. ``if_busy`` says what happens when
+        another run of the session is queued or going on (:data:`IF_BUSY`):
+        ``enqueue`` (this one runs after it), ``reject`` (``SessionBusy``,
+        nothing written) or ``interrupt`` (it is canceled — a running one stops
+        at its next step — and this one continues the session from there),
+        decided in the transaction that inserts the run. Raises
+        ``ValidationError`` (an unknown runner included) and ``NoSession``.
         """
         spec = get_runner(runner)
+        if if_busy not in IF_BUSY:
+            raise exceptions.ValidationError(
+                f"if_busy must be one of {', '.join(IF_BUSY)}", field="if_busy"
+            )
         input_json = _json_text(input, "input")
         if overrides is None:
             overrides = {}
@@ -135,28 +158,55 @@ class RunRepository(StoreBase):
             if not session_id.strip():
                 raise exceptions.ValidationError("session_id is blank", field="session_id")
         sid = session_id or new_id()
-        task = TaskEntity(
-            kind=RUN_KIND,
-            owner_session_id=sid,
-            queue_name=queue,
-            priority=priority,
-            run_after=run_after,
-            max_attempts=max_attempts,
-        )
-        self.tasks.check_enqueue(task)  # everything checked before the session is made
-        self._session(spec, sid, owner, given=bool(session_id))
-
-        def detail(task_id: str) -> list[Any]:
-            return sql.row(
-                RunTask,
-                task_id=task_id,
-                runner=spec.name,
-                input_json=input_json,
-                overrides_json=overrides_json,
+        # Everything checked before the session is made.
+        clean = self.tasks.check_enqueue(
+            TaskEntity(
+                kind=RUN_KIND,
+                owner_session_id=sid,
+                queue_name=queue,
+                priority=priority,
+                run_after=run_after,
+                max_attempts=max_attempts,
             )
+        )
+        self._session(spec, sid, owner, given=bool(session_id))
+        task_id, event_id, now = new_id(), new_id(), self.now()
+        rows = self.tasks.queued_rows(
+            clean,
+            task_id,
+            event_id,
+            now,
+            queue=clean.queue_name,
+            run_after=clean.run_after,
+            max_attempts=clean.max_attempts,
+            priority=clean.priority,
+        )
+        detail = sql.row(
+            RunTask,
+            task_id=task_id,
+            runner=spec.name,
+            input_json=input_json,
+            overrides_json=overrides_json,
+        )
+        payload = json.dumps({"interrupted_by": task_id})
 
-        queued = self.tasks.enqueue(task, detail=DetailInsert(run_sql.INSERT_RUN, detail))
-        return run_of(queued, spec.name, input_json, overrides_json)
+        def insert(cursor: SqlCursor) -> None:
+            if if_busy != ENQUEUE:
+                lock, active = run_sql.active_runs(cursor.db.vendor)
+                cursor.execute(lock, [sid])
+                cursor.execute(active, [sid])
+                going = [str(row[0]) for row in cursor.fetchall()]
+                if going and if_busy == REJECT:
+                    raise exceptions.SessionBusy(
+                        f"session {sid} has {len(going)} run(s) queued or going on, "
+                        f"the oldest {going[0]} (if_busy=reject)"
+                    )
+                for other in going:  # interrupt
+                    self.tasks.cancel_row(cursor, other, payload, new_id(), now)
+            self.tasks.insert_queued(cursor, rows, (run_sql.INSERT_RUN, detail))
+
+        self.write(insert)
+        return run_of(rows.entity, spec.name, input_json, overrides_json)
 
     def _session(self, spec: Runner, session_id: str, owner: Any, *, given: bool) -> None:
         """Make sure the run's session exists (created as ``spec`` says) and is ``owner``'s."""
@@ -185,6 +235,20 @@ class RunRepository(StoreBase):
             .first()
         )
         return None if row is None else _run_from_values(row)
+
+    @lookup("run_id", missing=none)
+    def cancel(self, run_id: str, *, by: str = "") -> Run | None:
+        """Cancel a queued run, or ask a running one to stop; the run as it is now.
+
+        A queued run is ``canceled`` at once; a running one becomes ``canceling``
+        and its runner stops at its next step (the builders check before each
+        model and tool call), ending ``canceled``. A run that is over is left
+        as it is. ``None``: no run has this id. ``by`` is recorded on the event.
+        """
+        if self.get(run_id) is None:
+            return None
+        self.tasks.cancel(run_id, json.dumps({"canceled_by": by} if by else {}))
+        return self.get(run_id)
 
     @lookup("run_ids", missing=nothing)
     def get_many(self, run_ids: Sequence[str]) -> list[Run]:

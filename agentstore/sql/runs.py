@@ -6,8 +6,8 @@ Sent by :mod:`agentstore.runs` (``docs/runs.md``). Names come from ``_meta``
 
 from __future__ import annotations
 
-from agentstore.models import Holder, RunTask, Task
-from agentstore.sql import columns, marks, names
+from agentstore.models import Holder, RunTask, Session, Task
+from agentstore.sql import columns, for_update, marks, names
 
 #: A run's detail row, inserted with its task (``TaskRepository.enqueue``'s detail).
 INSERT_RUN = f"INSERT INTO {RunTask._meta.db_table} ({columns(RunTask)}) VALUES ({marks(RunTask)})"
@@ -31,3 +31,25 @@ CLEAR_FINISHED_RUN_HOLD = (
     f"WHERE t.id = substr({Holder._meta.db_table}.token, {len(HOLD_PREFIX) + 1}) "
     "AND t.state IN ('queued', 'running', 'canceling'))"
 )
+
+
+#: The states of a run that is going on (or will): what ``if_busy`` looks at.
+ACTIVE = ("queued", "running", "canceling")
+
+
+def active_runs(vendor: str) -> tuple[str, str]:
+    """The statements that lock a session (PostgreSQL) and read its active runs' ids, oldest first.
+
+    Params: session id each. The lock serialises the starts of one session's
+    runs, so ``if_busy`` decides on what is there; SQLite's write lock does it.
+    """
+    lock = (
+        f"SELECT {names(Session, 'id')} FROM {Session._meta.db_table} "
+        f"WHERE {names(Session, 'id')} = %s{for_update(vendor)}"
+    )
+    states = ", ".join(f"'{state}'" for state in ACTIVE)
+    active = (
+        f"SELECT id FROM {Task._meta.db_table} WHERE {names(Task, 'owner_session')} = %s "
+        f"AND kind = 'run' AND state IN ({states}) ORDER BY created_at, id"
+    )
+    return lock, active

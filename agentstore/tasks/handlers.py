@@ -26,6 +26,7 @@ has attempts left (``Task.max_attempts``) unless the exception says it must
 not be retried — :class:`NotRetryable`, or any exception with
 ``retryable = False``. A handler that cannot start the task yet raises
 :class:`Postpone`: the task goes back to its queue for later, no attempt spent.
+One that stopped because its task's cancel was asked raises :class:`Canceled`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from agentstore.types.tasks import AgentTaskEntity, TaskEntity, TaskFinish, Tool
 
 __all__ = [
     "FUNCTION_KIND",
+    "Canceled",
     "Handler",
     "Job",
     "NotRetryable",
@@ -85,6 +87,16 @@ class Postpone(Exception):  # noqa: N818 - it names what it asks for
         super().__init__(reason)
         self.reason = reason
         self.delay = max(0.0, float(delay))
+
+
+class Canceled(Exception):  # noqa: N818 - it names what happened
+    """Raise from a handler that stopped because its task's cancel was asked (``canceling``).
+
+    The task is settled ``canceled`` (event ``task_canceled``), not failed and
+    not retried.
+    """
+
+    retryable = False
 
 
 def is_retryable(error: BaseException) -> bool:

@@ -77,6 +77,7 @@ from agentstore.tasks.backends import (
 )
 from agentstore.tasks.handlers import (
     FUNCTION_KIND,
+    Canceled,
     Handler,
     Job,
     Postpone,
@@ -350,6 +351,19 @@ class TaskWorker:
             self._log(task, f"postponed {later.delay:.1f}s ({later.reason})", stored, started)
             self._drop(task.id)
             return
+        except Canceled as stopped:
+            self._running = False
+            finish = TaskFinish(
+                task_id=task.id,
+                lease_owner=self.worker_id,
+                from_states=("running", "canceling"),
+                target_state="canceled",
+                event_kind="task_canceled",
+                error_code="canceled",
+                error_message=str(stopped) or "canceled",
+                payload_json=json.dumps({"worker_id": self.worker_id}),
+            )
+            self._settle(task, finish, None, "canceled", started)
         except Exception as error:
             self._running = False
             self._last_recycle = 0.0  # the handler may have broken the connection: check it now

@@ -157,3 +157,29 @@ def test_identical_requests_racing_each_start_their_own_run(api: APIClient, alic
         codes = list(pool.map(one, range(8)))
     assert codes == [201] * 8
     assert Task.objects.filter(owner_session_id=session, kind="run").count() == 8
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_a_run_over_http(api: APIClient, bob_api: APIClient) -> None:
+    run = start(api, runner="say", input="never").json()
+    assert_error(bob_api.post(f"{API}/runs/{run['id']}/cancel"), 404, "no_run")
+    canceled = api.post(f"{API}/runs/{run['id']}/cancel")
+    assert canceled.status_code == 200 and canceled.json()["state"] == "canceled"
+    assert api.post(f"{API}/runs/{run['id']}/cancel").json()["state"] == "canceled"  # as is
+    done = start(api, runner="echo").json()
+    TaskWorker(once=True).run()
+    error = assert_error(api.post(f"{API}/runs/{done['id']}/cancel"), 409, "task_conflict")
+    assert error["details"]["run"]["state"] == "succeeded"
+    assert_error(api.post(f"{API}/runs/nope/cancel"), 404, "no_run")
+
+
+def test_a_second_run_on_a_busy_session(api: APIClient) -> None:
+    first = start(api, runner="say", input="first").json()
+    sid = first["session_id"]
+    busy = start(api, runner="say", input="second", session_id=sid, if_busy="reject")
+    error = assert_error(busy, 409, "session_busy")
+    assert first["id"] in error["message"]
+    after = start(api, runner="say", input="third", session_id=sid, if_busy="interrupt")
+    assert after.status_code == 201
+    assert api.get(f"{API}/runs/{first['id']}").json()["state"] == "canceled"
+    assert_error(start(api, runner="say", if_busy="later"), 400, "validation_error")

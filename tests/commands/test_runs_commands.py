@@ -95,3 +95,16 @@ def test_bad_arguments_are_refused_before_anything_is_written() -> None:
     assert "still queued after 0.2 s" in fails("start-run", "echo", "--wait", "0.2")
     assert Session.objects.count() == before + 1  # only the last one started
     assert "no such run" in fails("run", "01a2524c-0000-7000-8000-000000000000")
+
+
+def test_cancel_a_run_and_refuse_one_on_a_busy_session() -> None:
+    started = json.loads(run("start-run", "say", "--input", "one", "--json")[0])
+    busy = fails("start-run", "say", "--session", started["session_id"], "--if-busy", "reject")
+    assert "(if_busy=reject)" in busy
+    canceled = json.loads(run("cancel-run", started["id"], "--json")[0])
+    assert canceled["state"] == "canceled"
+    TaskWorker(once=True).run()
+    assert run_api.get_run(started["id"]).state == "canceled"  # type: ignore[union-attr]
+    done = json.loads(run("start-run", "echo", "--json")[0])
+    TaskWorker(once=True).run()
+    assert "can no longer be canceled" in fails("cancel-run", done["id"])

@@ -9,7 +9,6 @@ tool call without its output.
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 
+from agentstore import runs
 from agentstore.integrations.conversation import RUN_MEMBER
 from agentstore.integrations.openai_agents import AgentStoreSession
 from agentstore.integrations.pydantic_ai import MessageHistory
@@ -26,18 +26,23 @@ from agentstore.runs.execution import RunContext, hold_token
 from agentstore.runs.resume import INTERRUPTED, dangling_openai_calls
 from agentstore.stores.hold_context import writing_under
 from agentstore.stores.sessions import SessionStore
+from agentstore.tasks import TaskRepository
+from agentstore.tasks.handlers import Job
 from tests.integrations import agents_fakes, pydantic_fakes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-_ids = itertools.count(1)
-
 
 def context(session_id: str, value: Any, run_id: str = "") -> RunContext:
-    run_id = run_id or f"01a2524c-0000-7000-8000-{next(_ids):012d}"
+    """The context the worker would hand a runner for a (queued, real) run on the session."""
+    if not run_id:
+        run_id = runs.start("echo", value, session_id=session_id).id
+    task = TaskRepository().get(run_id)
+    assert task is not None
+    job = Job(task=task, worker_id="worker-t", tasks=TaskRepository())
     return RunContext(
         id=run_id, runner="t", session_id=session_id, input=value, overrides={},
-        attempt=1, using="default", _job=None,  # type: ignore[arg-type]
+        attempt=1, using="default", _job=job,
     )  # fmt: skip
 
 

@@ -1,9 +1,11 @@
 """Runs over HTTP: start one on your session (or a new one), read it, list a session's.
 
     POST /runs                 start a run: {"runner": "support", "input": "hello",
-                               "session_id": null | "<yours>", "overrides": {...}}
+                               "session_id": null | "<yours>", "overrides": {...},
+                               "if_busy": "enqueue" | "reject" | "interrupt"}
     GET  /runs[?session=<id>]  runs of your sessions (of one), newest first (paged)
     GET  /runs/{id}            one run: state, output once succeeded, error once failed
+    POST /runs/{id}/cancel     queued: canceled; running: stops at its next step (409 if over)
     GET  /runs/runners         the runners a run may name
 
 A run is visible exactly when its session is; someone else's run is
@@ -23,9 +25,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstore.api import run_serializers as r
+from agentstore.api.exceptions import error_response
 from agentstore.api.pagination import TaskPagination
 from agentstore.api.views.base import AgentStoreViewSet, errors
-from agentstore.exceptions import NoRun
+from agentstore.exceptions import NoRun, TaskConflict
 from agentstore.runs import RUN_KIND, RunRepository, runner_names
 from agentstore.selectors.tasks import tasks_visible_to, visible_task
 
@@ -53,7 +56,7 @@ class RunViewSet(AgentStoreViewSet):
     @extend_schema(
         summary="Start a run (queued for a worker)",
         request=r.RunStartInput,
-        responses={201: r.RunSerializer, **errors(400, 404)},
+        responses={201: r.RunSerializer, **errors(400, 404, 409)},
         tags=["runs"],
     )
     def create(self, request: Request) -> Response:
@@ -76,6 +79,7 @@ class RunViewSet(AgentStoreViewSet):
             queue=values["queue"],
             priority=values["priority"],
             max_attempts=values["max_attempts"],
+            if_busy=values["if_busy"],
         )
         return Response(r.RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
@@ -86,6 +90,30 @@ class RunViewSet(AgentStoreViewSet):
         run = RunRepository().get(pk) if visible_task(request.user, pk) is not None else None
         if run is None:
             raise NoRun(f"{NoRun.default_message}: {pk}")
+        return Response(r.RunSerializer(run).data)
+
+    @extend_schema(
+        summary="Cancel a queued run, or ask a running one to stop at its next step",
+        request=None,
+        responses={200: r.RunSerializer, **errors(404, 409)},
+        tags=["runs"],
+    )
+    @action(detail=True, methods=["post"], pagination_class=None, filter_backends=[])
+    def cancel(self, request: Request, pk: str) -> Response:
+        if visible_task(request.user, pk) is None:
+            raise NoRun(f"{NoRun.default_message}: {pk}")
+        runs = RunRepository()
+        run = runs.cancel(pk, by=f"api:{request.user.pk}")
+        if run is None:
+            raise NoRun(f"{NoRun.default_message}: {pk}")
+        if run.state not in ("canceled", "canceling"):
+            details = {"run": r.RunSerializer(run).data}
+            return error_response(
+                status.HTTP_409_CONFLICT,
+                TaskConflict.code,
+                f"run {pk} is {run.state}: it can no longer be canceled",
+                details,
+            )
         return Response(r.RunSerializer(run).data)
 
     def list(self, request: Request) -> Response:  # noqa: A003

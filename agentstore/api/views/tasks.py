@@ -334,11 +334,7 @@ class TaskViewSet(mixins.ListModelMixin, _TaskBound):
             if changed is not None and changed.state in ("canceled", "canceling"):
                 return Response(t.TaskSerializer(changed).data)
             return _conflict(tasks, task.id, "the task can no longer be canceled")
-        payload = '{"canceled_by":"api"}'
-        done = tasks.transition(task.id, ["queued"], "canceled", "task_canceled", payload)
-        if not done:
-            done = tasks.transition(task.id, ["running"], "canceling", "task_canceling", payload)
-        if not done:
+        if not tasks.cancel(task.id, '{"canceled_by":"api"}'):
             return _conflict(tasks, task.id, "the task can no longer be canceled")
         return Response(t.TaskSerializer(tasks.get(task.id)).data)
 

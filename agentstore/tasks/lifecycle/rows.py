@@ -233,6 +233,27 @@ class TaskRows(StoreBase):
         )
         return True
 
+    def cancel_row(
+        self, cursor: SqlCursor, task_id: str, payload_json: str, event_id: str, now: datetime
+    ) -> str:
+        """Ask for the task's cancel inside the caller's transaction; the state it is in now.
+
+        The one cancel policy: a queued task is canceled at once (``task_canceled``);
+        a running one is asked to stop (``canceling``, ``task_canceling``): its
+        worker answers the request — settles it canceled, or finishes it
+        anyway. ``""`` when the task is in neither state (it can no longer be
+        canceled, or there is none).
+        """
+        if self.transition_row(
+            cursor, task_id, [QUEUED], "canceled", "task_canceled", payload_json, event_id, now
+        ):
+            return "canceled"
+        if self.transition_row(
+            cursor, task_id, [RUNNING], CANCELING, "task_canceling", payload_json, event_id, now
+        ):
+            return CANCELING
+        return ""
+
     def transition_row(
         self,
         cursor: SqlCursor,

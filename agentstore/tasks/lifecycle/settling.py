@@ -77,6 +77,18 @@ class TaskSettling(TaskRows):
             )
         )
 
+    def cancel(self, task_id: str, payload_json: str = "{}") -> str:
+        """Cancel a queued task, or ask a running one to stop; the state it is in now.
+
+        ``"canceled"``, ``"canceling"`` (its worker answers), or ``""`` when it
+        can no longer be canceled (:meth:`cancel_row`, in one transaction).
+        """
+        require_event("task_canceled", payload_json)
+        event_id, now = new_id(), self.now()
+        return self.write(
+            lambda cursor: self.cancel_row(cursor, task_id, payload_json, event_id, now)
+        )
+
     def finish(self, finish: TaskFinish | None) -> bool:
         """Settle the task in a terminal state, fenced on its lease; ``False`` if unchanged."""
         clean = self.validated_finish(finish)
