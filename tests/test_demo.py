@@ -38,6 +38,7 @@ def test_demo_setup_creates_a_superuser_and_prints_its_credentials() -> None:
     assert "username:  demo" in text
     assert "password:  agentstore-demo" in text
     assert f"API token: {Token.objects.get(user=user).key}" in text
+    assert "start-run weather" in text  # how to try the demo's runner
 
 
 def test_demo_setup_can_run_twice() -> None:

@@ -89,6 +89,17 @@ FOLLOW_PROBE = (
 #: Holders (``log_holds``): one row per held session.
 INSERT_HOLDER = f"INSERT INTO {HOLDER} ({columns(Holder)}) VALUES ({marks(Holder)})"
 DELETE_HOLDER = f"DELETE FROM {HOLDER} WHERE session_id = %s AND token = %s"
+#: The hold of a free session, or one already held under the same token (whose pid
+#: and host become the claimer's), in one statement: a row comes back then. No row:
+#: no such session, or another token holds it — the full claim decides which.
+#: Params: :func:`agentstore.sql.row` of the Holder, then the session id.
+CLAIM_FREE_HOLDER = (
+    f"INSERT INTO {HOLDER} ({columns(Holder)}) SELECT {marks(Holder)} "
+    f"WHERE EXISTS (SELECT 1 FROM {SESSION} WHERE id = %s) "
+    "ON CONFLICT (session_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, "
+    f"heartbeat = excluded.heartbeat WHERE {HOLDER}.token = excluded.token "
+    "RETURNING session_id"
+)
 HEARTBEAT = f"UPDATE {HOLDER} SET heartbeat = %s WHERE session_id = %s AND token = %s"
 
 

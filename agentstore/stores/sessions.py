@@ -393,6 +393,20 @@ class SessionStore(StoreBase):
         require_storable_text(token, "token", 64)
         pid, host, now = os.getpid(), socket.gethostname(), self.now()
 
+        def free(cursor: SqlCursor) -> bool:
+            stamp = cursor.db.ops.adapt_datetimefield_value(now)
+            holder = sql.row(
+                Holder, session_id=session_id, pid=pid, host=host, token=token,
+                since=stamp, heartbeat=stamp,
+            )  # fmt: skip
+            cursor.execute(log_sql.CLAIM_FREE_HOLDER, [*holder, session_id])
+            return cursor.fetchone() is not None
+
+        # One statement when the session is free or already ours (a run's rerun);
+        # else the full claim below says why not, or takes a dead holder's over.
+        if self.write(free, single=True):
+            return None
+
         def write(cursor: SqlCursor) -> LockInfo | None:
             cursor.execute(session_sql.KIND_OF, [session_id])
             if cursor.fetchone() is None:

@@ -41,3 +41,9 @@ class Command(BaseCommand):
         self.stdout.write(f"  API token: {token.key}")
         for line in seed_all(user):
             self.stdout.write(f"  {line}")
+        # The demo's offline runner (docs/runs.md): an agent turn the worker executes.
+        self.stdout.write(
+            "  Try a run: manage.py agentstore start-run weather "
+            '--input "What is the weather in Paris?" --wait 60  '
+            "(with manage.py agentstore worker in another terminal)"
+        )
