@@ -19,14 +19,14 @@ caller can read and follow it before a worker picks the run up. With
 conversation's own id is a valid session id); an existing one is continued
 whatever its kind, and with ``owner`` it must be the owner's (``NoSession``
 otherwise: "not yours" and "missing" answer alike). Everything is checked
-before anything is written; only a database failure between the session's
-creation and the run's insertion can leave the empty session without its run.
+before anything is written, and a new session is inserted in the run's own
+transaction: the session and its run appear together or not at all.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -169,7 +169,7 @@ class RunRepository(StoreBase):
                 max_attempts=max_attempts,
             )
         )
-        self._session(spec, sid, owner, given=bool(session_id))
+        make = self._session(spec, sid, owner, given=bool(session_id))
         task_id, event_id, now = new_id(), new_id(), self.now()
         rows = self.tasks.queued_rows(
             clean,
@@ -191,6 +191,8 @@ class RunRepository(StoreBase):
         payload = json.dumps({"interrupted_by": task_id})
 
         def insert(cursor: SqlCursor) -> None:
+            if make is not None:
+                make(cursor)  # the run's new session, in the run's transaction
             if if_busy != ENQUEUE:
                 lock, active = run_sql.active_runs(cursor.db.vendor)
                 cursor.execute(lock, [sid])
@@ -205,25 +207,36 @@ class RunRepository(StoreBase):
                     self.tasks.cancel_row(cursor, other, payload, new_id(), now)
             self.tasks.insert_queued(cursor, rows, (run_sql.INSERT_RUN, detail))
 
-        self.write(insert)
+        try:
+            self.write(insert)
+        except exceptions.SessionExists:
+            if make is None or not session_id:
+                raise
+            # Another start (or writer) created this id meanwhile: continue it instead.
+            return self.start(
+                runner, input, session_id=session_id, owner=owner, overrides=overrides,
+                queue=queue, priority=priority, run_after=run_after,
+                max_attempts=max_attempts, if_busy=if_busy,
+            )  # fmt: skip
         return run_of(rows.entity, spec.name, input_json, overrides_json)
 
-    def _session(self, spec: Runner, session_id: str, owner: Any, *, given: bool) -> None:
-        """Make sure the run's session exists (created as ``spec`` says) and is ``owner``'s."""
+    def _session(
+        self, spec: Runner, session_id: str, owner: Any, *, given: bool
+    ) -> Callable[[SqlCursor], object] | None:
+        """``None`` when the run continues an existing session (``owner``'s, if given);
+        else the statements that create it, as ``spec`` says, owned by ``owner``."""
         if given and self.sessions.kind_of(session_id) is not None:
             if owner is not None and visible_session(owner, session_id, using=self.using) is None:
                 raise exceptions.NoSession(f"no such session: {session_id}")
-            return
-        try:
-            if spec.session_kind == SessionKind.GRAPH:
-                self.sessions.create(SessionKind.GRAPH, session_id=session_id, owner=owner)
-            else:
-                header = {"id": session_id, "harness": {"name": spec.harness}}
-                LogStore(using=self.using, holds=False).create(header, owner=owner)
-        except exceptions.SessionExists:
-            # Created meanwhile (a race of two starts on one new id): check it as above.
-            if owner is not None and visible_session(owner, session_id, using=self.using) is None:
-                raise exceptions.NoSession(f"no such session: {session_id}") from None
+            return None
+        if spec.session_kind == SessionKind.GRAPH:
+            now = self.now()
+            return lambda cursor: self.sessions.insert(
+                cursor, SessionKind.GRAPH, session_id, created_at=now, updated_at=now,
+                owner_id=owner,
+            )  # fmt: skip
+        header = {"id": session_id, "harness": {"name": spec.harness}}
+        return LogStore(using=self.using, holds=False).creation(header, owner=owner)
 
     @lookup("run_id", missing=none)
     def get(self, run_id: str) -> Run | None:

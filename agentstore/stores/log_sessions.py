@@ -215,6 +215,26 @@ class LogSessions(StoreBase):
             self.write(tx, orm=True)
             return self._created(session, dead)
 
+    def creation(
+        self, header: dict[str, Any], *, owner: Any = None
+    ) -> Callable[[SqlCursor], LockInfo | None]:
+        """What :meth:`create` writes for a new (not forked) session, as statements to run
+        inside the caller's write transaction, so the session and the caller's rows
+        appear together or not at all (a run and the session it creates).
+
+        Checked now (``ValidationError``, ``ReadOnly``); ``SessionExists`` when the
+        statements run on a taken id. This store's view of the session is not
+        kept: open it to use it.
+        """
+        self._writable()
+        if not isinstance(header, dict):
+            raise exceptions.ValidationError("header must be a JSON object", field="header")
+        if header.get("base"):
+            raise exceptions.ValidationError(
+                "a fork (header.base) is created with create()", field="header.base"
+            )
+        return self._creation(Session.new(copy.deepcopy(header)), owner)
+
     def _creation(self, session: Session, owner: Any = None) -> Callable[[Any], LockInfo | None]:
         """Check a new session's header; return the statements that insert and hold it.
 

@@ -201,3 +201,32 @@ def runs_task() -> object:
     from agentstore.types.tasks import TaskEntity
 
     return TaskEntity(kind="function")
+
+
+def test_a_start_that_fails_leaves_no_session_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(TaskRepository, "insert_queued", fail)
+    with pytest.raises(RuntimeError):
+        runs.start("echo", "x", session_id="conv-atomic")
+    assert not Session.objects.filter(pk="conv-atomic").exists()
+
+
+def test_starts_racing_on_one_new_session_id_both_queue_a_run() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    def start(n: int) -> str:
+        try:
+            return runs.start("say", f"racer {n}", session_id="conv-race").id
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(4) as pool:
+        ids = list(pool.map(start, range(8)))
+    assert len(set(ids)) == 8
+    assert Session.objects.filter(pk="conv-race").count() == 1
+    work()
+    assert sorted(texts("conv-race")) == sorted(f"racer {n}" for n in range(8))
