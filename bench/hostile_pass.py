@@ -79,6 +79,8 @@ def fixtures(srv: Server) -> dict[str, str]:
         run = {"owner_session_id": tree, "name": "wf", "source": "run()", "source_hash": "h"}
         workflow = made(srv.send("POST", f"{API}/workflows", run, user=who), 201)
         ids[f"{who}_workflow"] = workflow["task"]["id"]
+        start = {"runner": "weather", "input": f"{who}-secret-text", "session_id": tree}
+        ids[f"{who}_run"] = made(srv.send("POST", f"{API}/runs", start, user=who), 201)["id"]
         ref = {"expected": None, "next": {"session": log, "entry": ""}, "reason": "setup"}
         made(srv.send("PUT", f"{API}/refs/{who}/main", ref, user=who), 200)
         doc = f"{API}/sessions/{tree}/documents/note"
@@ -145,6 +147,11 @@ def cross_owner(c: Checks) -> None:
     c.expect("task under other's session", "POST", "/tasks", refused, task)
     sub_task = {"kind": "job", "owner_session_id": "<alice_tree>", "parent_task_id": "<bob_task>"}
     c.expect("subtask of other's task", "POST", "/tasks", "404 no_task", sub_task)
+    c.expect("other's run", "GET", "/runs/<bob_run>", "404 no_run", check=secret)
+    c.expect("cancel other's run", "POST", "/runs/<bob_run>/cancel", "404 no_run", {})
+    run_there = {"runner": "weather", "input": "x", "session_id": "<bob_tree>"}
+    c.expect("run on other's session", "POST", "/runs", refused, run_there)
+    c.expect("runs of other's session", "GET", "/runs?session=<bob_tree>", refused)
     child = {"cwd": "/x", "parent_session": "<bob_tree>"}
     c.expect("child of other's session", "POST", "/sessions", refused, child)
     c.expect("other's workflow", "GET", "/workflows/<bob_workflow>", "404 no_workflow")
@@ -169,6 +176,7 @@ def cross_owner(c: Checks) -> None:
         ("sessions list", "/sessions?page_size=200"),
         ("refs list", "/refs"),
         ("tasks list", "/tasks"),
+        ("runs list", "/runs"),
         ("workflows list", "/workflows"),
         ("log sessions list", "/log-sessions"),
     ]:
