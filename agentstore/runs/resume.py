@@ -32,12 +32,18 @@ from agentstore.integrations.conversation import RUN_MEMBER
 
 __all__ = [
     "INTERRUPTED",
+    "WINDOW",
     "Start",
     "dangling_openai_calls",
     "openai_agents_start",
     "pydantic_ai_start",
 ]
 
+#: How many of the session's newest items an attempt looks at. A run's own entries
+#: and a turn's unanswered calls are at the end of the history; reading all of a
+#: 100,000-item session cost as much as the SDK's whole-history read again (1.2 s).
+#: A window that is a suffix sees every output of a call inside it.
+WINDOW = 1000
 #: The output a repaired tool call gets.
 INTERRUPTED = (
     "Interrupted: this tool call did not finish (the run executing it stopped). "
@@ -89,7 +95,7 @@ def openai_agents_start(session: Any, run_id: str) -> Start:
     """Where a run's attempt on an ``AgentStoreSession`` starts (repairs written first)."""
     from agentstore.integrations.openai_agents import entry_item
 
-    entries = session.log.read(None, types={"item"})
+    entries = session.log.read(WINDOW, types={"item"})
     items: list[dict[str, Any]] = [cast(dict[str, Any], entry_item(entry)) for entry in entries]
     mine = [item for entry, item in zip(entries, items, strict=True)
             if entry.data.get(RUN_MEMBER) == run_id]  # fmt: skip
@@ -121,9 +127,9 @@ def pydantic_ai_start(history: Any, run_id: str) -> Start:
 
     from agentstore.integrations.pydantic_ai import ENTRY_TYPE
 
-    entries = history.log.read(None, types={ENTRY_TYPE})
+    entries = history.log.read(WINDOW, types={ENTRY_TYPE})
     mine = any(entry.data.get(RUN_MEMBER) == run_id for entry in entries)
-    messages = history.load()
+    messages = history.load(WINDOW)
     answered = {
         part.tool_call_id
         for message in messages

@@ -47,6 +47,7 @@ from agentstore.types.log import LockInfo
 
 __all__ = [
     "claim",
+    "claim_free",
     "describe",
     "heartbeat",
     "lock_info",
@@ -109,6 +110,26 @@ def describe(session_id: str, info: LockInfo) -> str:
     return text
 
 
+def claim_free(
+    cursor: SqlCursor, session_id: str, *, pid: int, host: str, token: str, now: datetime
+) -> bool:
+    """Hold a free session, or one already held under ``token``, in one statement.
+
+    ``True`` when the hold is ours now (an earlier holder under the same token —
+    a run's rerun on another worker — becomes this process). ``False``: no such
+    session, or another token holds it; :func:`claim` then says which, or takes
+    a dead holder's hold over. Never raises for a conflict, so it needs no
+    savepoint inside a transaction.
+    """
+    stamp = cursor.db.ops.adapt_datetimefield_value(now)
+    holder = sql.row(
+        Holder, session_id=session_id, pid=pid, host=host, token=token,
+        since=stamp, heartbeat=stamp,
+    )  # fmt: skip
+    cursor.execute(log_sql.CLAIM_FREE_HOLDER, [*holder, session_id])
+    return cursor.fetchone() is not None
+
+
 def claim(
     cursor: SqlCursor,
     session_id: str,
@@ -123,6 +144,8 @@ def claim(
     Raises ``SessionLocked`` when a live process (or one on another host, whose
     liveness we cannot know) holds it.
     """
+    if claim_free(cursor, session_id, pid=pid, host=host, token=token, now=now):
+        return None
     taken_over: LockInfo | None = None
     current = lock_info(cursor, session_id)
     if current is not None:

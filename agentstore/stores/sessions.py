@@ -394,16 +394,13 @@ class SessionStore(StoreBase):
         pid, host, now = os.getpid(), socket.gethostname(), self.now()
 
         def free(cursor: SqlCursor) -> bool:
-            stamp = cursor.db.ops.adapt_datetimefield_value(now)
-            holder = sql.row(
-                Holder, session_id=session_id, pid=pid, host=host, token=token,
-                since=stamp, heartbeat=stamp,
-            )  # fmt: skip
-            cursor.execute(log_sql.CLAIM_FREE_HOLDER, [*holder, session_id])
-            return cursor.fetchone() is not None
+            return log_holds.claim_free(
+                cursor, session_id, pid=pid, host=host, token=token, now=now
+            )
 
-        # One statement when the session is free or already ours (a run's rerun);
-        # else the full claim below says why not, or takes a dead holder's over.
+        # One autocommitted statement when the session is free or already ours (a
+        # run's rerun); else the full claim below says why not, or takes a dead
+        # holder's over (it tries the same statement first: one body).
         if self.write(free, single=True):
             return None
 

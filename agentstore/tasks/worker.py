@@ -353,15 +353,8 @@ class TaskWorker:
             return
         except Canceled as stopped:
             self._running = False
-            finish = TaskFinish(
-                task_id=task.id,
-                lease_owner=self.worker_id,
-                from_states=("running", "canceling"),
-                target_state="canceled",
-                event_kind="task_canceled",
-                error_code="canceled",
-                error_message=str(stopped) or "canceled",
-                payload_json=json.dumps({"worker_id": self.worker_id}),
+            finish = self._finish(
+                task, "canceled", error_code="canceled", error_message=str(stopped) or "canceled"
             )
             self._settle(task, finish, None, "canceled", started)
         except Exception as error:
@@ -372,15 +365,7 @@ class TaskWorker:
             self._running = False
             if job.task_result is not None:
                 self._on_stored[task.id] = lambda: send_finished(job.task_result, return_json=value)
-            finish = TaskFinish(
-                task_id=task.id,
-                lease_owner=self.worker_id,
-                from_states=("running", "canceling"),
-                target_state="succeeded",
-                event_kind="task_succeeded",
-                payload_json=json.dumps({"worker_id": self.worker_id}),
-            )
-            self._settle(task, finish, value, "succeeded", started)
+            self._settle(task, self._finish(task, "succeeded"), value, "succeeded", started)
         finally:
             self._recycle_connections()
         self.done += 1
@@ -472,17 +457,31 @@ class TaskWorker:
             return
         if job.task_result is not None:
             self._on_stored[task.id] = lambda: send_finished(job.task_result, error=error)
-        finish = TaskFinish(
+        finish = self._finish(
+            task, "failed", error_code=code, error_message=message, payload=payload
+        )
+        self._settle(task, finish, None, f"failed ({code})", started)
+
+    def _finish(
+        self,
+        task: TaskEntity,
+        state: str,
+        *,
+        error_code: str = "",
+        error_message: str = "",
+        payload: dict[str, Any] | None = None,
+    ) -> TaskFinish:
+        """This worker's settling of a run it held: ``state`` and its ``task_<state>`` event."""
+        return TaskFinish(
             task_id=task.id,
             lease_owner=self.worker_id,
             from_states=("running", "canceling"),
-            target_state="failed",
-            event_kind="task_failed",
-            error_code=code,
-            error_message=message,
-            payload_json=json.dumps(payload),
+            target_state=state,
+            event_kind=f"task_{state}",
+            error_code=error_code,
+            error_message=error_message,
+            payload_json=json.dumps(payload or {"worker_id": self.worker_id}),
         )
-        self._settle(task, finish, None, f"failed ({code})", started)
 
     def _drop(self, task_id: str, stored: bool = False) -> None:
         """The task is no longer ours; its finish was ``stored`` (or refused, or retried)."""
