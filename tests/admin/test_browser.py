@@ -210,6 +210,8 @@ def _pages(world: World, log_id: str, base: str) -> list[tuple[str, str]]:
         ("tasks", f"{base}/admin/agentstore/task/"),
         ("task", f"{base}/admin/agentstore/task/{world.tool_task_id}/change/"),
         ("workflow", f"{base}/admin/agentstore/workflowrun/{world.workflow_id}/change/"),
+        ("runs", f"{base}/admin/agentstore/runtask/"),
+        ("run", f"{base}/admin/agentstore/runtask/{world.run_id}/change/"),
         ("holds", f"{base}/admin/agentstore/holder/"),
         ("grants-list", f"{base}/admin/agentstore/grant/"),
         ("usage", f"{base}/admin/agentstore/session/usage/?days=30"),
